@@ -1,0 +1,511 @@
+// Declarations: the global namespace, records, tables, vars, events,
+// function signatures; then the closing of state effects over calls.
+#include <algorithm>
+
+#include "checker_impl.h"
+
+namespace aup {
+namespace detail {
+
+namespace {
+bool is_type_name(std::string_view s) { return s == "num" || s == "text" || s == "bool"; }
+}  // namespace
+
+std::string_view Checker::kind_noun(GlobalKind k) {
+  switch (k) {
+    case GlobalKind::Record: return "a record";
+    case GlobalKind::Table: return "a table";
+    case GlobalKind::Var: return "a var";
+    case GlobalKind::Event: return "an event";
+    case GlobalKind::Query: return "a query";
+    case GlobalKind::Fn: return "a function";
+  }
+  return "";
+}
+
+const Global* Checker::find_global(Sym name) const {
+  auto it = globals_.find(name);
+  return it == globals_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string_view> Checker::global_names(bool (*keep)(GlobalKind)) const {
+  std::vector<std::string_view> out;
+  for (const auto& [sym, g] : globals_) {
+    if (keep(g.kind)) out.push_back(str(sym));
+  }
+  std::sort(out.begin(), out.end());  // deterministic suggestions
+  return out;
+}
+
+// A name about to be declared must not be a built-in type or function.
+bool Checker::check_new_name(Sym name, Pos pos, uint32_t width, std::string_view what) {
+  std::string_view s = str(name);
+  if (is_type_name(s)) {
+    error(pos, width, fmt::format("`{}` is a built-in type; choose another name for this {}", s, what));
+    return false;
+  }
+  if (stdlib::find_builtin(s)) {
+    error(pos, width,
+          fmt::format("`{}` is a built-in function; choose another name for this {}", s, what));
+    return false;
+  }
+  return true;
+}
+
+void Checker::run() {
+  declare_globals();
+  for (auto& r : program_.records) resolve_record_fields(*r);
+  check_record_cycles();
+  for (auto& t : program_.tables) resolve_table(*t);
+  for (auto& v : program_.vars) resolve_var(*v);
+  for (Decl* d : ast_.module.decls) {
+    if (d->kind == DeclKind::On) declare_handler(d);
+  }
+  for (auto& e : program_.events) {
+    if (!e->handler) {
+      error(e->decl->name_pos, e->decl->name_width,
+            fmt::format("event `{}` has no handler; add `on {} {{ ... }}`", str(e->name),
+                        str(e->name)));
+    }
+  }
+  for (auto& f : program_.functions) {
+    if (f->kind != FnKind::Handler) resolve_signature(*f);
+  }
+  for (auto& f : program_.functions) check_function(*f);
+  close_effects();
+  report_effect_violations();
+}
+
+// ---------------------------------------------------------------------------
+// the global namespace
+
+void Checker::declare_globals() {
+  for (Decl* d : ast_.module.decls) {
+    if (d->kind != DeclKind::On) declare(d);
+  }
+}
+
+void Checker::declare(Decl* d) {
+  GlobalKind kind{};
+  std::string_view what;
+  switch (d->kind) {
+    case DeclKind::Record: kind = GlobalKind::Record; what = "record"; break;
+    case DeclKind::Table: kind = GlobalKind::Table; what = "table"; break;
+    case DeclKind::Var: kind = GlobalKind::Var; what = "var"; break;
+    case DeclKind::Event: kind = GlobalKind::Event; what = "event"; break;
+    case DeclKind::Query: kind = GlobalKind::Query; what = "query"; break;
+    case DeclKind::Fn: kind = GlobalKind::Fn; what = "function"; break;
+    case DeclKind::On: return;
+  }
+  if (!check_new_name(d->name, d->name_pos, d->name_width, what)) return;
+  if (const Global* g = find_global(d->name)) {
+    error(d->name_pos, d->name_width,
+          fmt::format("`{}` is already declared at {} (as {}); all top-level names share one "
+                      "namespace",
+                      str(d->name), at(g->pos), kind_noun(g->kind)));
+    return;
+  }
+  auto too_many = [&](size_t n) {
+    if (n < kMaxDeclsPerKind) return false;
+    error(d->name_pos, d->name_width, fmt::format("more than {} {}s", kMaxDeclsPerKind, what));
+    return true;
+  };
+  uint32_t index = 0;
+  switch (d->kind) {
+    case DeclKind::Record:
+    case DeclKind::Event: {
+      if (too_many(program_.records.size())) return;
+      auto r = std::make_unique<RecordInfo>();
+      r->index = static_cast<uint32_t>(program_.records.size());
+      r->name = d->name;
+      r->pos = d->name_pos;
+      r->decl = d;
+      r->is_event_args = d->kind == DeclKind::Event;
+      r->type = types_.record(r.get());
+      if (d->kind == DeclKind::Record) {
+        index = r->index;
+      } else {
+        if (too_many(program_.events.size())) return;
+        auto e = std::make_unique<EventInfo>();
+        e->index = index = static_cast<uint32_t>(program_.events.size());
+        e->name = d->name;
+        e->pos = d->name_pos;
+        e->decl = d;
+        e->args = r.get();
+        program_.events.push_back(std::move(e));
+      }
+      program_.records.push_back(std::move(r));
+      break;
+    }
+    case DeclKind::Table: {
+      if (too_many(program_.tables.size())) return;
+      auto t = std::make_unique<TableInfo>();
+      t->index = index = static_cast<uint32_t>(program_.tables.size());
+      t->name = d->name;
+      t->pos = d->name_pos;
+      t->decl = d;
+      program_.tables.push_back(std::move(t));
+      break;
+    }
+    case DeclKind::Var: {
+      if (too_many(program_.vars.size())) return;
+      auto v = std::make_unique<VarInfo>();
+      v->index = index = static_cast<uint32_t>(program_.vars.size());
+      v->name = d->name;
+      v->pos = d->name_pos;
+      v->decl = d;
+      v->init = d->init;
+      program_.vars.push_back(std::move(v));
+      break;
+    }
+    case DeclKind::Query:
+    case DeclKind::Fn: {
+      if (too_many(program_.functions.size())) return;
+      auto f = std::make_unique<FunctionInfo>();
+      f->index = index = static_cast<uint32_t>(program_.functions.size());
+      f->kind = d->kind == DeclKind::Query ? FnKind::Query : FnKind::Helper;
+      f->name = d->name;
+      f->pos = d->name_pos;
+      f->decl = d;
+      program_.functions.push_back(std::move(f));
+      break;
+    }
+    case DeclKind::On: return;
+  }
+  globals_.emplace(d->name, Global{kind, index, d->name_pos});
+}
+
+// ---------------------------------------------------------------------------
+// types as written
+
+const Type* Checker::resolve_type(TypeExpr* t, bool rows) {
+  switch (t->kind) {
+    case TypeExprKind::Error: return types_.error();
+    case TypeExprKind::Array: return types_.array(resolve_type(t->elem));
+    case TypeExprKind::Object: {
+      std::vector<ObjectField> fields;
+      for (const TypeExprField& f : t->fields) {
+        const Type* ft = resolve_type(f.type);
+        auto dup = std::find_if(fields.begin(), fields.end(),
+                                [&](const ObjectField& o) { return o.name == f.name; });
+        if (dup != fields.end()) {
+          error(f.pos, fmt::format("field `{}` appears twice in this object type", str(f.name)));
+          continue;
+        }
+        if (fields.size() == kMaxFields) {
+          error(f.pos, fmt::format("an object type has at most {} fields", kMaxFields));
+          return types_.error();
+        }
+        fields.push_back(ObjectField{f.name, ft});
+      }
+      return types_.object(std::move(fields));
+    }
+    case TypeExprKind::Named: break;
+  }
+  std::string_view name = str(t->name);
+  if (name == "num") return types_.num();
+  if (name == "text") return types_.text();
+  if (name == "bool") return types_.boolean();
+  uint32_t width = static_cast<uint32_t>(name.size());
+  if (const Global* g = find_global(t->name)) {
+    switch (g->kind) {
+      case GlobalKind::Record: return program_.records[g->index]->type;
+      case GlobalKind::Table: {
+        // A table's name as a type: a reference to one of its rows.
+        const TableInfo& tab = *program_.tables[g->index];
+        if (rows) return tab.record ? types_.row(&tab) : types_.error();
+        std::string rec = tab.decl->record ? std::string(str(tab.decl->record)) : "its record";
+        error(t->pos, width,
+              fmt::format("`{}` as a type is a reference to a row, which only a local, a "
+                          "parameter or a result of a `fn` can hold; use the record type `{}` here",
+                          name, rec));
+        return types_.error();
+      }
+      default:
+        error(t->pos, width, fmt::format("`{}` is {}, not a type", name, kind_noun(g->kind)));
+        return types_.error();
+    }
+  }
+  std::vector<std::string_view> candidates =
+      global_names([](GlobalKind k) { return k == GlobalKind::Record; });
+  candidates.insert(candidates.end(), {"num", "text", "bool"});
+  error(t->pos, width, fmt::format("unknown type `{}`{}", name, did_you_mean(name, candidates)));
+  return types_.error();
+}
+
+// A default (and a var's initial value) is a literal of the field's type.
+void Checker::check_default(Expr* e, const Type* t, std::string_view what) {
+  const Type* found = nullptr;
+  if (e->kind == ExprKind::Number) {
+    found = types_.num();
+  } else if (e->kind == ExprKind::Unary && e->unary == UnaryOp::Neg && e->lhs->kind == ExprKind::Number) {
+    found = types_.num();
+    e->lhs->type = found;
+  } else if (e->kind == ExprKind::Text) {
+    found = types_.text();
+  } else if (e->kind == ExprKind::Bool) {
+    found = types_.boolean();
+  } else if (e->kind == ExprKind::ArrayLit && e->args.empty() && t->is(TypeKind::Array)) {
+    found = t;
+  } else {
+    error(e->start, fmt::format("{} must be a literal (a number, a text, `true` or `false`)", what));
+    e->type = types_.error();
+    return;
+  }
+  e->type = found;
+  if (!assignable(found, t)) mismatch(e->start, e->width, what, t, found);
+}
+
+// ---------------------------------------------------------------------------
+// records, tables, vars
+
+void Checker::resolve_record_fields(RecordInfo& r) {
+  std::string_view what = r.is_event_args ? "event" : "record";
+  for (const FieldDecl& f : r.decl->fields) {
+    const Type* ft = resolve_type(f.type);
+    int dup = r.field_index(f.name);
+    if (dup >= 0) {
+      error(f.pos, fmt::format("field `{}` appears twice in {} `{}` (first at {})", str(f.name), what,
+                               str(r.name), at(r.fields[static_cast<size_t>(dup)].pos)));
+      continue;
+    }
+    if (r.fields.size() == kMaxFields) {
+      error(f.pos, fmt::format("{} `{}` has more than {} fields", what, str(r.name), kMaxFields));
+      break;
+    }
+    if (f.default_value) {
+      check_default(f.default_value, ft, fmt::format("the default of `{}`", str(f.name)));
+    }
+    r.fields.push_back(FieldInfo{f.name, f.pos, ft, f.default_value});
+  }
+}
+
+// A record may not contain itself through record-typed fields: its values
+// would be infinite. (Through an array it may: arrays can be empty.)
+void Checker::check_record_cycles() {
+  enum class Mark : uint8_t { None, Active, Done };
+  std::vector<Mark> mark(program_.records.size(), Mark::None);
+  auto visit = [&](auto&& self, RecordInfo& r) -> void {
+    mark[r.index] = Mark::Active;
+    for (FieldInfo& f : r.fields) {
+      if (!f.type->is(TypeKind::Record)) continue;
+      RecordInfo& inner = *program_.records[f.type->record->index];
+      if (mark[inner.index] == Mark::Active) {
+        error(f.pos, fmt::format("record `{}` contains itself through field `{}`; a record "
+                                 "cannot hold itself (keep a key, or an array, instead)",
+                                 str(inner.name), str(f.name)));
+        // Cut the cycle so later passes terminate.
+        f.type = types_.error();
+      } else if (mark[inner.index] == Mark::None) {
+        self(self, inner);
+      }
+    }
+    mark[r.index] = Mark::Done;
+  };
+  for (auto& r : program_.records) {
+    if (mark[r->index] == Mark::None) visit(visit, *r);
+  }
+}
+
+void Checker::resolve_table(TableInfo& t) {
+  const Decl* d = t.decl;
+  uint32_t rec_width = static_cast<uint32_t>(str(d->record).size());
+  const Global* g = find_global(d->record);
+  if (!g) {
+    std::vector<std::string_view> records =
+        global_names([](GlobalKind k) { return k == GlobalKind::Record; });
+    error(d->record_pos, rec_width,
+          fmt::format("unknown record `{}`{}", str(d->record), did_you_mean(str(d->record), records)));
+    return;
+  }
+  if (g->kind != GlobalKind::Record) {
+    error(d->record_pos, rec_width,
+          fmt::format("`{}` is {}; a table holds rows of a record type", str(d->record),
+                      kind_noun(g->kind)));
+    return;
+  }
+  RecordInfo& r = *program_.records[g->index];
+  t.record = &r;
+  int key = r.field_index(d->key);
+  if (key < 0) {
+    std::vector<std::string_view> fields;
+    for (const FieldInfo& f : r.fields) fields.push_back(str(f.name));
+    error(d->key_pos, static_cast<uint32_t>(str(d->key).size()),
+          fmt::format("no field `{}` in `{}`{}", str(d->key), str(r.name),
+                      did_you_mean(str(d->key), fields)));
+    t.record = nullptr;
+    return;
+  }
+  t.key_field = static_cast<uint32_t>(key);
+  const Type* kt = r.fields[t.key_field].type;
+  if (!kt->is(TypeKind::Num) && !kt->is(TypeKind::Text) && !kt->is_error()) {
+    error(d->key_pos, static_cast<uint32_t>(str(d->key).size()),
+          fmt::format("a key must be `num` or `text`; `{}` of `{}` is `{}`", str(d->key),
+                      str(r.name), tname(kt)));
+    t.record = nullptr;
+    return;
+  }
+  t.key_type = kt;
+  if (!r.stored) {
+    for (const FieldInfo& f : r.fields) {
+      TypeKind k = f.type->kind;
+      if (k == TypeKind::Num || k == TypeKind::Text || k == TypeKind::Bool || k == TypeKind::Error) {
+        continue;
+      }
+      error(d->record_pos, rec_width,
+            fmt::format("rows of a table hold only `num`, `text` and `bool` fields; field `{}` of "
+                        "`{}` is `{}`",
+                        str(f.name), str(r.name), tname(f.type)));
+      t.record = nullptr;
+      return;
+    }
+  }
+  r.stored = true;
+}
+
+void Checker::resolve_var(VarInfo& v) {
+  const Type* t = resolve_type(v.decl->type);
+  if (!t->is(TypeKind::Num) && !t->is(TypeKind::Text) && !t->is(TypeKind::Bool) && !t->is_error()) {
+    error(v.decl->type->pos, fmt::format("a var holds `num`, `text` or `bool`, not `{}`", tname(t)));
+    t = types_.error();
+  }
+  v.type = t;
+  check_default(v.decl->init, t, fmt::format("the initial value of `{}`", str(v.name)));
+}
+
+// ---------------------------------------------------------------------------
+// functions
+
+void Checker::declare_handler(Decl* d) {
+  auto f = std::make_unique<FunctionInfo>();
+  f->index = static_cast<uint32_t>(program_.functions.size());
+  f->kind = FnKind::Handler;
+  f->name = d->name;
+  f->pos = d->name_pos;
+  f->decl = d;
+  f->event = UINT32_MAX;  // unknown until found below
+  const Global* g = find_global(d->name);
+  if (g && g->kind == GlobalKind::Event) {
+    EventInfo& e = *program_.events[g->index];
+    if (e.handler) {
+      error(d->name_pos, d->name_width,
+            fmt::format("event `{}` already has a handler at {}", str(d->name), at(e.handler->pos)));
+    } else {
+      e.handler = f.get();
+      f->event = e.index;
+    }
+  } else if (g) {
+    error(d->name_pos, d->name_width,
+          fmt::format("`{}` is {}, not an event; `on` handles an event", str(d->name),
+                      kind_noun(g->kind)));
+  } else {
+    std::vector<std::string_view> events =
+        global_names([](GlobalKind k) { return k == GlobalKind::Event; });
+    error(d->name_pos, d->name_width,
+          fmt::format("no event `{}`{}", str(d->name), did_you_mean(str(d->name), events)));
+  }
+  program_.functions.push_back(std::move(f));
+}
+
+void Checker::resolve_signature(FunctionInfo& f) {
+  const Decl* d = f.decl;
+  f.result = d->ret ? resolve_type(d->ret, f.kind == FnKind::Helper) : types_.void_();
+  if (d->params.size() > kMaxParams) {
+    error(d->params[kMaxParams].pos,
+          fmt::format("`{}` has more than {} parameters", str(f.name), kMaxParams));
+  }
+  // Parameters are the first locals (slots 0..n-1); a bad name or type is
+  // reported here once and the parameter is kept with the Error type, so
+  // callers still see the right count.
+  for (const Param& p : d->params) {
+    const Type* t = resolve_type(p.type, f.kind == FnKind::Helper);
+    uint32_t width = static_cast<uint32_t>(str(p.name).size());
+    if (!check_new_name(p.name, p.pos, width, "parameter")) {
+      t = types_.error();
+    } else if (const Global* g = find_global(p.name)) {
+      error(p.pos, width,
+            fmt::format("`{}` is {} (declared at {}); a parameter may not take a top-level name",
+                        str(p.name), kind_noun(g->kind), at(g->pos)));
+      t = types_.error();
+    } else {
+      for (const LocalInfo& other : f.locals) {
+        if (other.name == p.name) {
+          error(p.pos, width,
+                fmt::format("parameter `{}` appears twice (first at {})", str(p.name), at(other.pos)));
+          t = types_.error();
+          break;
+        }
+      }
+    }
+    LocalInfo l;
+    l.name = p.name;
+    l.pos = p.pos;
+    l.type = t;
+    l.slot = static_cast<uint32_t>(f.locals.size());
+    l.param = true;
+    f.locals.push_back(l);
+  }
+  f.param_count = static_cast<uint32_t>(f.locals.size());
+  f.frame_slots = f.param_count;
+}
+
+// ---------------------------------------------------------------------------
+// effects
+
+// Close writes and row-membership changes over calls: a function that
+// calls one that writes, writes. The loop ends because each round adds at
+// least one (function, effect) pair and there are finitely many.
+void Checker::close_effects() {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (const CallSite& c : calls_) {
+      FunctionInfo& caller = *c.caller;
+      const FunctionInfo& callee = *c.callee;
+      if (callee.writes && !caller.writes) {
+        caller.writes = true;
+        caller.write_site = callee.write_site;
+        changed = true;
+      }
+      for (const auto& [table, site] : callee.membership) {
+        auto has = std::any_of(caller.membership.begin(), caller.membership.end(),
+                               [&](const auto& m) { return m.first == table; });
+        if (!has) {
+          caller.membership.emplace_back(table, site);
+          changed = true;
+        }
+      }
+    }
+  }
+}
+
+void Checker::report_effect_violations() {
+  for (const CallSite& c : calls_) {
+    const FunctionInfo& callee = *c.callee;
+    if (c.caller->kind == FnKind::Query && callee.writes) {
+      error(c.pos, c.width,
+            fmt::format("a query cannot change state, and `{}` does: it {} (at {})",
+                        str(callee.name), callee.write_site.what, at(callee.write_site.pos)));
+    }
+    for (const Iteration& it : c.iterating) {
+      for (const auto& [table, site] : callee.membership) {
+        if (table != it.table) continue;
+        error(c.pos, c.width,
+              fmt::format("`{}` adds or removes rows of `{}` (at {}) while the `for` over `{}` at "
+                          "{} is running; collect the changes and apply them after the loop",
+                          str(callee.name), str(table->name), at(site.pos), str(table->name),
+                          at(it.pos)));
+      }
+    }
+  }
+}
+
+}  // namespace detail
+
+void check(const SourceFile& file, Interner& names, Ast& ast, TypeTable& types, Program& program,
+           Diagnostics& diags) {
+  detail::Checker checker(file, names, ast, types, program, diags);
+  checker.run();
+}
+
+}  // namespace aup

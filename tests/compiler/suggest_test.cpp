@@ -1,0 +1,30 @@
+#include <doctest/doctest.h>
+
+#include "suggest.h"
+
+namespace aup {
+namespace {
+
+TEST_SUITE("suggest") {
+  TEST_CASE("edit distance counts a transposition as one edit") {
+    CHECK(edit_distance("", "") == 0);
+    CHECK(edit_distance("abc", "abc") == 0);
+    CHECK(edit_distance("quantiy", "quantity") == 1);
+    CHECK(edit_distance("ab", "ba") == 1);
+    CHECK(edit_distance("kitten", "sitting") == 3);
+  }
+
+  TEST_CASE("the closest name, when close enough") {
+    std::vector<std::string_view> fields = {"id", "quantity", "ytd", "order_cnt"};
+    CHECK(closest_name("quantiy", fields) == "quantity");
+    CHECK(closest_name("Quantity", fields) == "quantity");
+    CHECK(closest_name("ytd", fields).empty());        // itself is not a suggestion
+    CHECK(closest_name("xyzzy", fields).empty());      // too far
+    CHECK(closest_name("od", fields) == "id");
+    CHECK(did_you_mean("ordr_cnt", fields) == "; did you mean `order_cnt`?");
+    CHECK(did_you_mean("zzzzzz", fields).empty());
+  }
+}
+
+}  // namespace
+}  // namespace aup
