@@ -1,0 +1,18 @@
+#!/bin/sh
+# Installs the Debian 12 packages aup needs to build and test, only those
+# that are missing (so a second run does not touch the network).
+set -eu
+packages="g++ meson ninja-build pkg-config re2c libfmt-dev libcli11-dev doctest-dev
+  python3 hyperfine"
+missing=""
+for p in $packages; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "installing:$missing"
+as_root=""
+[ "$(id -u)" -eq 0 ] || as_root="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$as_root apt-get update -qq
+# shellcheck disable=SC2086
+$as_root apt-get install -y -qq --no-install-recommends $missing

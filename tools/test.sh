@@ -1,0 +1,33 @@
+#!/bin/sh
+# Every test: install what is missing, build the normal and the sanitizer
+# (ASan + UBSan) builds, run the whole suite in both. The last line is
+# `N passed, N failed` over both builds.
+set -u
+cd "$(dirname "$0")/.."
+sh tools/deps.sh || exit 1
+rm -f build/meson-logs/testlog.json build-asan/meson-logs/testlog.json
+status=0
+sh tools/build.sh build || status=1
+if [ "$status" -eq 0 ]; then
+  meson test -C build --print-errorlogs --num-processes "$(nproc)" || status=1
+fi
+asan_ok=1
+sh tools/build.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug -Doptimization=1 || { status=1; asan_ok=0; }
+if [ "$asan_ok" -eq 1 ]; then
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+  UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1 \
+    meson test -C build-asan --print-errorlogs --num-processes "$(nproc)" || status=1
+fi
+python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json <<'PY'
+import json, sys
+ok = bad = 0
+for path in sys.argv[1:]:
+    try:
+        results = [json.loads(l)["result"] for l in open(path) if l.strip()]
+    except OSError:
+        results = ["ERROR"]  # a build that failed ran no test: count it
+    ok += sum(r in ("OK", "EXPECTEDFAIL") for r in results)
+    bad += sum(r in ("FAIL", "UNEXPECTEDPASS", "TIMEOUT", "ERROR") for r in results)
+print(f"{ok} passed, {bad} failed")
+PY
+exit $status
