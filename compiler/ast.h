@@ -171,6 +171,9 @@ struct Decl {
   TypeExpr* ret = nullptr;        // Fn with `: T`
   Block* body = nullptr;          // On, Query, Fn
   bool body_had_errors = false;   // parse errors inside the body
+  // A parse error cut the declaration short: its name is declared, but what
+  // could not be read is unknown, so the checker stays quiet about its uses.
+  bool broken = false;
 };
 
 struct Module {

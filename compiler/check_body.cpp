@@ -73,6 +73,12 @@ void Checker::check_function(FunctionInfo& f) {
     }
     state.live_slots = f.param_count;
   }
+  if (!d->body) {  // a broken signature: the body was not parsed
+    pop_scope();
+    f.result = f.result ? f.result : types_.error();
+    fs_ = nullptr;
+    return;
+  }
   bool falls_through = check_block(d->body);
   pop_scope();
 
@@ -171,6 +177,15 @@ uint32_t Checker::declare_local(Sym name, Pos pos, const Type* type, bool param,
 
 void Checker::report_unknown(Expr* e, std::string_view what) {
   if (!fs_->unknown_reported.insert(e->sym).second) return;
+  // A local of that name whose block has ended explains it best.
+  for (const LocalInfo& l : fs_->fn->locals) {
+    if (l.name != e->sym || l.pos.offset >= e->pos.offset) continue;
+    error(e->pos, e->width,
+          fmt::format("unknown {} `{}`: the `{}` declared at {} is out of scope here (its block "
+                      "has ended)",
+                      what, str(e->sym), str(e->sym), at(l.pos)));
+    return;
+  }
   std::vector<std::string_view> candidates;
   for (const Scope& s : fs_->scopes) {
     for (const auto& [sym, index] : s.locals) candidates.push_back(str(sym));
@@ -198,7 +213,7 @@ void Checker::note_write(Pos pos, uint32_t width, std::string what) {
   }
   if (!f.writes) {
     f.writes = true;
-    f.write_site = EffectSite{pos, std::move(what)};
+    f.write_site = EffectSite{pos, std::move(what), &f};
   }
 }
 
@@ -218,7 +233,7 @@ void Checker::note_membership(const TableInfo& t, Expr* e, std::string_view meth
   FunctionInfo& f = *fs_->fn;
   auto has = std::any_of(f.membership.begin(), f.membership.end(),
                          [&](const auto& m) { return m.first == &t; });
-  if (!has) f.membership.emplace_back(&t, EffectSite{e->pos, what});
+  if (!has) f.membership.emplace_back(&t, EffectSite{e->pos, what, &f});
 }
 
 // ---------------------------------------------------------------------------
@@ -236,10 +251,14 @@ bool Checker::assignable(const Type* from, const Type* to) const {
 }
 
 void Checker::mismatch(Pos pos, uint32_t width, std::string_view context, const Type* expected,
-                       const Type* found) {
+                       const Type* found, bool hints) {
   std::string hint;
-  if (expected->is(TypeKind::Text) && found->is(TypeKind::Num)) hint = " (convert with `text(n)`)";
-  if (expected->is(TypeKind::Num) && found->is(TypeKind::Text)) hint = " (convert with `num(t)`)";
+  if (hints && expected->is(TypeKind::Text) && found->is(TypeKind::Num)) {
+    hint = " (convert with `text(n)`)";
+  }
+  if (hints && expected->is(TypeKind::Num) && found->is(TypeKind::Text)) {
+    hint = " (convert with `num(t)`)";
+  }
   error(pos, width,
         fmt::format("{}: expected `{}`, found `{}`{}", context, tname(expected), tname(found), hint));
 }
@@ -806,6 +825,7 @@ const Type* Checker::check_field(Expr* e) {
     case TypeKind::Row: {
       const RecordInfo& r = *base->record;
       int i = r.field_index(e->sym);
+      if (i < 0 && r.broken) return types_.error();  // the field may be in the unread part
       if (i < 0) {
         std::vector<std::string_view> fields;
         for (const FieldInfo& f : r.fields) fields.push_back(str(f.name));
@@ -988,6 +1008,10 @@ const Type* Checker::check_fn_call(Expr* e, FunctionInfo& callee) {
   e->ref = Ref::CallFn;
   e->index = callee.index;
   const Decl* d = callee.decl;
+  if (d->broken) {  // its parameters are not known whole
+    for (Expr* a : e->args) check_expr(a, nullptr);
+    return types_.error();
+  }
   std::string_view fname = str(callee.name);
   if (check_arg_count(e, fname, d->params.size(), d->params.size())) {
     std::vector<const Type*> params;
@@ -1038,7 +1062,8 @@ const Type* Checker::check_builtin_call(Expr* e, const stdlib::Builtin& b) {
       std::string context = b.min_args == 1 && b.max_args == 1
                                 ? fmt::format("`{}`", b.name)
                                 : fmt::format("argument {} of `{}`", i + 1, b.name);
-      mismatch(a->start, a->width, context, wt, got);
+      // No "convert with text(n)" advice inside text() itself.
+      mismatch(a->start, a->width, context, wt, got, false);
     }
   }
   if (b.result == stdlib::Ty::SameArray) return same;
@@ -1155,6 +1180,7 @@ const Type* Checker::check_record_lit(Expr* e) {
     int i = r.field_index(f.name);
     if (i < 0) {
       check_value(f.value, nullptr);
+      if (r.broken) continue;
       std::vector<std::string_view> fields;
       for (const FieldInfo& fi : r.fields) fields.push_back(str(fi.name));
       error(f.pos, fmt::format("no field `{}` in `{}`{}", str(f.name), name,
@@ -1175,7 +1201,7 @@ const Type* Checker::check_record_lit(Expr* e) {
     }
   }
   std::vector<std::string_view> missing;
-  for (size_t i = 0; i < r.fields.size(); ++i) {
+  for (size_t i = 0; i < r.fields.size() && !r.broken; ++i) {
     if (!given[i] && !r.fields[i].default_value) missing.push_back(str(r.fields[i].name));
   }
   if (!missing.empty()) {
@@ -1216,6 +1242,22 @@ const Type* Checker::check_object_lit(Expr* e, const Type* expected) {
     bad = bad || t->is_error();
   }
   if (bad) return types_.error();
+  // The same fields in another order than the expected type: build the
+  // object in the expected order (JSON objects are unordered).
+  if (expected && expected->is(TypeKind::Object) && expected->fields.size() == fields.size()) {
+    bool same = true;
+    std::vector<uint32_t> where(fields.size());
+    for (size_t i = 0; i < fields.size() && same; ++i) {
+      auto it = std::find_if(expected->fields.begin(), expected->fields.end(),
+                             [&](const ObjectField& o) { return o.name == fields[i].name; });
+      same = it != expected->fields.end() && assignable(fields[i].type, it->type);
+      if (same) where[i] = static_cast<uint32_t>(it - expected->fields.begin());
+    }
+    if (same) {
+      for (size_t i = 0; i < e->fields.size(); ++i) e->fields[i].index = where[i];
+      return expected;
+    }
+  }
   return types_.object(std::move(fields));
 }
 

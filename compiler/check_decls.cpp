@@ -44,9 +44,10 @@ bool Checker::check_new_name(Sym name, Pos pos, uint32_t width, std::string_view
     error(pos, width, fmt::format("`{}` is a built-in type; choose another name for this {}", s, what));
     return false;
   }
-  if (stdlib::find_builtin(s)) {
+  if (const stdlib::Builtin* b = stdlib::find_builtin(s)) {
     error(pos, width,
-          fmt::format("`{}` is a built-in function; choose another name for this {}", s, what));
+          fmt::format("`{}` is a built-in {}; choose another name for this {}", s,
+                      b->is_value ? "value" : "function", what));
     return false;
   }
   return true;
@@ -62,7 +63,7 @@ void Checker::run() {
     if (d->kind == DeclKind::On) declare_handler(d);
   }
   for (auto& e : program_.events) {
-    if (!e->handler) {
+    if (!e->handler && !e->decl->broken) {
       error(e->decl->name_pos, e->decl->name_width,
             fmt::format("event `{}` has no handler; add `on {} {{ ... }}`", str(e->name),
                         str(e->name)));
@@ -121,6 +122,7 @@ void Checker::declare(Decl* d) {
       r->pos = d->name_pos;
       r->decl = d;
       r->is_event_args = d->kind == DeclKind::Event;
+      r->broken = d->broken;
       r->type = types_.record(r.get());
       if (d->kind == DeclKind::Record) {
         index = r->index;
@@ -181,11 +183,17 @@ void Checker::declare(Decl* d) {
 const Type* Checker::resolve_type(TypeExpr* t, bool rows) {
   switch (t->kind) {
     case TypeExprKind::Error: return types_.error();
-    case TypeExprKind::Array: return types_.array(resolve_type(t->elem));
+    case TypeExprKind::Array: {
+      // A bad element type makes the whole type unknown (no `[?]` in messages).
+      const Type* elem = resolve_type(t->elem, false);
+      return elem->is_error() ? elem : types_.array(elem);
+    }
     case TypeExprKind::Object: {
       std::vector<ObjectField> fields;
+      bool bad = false;
       for (const TypeExprField& f : t->fields) {
         const Type* ft = resolve_type(f.type);
+        bad = bad || ft->is_error();
         auto dup = std::find_if(fields.begin(), fields.end(),
                                 [&](const ObjectField& o) { return o.name == f.name; });
         if (dup != fields.end()) {
@@ -198,7 +206,7 @@ const Type* Checker::resolve_type(TypeExpr* t, bool rows) {
         }
         fields.push_back(ObjectField{f.name, ft});
       }
-      return types_.object(std::move(fields));
+      return bad ? types_.error() : types_.object(std::move(fields));
     }
     case TypeExprKind::Named: break;
   }
@@ -216,8 +224,8 @@ const Type* Checker::resolve_type(TypeExpr* t, bool rows) {
         if (rows) return tab.record ? types_.row(&tab) : types_.error();
         std::string rec = tab.decl->record ? std::string(str(tab.decl->record)) : "its record";
         error(t->pos, width,
-              fmt::format("`{}` as a type is a reference to a row, which only a local, a "
-                          "parameter or a result of a `fn` can hold; use the record type `{}` here",
+              fmt::format("`{}` as a type is a reference to a row, which only a local, or a "
+                          "parameter or result of a `fn`, can hold; use the record type `{}` here",
                           name, rec));
         return types_.error();
       }
@@ -236,6 +244,10 @@ const Type* Checker::resolve_type(TypeExpr* t, bool rows) {
 // A default (and a var's initial value) is a literal of the field's type.
 void Checker::check_default(Expr* e, const Type* t, std::string_view what) {
   const Type* found = nullptr;
+  if (t->is_error()) {  // the type was reported; its literal cannot be judged
+    e->type = t;
+    return;
+  }
   if (e->kind == ExprKind::Number) {
     found = types_.num();
   } else if (e->kind == ExprKind::Unary && e->unary == UnaryOp::Neg && e->lhs->kind == ExprKind::Number) {
@@ -281,24 +293,34 @@ void Checker::resolve_record_fields(RecordInfo& r) {
 }
 
 // A record may not contain itself through record-typed fields: its values
-// would be infinite. (Through an array it may: arrays can be empty.)
+// would be infinite. (Through an array it may: arrays can be empty.) The
+// message shows the whole cycle, `A.b -> B.a -> A`.
 void Checker::check_record_cycles() {
   enum class Mark : uint8_t { None, Active, Done };
   std::vector<Mark> mark(program_.records.size(), Mark::None);
+  std::vector<std::pair<RecordInfo*, FieldInfo*>> path;
   auto visit = [&](auto&& self, RecordInfo& r) -> void {
     mark[r.index] = Mark::Active;
     for (FieldInfo& f : r.fields) {
       if (!f.type->is(TypeKind::Record)) continue;
       RecordInfo& inner = *program_.records[f.type->record->index];
+      path.emplace_back(&r, &f);
       if (mark[inner.index] == Mark::Active) {
-        error(f.pos, fmt::format("record `{}` contains itself through field `{}`; a record "
-                                 "cannot hold itself (keep a key, or an array, instead)",
-                                 str(inner.name), str(f.name)));
-        // Cut the cycle so later passes terminate.
-        f.type = types_.error();
+        std::string cycle;
+        size_t from = 0;
+        while (path[from].first != &inner) ++from;
+        for (size_t i = from; i < path.size(); ++i) {
+          cycle += fmt::format("{}.{} -> ", str(path[i].first->name), str(path[i].second->name));
+        }
+        cycle += str(inner.name);
+        error(f.pos, fmt::format("record `{}` contains itself ({}); a record cannot hold "
+                                 "itself (keep a key, or an array, instead)",
+                                 str(inner.name), cycle));
+        f.type = types_.error();  // cut the cycle so later passes terminate
       } else if (mark[inner.index] == Mark::None) {
         self(self, inner);
       }
+      path.pop_back();
     }
     mark[r.index] = Mark::Done;
   };
@@ -309,8 +331,14 @@ void Checker::check_record_cycles() {
 
 void Checker::resolve_table(TableInfo& t) {
   const Decl* d = t.decl;
+  if (d->broken) return;  // reported by the parser; uses of it stay quiet
   uint32_t rec_width = static_cast<uint32_t>(str(d->record).size());
   const Global* g = find_global(d->record);
+  if (is_type_name(str(d->record))) {
+    error(d->record_pos, rec_width,
+          fmt::format("`{}` is a built-in type; a table holds rows of a record type", str(d->record)));
+    return;
+  }
   if (!g) {
     std::vector<std::string_view> records =
         global_names([](GlobalKind k) { return k == GlobalKind::Record; });
@@ -325,6 +353,7 @@ void Checker::resolve_table(TableInfo& t) {
     return;
   }
   RecordInfo& r = *program_.records[g->index];
+  if (r.broken) return;
   t.record = &r;
   int key = r.field_index(d->key);
   if (key < 0) {
@@ -364,6 +393,10 @@ void Checker::resolve_table(TableInfo& t) {
 }
 
 void Checker::resolve_var(VarInfo& v) {
+  if (v.decl->broken) {
+    v.type = types_.error();
+    return;
+  }
   const Type* t = resolve_type(v.decl->type);
   if (!t->is(TypeKind::Num) && !t->is(TypeKind::Text) && !t->is(TypeKind::Bool) && !t->is_error()) {
     error(v.decl->type->pos, fmt::format("a var holds `num`, `text` or `bool`, not `{}`", tname(t)));
@@ -410,6 +443,7 @@ void Checker::declare_handler(Decl* d) {
 void Checker::resolve_signature(FunctionInfo& f) {
   const Decl* d = f.decl;
   f.result = d->ret ? resolve_type(d->ret, f.kind == FnKind::Helper) : types_.void_();
+  if (d->broken) f.result = types_.error();
   if (d->params.size() > kMaxParams) {
     error(d->params[kMaxParams].pos,
           fmt::format("`{}` has more than {} parameters", str(f.name), kMaxParams));
@@ -483,17 +517,24 @@ void Checker::report_effect_violations() {
   for (const CallSite& c : calls_) {
     const FunctionInfo& callee = *c.callee;
     if (c.caller->kind == FnKind::Query && callee.writes) {
+      const EffectSite& w = callee.write_site;
+      std::string how = w.where && w.where != &callee
+                            ? fmt::format("through `{}`, which {}", str(w.where->name), w.what)
+                            : fmt::format("it {}", w.what);
       error(c.pos, c.width,
-            fmt::format("a query cannot change state, and `{}` does: it {} (at {})",
-                        str(callee.name), callee.write_site.what, at(callee.write_site.pos)));
+            fmt::format("a query cannot change state, and `{}` does: {} (at {})", str(callee.name),
+                        how, at(w.pos)));
     }
     for (const Iteration& it : c.iterating) {
       for (const auto& [table, site] : callee.membership) {
         if (table != it.table) continue;
+        std::string via = site.where && site.where != &callee
+                              ? fmt::format(" through `{}`", str(site.where->name))
+                              : "";
         error(c.pos, c.width,
-              fmt::format("`{}` adds or removes rows of `{}` (at {}) while the `for` over `{}` at "
-                          "{} is running; collect the changes and apply them after the loop",
-                          str(callee.name), str(table->name), at(site.pos), str(table->name),
+              fmt::format("`{}` adds or removes rows of `{}`{} (at {}) while the `for` over `{}` "
+                          "at {} is running; collect the changes and apply them after the loop",
+                          str(callee.name), str(table->name), via, at(site.pos), str(table->name),
                           at(it.pos)));
       }
     }

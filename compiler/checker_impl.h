@@ -140,7 +140,7 @@ class Checker {
 
   bool assignable(const Type* from, const Type* to) const;
   void mismatch(Pos pos, uint32_t width, std::string_view context, const Type* expected,
-                const Type* found);
+                const Type* found, bool hints = true);
 
   // ---- shared ----
   void error(Pos pos, uint32_t width, std::string message) {

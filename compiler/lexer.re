@@ -66,6 +66,7 @@ class Lexer {
   void lex_text();
   void skip_comment();
   void lex_ident();
+  void lex_wrong_quote();
   void unterminated_text() {
     error(tok_, 1, "unterminated text literal (a `\"` is missing before the line ends)");
   }
@@ -74,6 +75,7 @@ class Lexer {
   Pos pos_of(const unsigned char* p);
   void error(const unsigned char* at, uint32_t width, std::string message);
   void emit(Tok kind, uint32_t sym = 0, double number = 0);
+  void emit_at(Pos pos, Tok kind, uint32_t sym = 0, double number = 0);
   void newline() {
     ++line_;
     line_start_ = col_at_ = cur_;
@@ -112,12 +114,14 @@ void Lexer::error(const unsigned char* at, uint32_t width, std::string message) 
   out_.error_offsets.push_back(offset(at));
 }
 
-void Lexer::emit(Tok kind, uint32_t sym, double number) {
+void Lexer::emit(Tok kind, uint32_t sym, double number) { emit_at(pos_of(tok_), kind, sym, number); }
+
+void Lexer::emit_at(Pos pos, Tok kind, uint32_t sym, double number) {
   Token t;
   t.kind = kind;
   t.newline_before = newline_before_;
   t.len = static_cast<uint32_t>(cur_ - tok_);
-  t.pos = pos_of(tok_);
+  t.pos = pos;
   t.sym = sym;
   t.number = number;
   out_.tokens.push_back(t);
@@ -204,10 +208,7 @@ bool Lexer::next() {
       emit(Tok::Assign);
       return true;
     }
-    "'" {
-      error(tok_, 1, "text literals use double quotes: \"...\"");
-      return true;
-    }
+    ['`] { lex_wrong_quote(); return true; }
     [^] {
       std::string_view bytes(reinterpret_cast<const char*>(tok_), static_cast<size_t>(cur_ - tok_));
       uint32_t cp = decode_utf8(bytes);
@@ -262,6 +263,7 @@ void Lexer::lex_number() {
 }
 
 void Lexer::lex_text() {
+  const Pos start_pos = pos_of(tok_);  // before a continued line moves the line
   std::string value;
   for (;;) {
     const unsigned char* start = cur_;
@@ -310,13 +312,37 @@ void Lexer::lex_text() {
               std::string_view(reinterpret_cast<const char*>(start), static_cast<size_t>(cur_ - start))));
         continue;
       }
-      "\\" { continue; }  // a `\` before the line end: reported as unterminated below
+      "\\" "\r"? "\n" {
+        // A `\` ending the line: the text was meant to go on. Say so once
+        // and read on, so the next line's closing quote closes this text.
+        error(start, 1, "a text literal cannot go on to the next line; write `\\n` or join texts with `+`");
+        bool was = newline_before_;
+        newline();
+        newline_before_ = was;
+        continue;
+      }
+      "\\" { continue; }  // a `\` before the end of file: reported as unterminated below
       "\n" { cur_ = start; unterminated_text(); break; }  // the line break is not text
       $ { unterminated_text(); break; }
       * { error(start, 1, fmt::format("invalid UTF-8 byte 0x{:02X} in text", *start)); continue; }
     */
   }
-  emit(Tok::Text, names_.intern(value));
+  emit_at(start_pos, Tok::Text, names_.intern(value));
+}
+
+// 'text' or `text`: reported once, then read as the text it was meant to
+// be (up to the same quote on that line), so the words inside are not
+// taken for names.
+void Lexer::lex_wrong_quote() {
+  unsigned char quote = *tok_;
+  error(tok_, 1, quote == '\''
+                     ? "text literals use double quotes: \"...\", not '...'"
+                     : "text literals use double quotes: \"...\", not `...`");
+  const unsigned char* p = cur_;
+  while (p < lim_ && *p != quote && *p != '\n') ++p;
+  std::string_view inside(reinterpret_cast<const char*>(cur_), static_cast<size_t>(p - cur_));
+  cur_ = p < lim_ && *p == quote ? p + 1 : p;
+  emit(Tok::Text, names_.intern(inside));
 }
 
 void Lexer::skip_comment() {

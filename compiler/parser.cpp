@@ -198,6 +198,15 @@ class Parser {
   bool newline_sensitive_ = true;
   bool no_struct_ = false;         // `Name {` is not a record literal here
   uint32_t nesting_ = 0;
+  // The error just reported was a missing separator before a token that
+  // starts a statement: resume there instead of skipping the line.
+  bool resume_here_ = false;
+  // Keywords a declaration used as names (already reported): later uses
+  // are read as those names, so the one mistake is reported once.
+  std::vector<Tok> misused_keywords_;
+  bool lex_error_between(uint32_t from, uint32_t to) const;
+  bool take_name(Sym& name, Pos& pos, std::string_view context);
+  void neutralize(Stmt* s, uint32_t start, uint32_t end);
 };
 
 // ---------------------------------------------------------------------------
@@ -215,6 +224,57 @@ std::string Parser::found(const Token& t) const {
     default:
       if (is_keyword(t.kind)) return fmt::format("found keyword {}", tok_spelling(t.kind));
       return fmt::format("found {}", tok_spelling(t.kind));
+  }
+}
+
+bool Parser::lex_error_between(uint32_t from, uint32_t to) const {
+  auto it = std::lower_bound(lex_errors_.begin(), lex_errors_.end(), from);
+  return it != lex_errors_.end() && *it < to;
+}
+
+// A name after `let`, `for` or in a parameter list. A keyword there is
+// reported once and then taken as the name it spells, so its later uses
+// are not reported again.
+bool Parser::take_name(Sym& name, Pos& pos, std::string_view context) {
+  if (at(Tok::Ident)) {
+    name = tok().sym;
+    pos = advance().pos;
+    return true;
+  }
+  if (is_keyword(tok().kind) && !is_stmt_keyword(tok().kind) && !at(Tok::KwTrue) &&
+      !at(Tok::KwFalse) && !at(Tok::KwNot) && !at(Tok::KwIn)) {
+    std::string_view s = tok_spelling(tok().kind);
+    error(tok(), fmt::format("`{}` is a keyword and cannot be a name", s.substr(1, s.size() - 2)));
+    panic_ = false;  // the statement reads on
+    misused_keywords_.push_back(tok().kind);
+    name = names_.intern(s.substr(1, s.size() - 2));
+    pos = advance().pos;
+    return true;
+  }
+  error(tok(), fmt::format("expected a name {}, {}", context, found(tok())));
+  return false;
+}
+
+// A statement holding a lexical error is not checked further: the lexer's
+// message explains it, and the checker would only add consequences. A
+// `let` keeps its name so its uses stay quiet.
+void Parser::neutralize(Stmt* s, uint32_t start, uint32_t end) {
+  switch (s->kind) {
+    case StmtKind::If:
+    case StmtKind::While:
+    case StmtKind::For:
+      // Only the header: the body's statements were judged on their own.
+      if (s->body && lex_error_between(start, s->body->pos.offset)) s->expr = error_expr();
+      return;
+    case StmtKind::Block:
+    case StmtKind::Error:
+      return;
+    case StmtKind::Let:
+      if (lex_error_between(start, end)) s->expr = error_expr();
+      return;
+    default:
+      if (lex_error_between(start, end)) s->kind = StmtKind::Error;
+      return;
   }
 }
 
@@ -298,6 +358,8 @@ bool Parser::expect_stmt_end(std::string_view what) {
   if (accept(Tok::Semi)) return true;
   if (at(Tok::RBrace) || at(Tok::Eof) || tok().newline_before) return true;
   error(tok(), fmt::format("expected a line break or `;` after {}, {}", what, found(tok())));
+  // `let a = 1 let b = 2`: the second statement is fine; read it.
+  if (is_stmt_keyword(tok().kind) && !is_decl_keyword(tok().kind)) resume_here_ = true;
   return false;
 }
 
@@ -336,6 +398,9 @@ bool Parser::parse_decl_name(Decl* d, std::string_view what) {
 }
 
 // decl -> record | table | var | event | on | query | fn
+// Once its name is read a declaration is kept even if the rest is broken
+// (Decl::broken), so one mistake in it does not make every use of the name
+// an "unknown name" too.
 void Parser::parse_decl() {
   switch (tok().kind) {
     case Tok::KwRecord:
@@ -344,15 +409,17 @@ void Parser::parse_decl() {
       bool is_record = at(Tok::KwRecord);
       Decl* d = new_decl(is_record ? DeclKind::Record : DeclKind::Event);
       if (!parse_decl_name(d, is_record ? "record" : "event")) return;
-      parse_field_list(d->fields, is_record ? "record" : "event");
-      if (panic_) return;
       ast_.module.decls.push_back(d);
+      parse_field_list(d->fields, is_record ? "record" : "event");
+      d->broken = panic_;
       return;
     }
     case Tok::KwTable: {
       // table -> 'table' NAME ':' NAME 'key' NAME
       Decl* d = new_decl(DeclKind::Table);
       if (!parse_decl_name(d, "table")) return;
+      ast_.module.decls.push_back(d);
+      d->broken = true;
       if (!expect(Tok::Colon, "after the table name (`table name: Record key field`)")) return;
       if (!at(Tok::Ident)) {
         error(tok(), fmt::format("expected the table's record type, {}", found(tok())));
@@ -362,29 +429,32 @@ void Parser::parse_decl() {
       d->record_pos = advance().pos;
       if (!expect(Tok::KwKey, "and the key field (`table name: Record key field`)")) return;
       if (!parse_field_name(d->key, d->key_pos, "after `key`")) return;
-      if (!expect_stmt_end("the table declaration")) return;
-      ast_.module.decls.push_back(d);
+      d->broken = false;
+      expect_stmt_end("the table declaration");
       return;
     }
     case Tok::KwVar: {
       // var -> 'var' NAME ':' type '=' literal
       Decl* d = new_decl(DeclKind::Var);
       if (!parse_decl_name(d, "var")) return;
+      ast_.module.decls.push_back(d);
+      d->broken = true;
       if (!expect(Tok::Colon, "and a type after the var's name (`var name: num = 0`)")) return;
       d->type = parse_type();
       if (panic_) return;
       if (!expect(Tok::Assign, "and an initial value (`var name: num = 0`)")) return;
       d->init = parse_expr();
-      if (panic_ || !expect_stmt_end("the var declaration")) return;
-      ast_.module.decls.push_back(d);
+      if (panic_) return;
+      d->broken = false;
+      expect_stmt_end("the var declaration");
       return;
     }
     case Tok::KwOn: {
       // on -> 'on' NAME block
       Decl* d = new_decl(DeclKind::On);
       if (!parse_decl_name(d, "on")) return;
-      parse_body(d);
       ast_.module.decls.push_back(d);
+      parse_body(d);
       return;
     }
     case Tok::KwQuery:
@@ -394,6 +464,8 @@ void Parser::parse_decl() {
       bool is_query = at(Tok::KwQuery);
       Decl* d = new_decl(is_query ? DeclKind::Query : DeclKind::Fn);
       if (!parse_decl_name(d, is_query ? "query" : "fn")) return;
+      ast_.module.decls.push_back(d);
+      d->broken = true;  // until the signature is read whole
       parse_params(d->params);
       if (panic_) return;
       if (!is_query && accept(Tok::Colon)) {
@@ -403,8 +475,8 @@ void Parser::parse_decl() {
         error(tok(), "a query's result type comes from its `return`; remove `: type`");
         return;
       }
+      d->broken = false;
       parse_body(d);
-      ast_.module.decls.push_back(d);
       return;
     }
     default: {
@@ -482,12 +554,7 @@ void Parser::parse_params(std::vector<Param>& out) {
   NewlineMode mode(*this, false);
   while (!at(Tok::RParen)) {
     Param p;
-    if (!at(Tok::Ident)) {
-      error(tok(), fmt::format("expected a parameter name or `)`, {}", found(tok())));
-      return;
-    }
-    p.name = tok().sym;
-    p.pos = advance().pos;
+    if (!take_name(p.name, p.pos, "(a parameter) or `)`")) return;
     if (!expect(Tok::Colon, "and a type after the parameter name (`name: type`)")) return;
     p.type = parse_type();
     if (panic_) return;
@@ -559,9 +626,17 @@ Block* Parser::parse_block() {
                                b->pos.col, found(tok())));
       return b;
     }
+    if (accept(Tok::Semi)) continue;  // an empty statement
     size_t start = i_;
     stmt_start_ = tok().pos.offset;
-    b->stmts.push_back(parse_stmt());
+    Stmt* s = parse_stmt();
+    b->stmts.push_back(s);
+    neutralize(s, stmt_start_, tok().pos.offset);
+    if (panic_ && resume_here_) {
+      panic_ = resume_here_ = false;
+      continue;
+    }
+    resume_here_ = false;
     if (panic_) {
       sync_stmt(start);
       // An unclosed block: leave the error pending so enclosing blocks
@@ -593,6 +668,9 @@ void Parser::fill_missing(Stmt* s) {
 Stmt* Parser::parse_stmt() {
   Stmt* s = parse_stmt_parts();
   fill_missing(s);
+  bool compound = s->kind == StmtKind::If || s->kind == StmtKind::While ||
+                  s->kind == StmtKind::For || s->kind == StmtKind::Block;
+  if (compound && !panic_) expect_stmt_end("the block");
   return s;
 }
 
@@ -642,16 +720,10 @@ Stmt* Parser::parse_stmt_parts() {
 Stmt* Parser::parse_let() {
   Stmt* s = ast_.stmt();
   s->pos = advance().pos;
-  if (!at(Tok::Ident)) {
-    std::string extra = is_keyword(tok().kind) ? " (keywords cannot be names)" : "";
-    error(tok(), fmt::format("expected a name after `let`, {}{}", found(tok()), extra));
-    return s;
-  }
+  if (!take_name(s->name, s->name_pos, "after `let`")) return s;
   // From here on the statement declares its name even if the rest is
   // broken, so later uses of the name are not reported as unknown.
   s->kind = StmtKind::Let;
-  s->name = tok().sym;
-  s->name_pos = advance().pos;
   if (accept(Tok::Colon)) {
     s->decl_type = parse_type();
     if (panic_) return s;
@@ -674,6 +746,10 @@ Expr* Parser::parse_header_expr(std::string_view what) {
   no_struct_ = true;
   Expr* e = parse_expr();
   no_struct_ = saved;
+  if (!panic_ && at(Tok::Assign)) {
+    error(tok(), fmt::format("`=` assigns; compare with `==` in {}", what));
+    e = error_expr();
+  }
   if (panic_) {
     // Resynchronize on the block's `{` so the body is still checked.
     while (!at(Tok::Eof) && !at(Tok::LBrace) && !at(Tok::RBrace) && !at_decl_start()) {
@@ -681,11 +757,7 @@ Expr* Parser::parse_header_expr(std::string_view what) {
       advance();
     }
     if (at(Tok::LBrace)) panic_ = false;
-    return e;
-  }
-  if (at(Tok::Assign)) {
-    error(tok(), fmt::format("`=` assigns; compare with `==` in {}", what));
-    return e;
+    return error_expr();
   }
   return e;
 }
@@ -728,13 +800,8 @@ Stmt* Parser::parse_while() {
 Stmt* Parser::parse_for() {
   Stmt* s = ast_.stmt();
   s->pos = advance().pos;
-  if (!at(Tok::Ident)) {
-    error(tok(), fmt::format("expected a loop variable after `for`, {}", found(tok())));
-    return s;
-  }
+  if (!take_name(s->name, s->name_pos, "(the loop variable) after `for`")) return s;
   s->kind = StmtKind::For;
-  s->name = tok().sym;
-  s->name_pos = advance().pos;
   if (!expect(Tok::KwIn, fmt::format("after `for {}`", names_.str(s->name)))) return s;
   s->expr = parse_header_expr("a `for`");
   if (panic_) return s;
@@ -882,7 +949,11 @@ Expr* Parser::parse_unary() {
 Expr* Parser::parse_postfix(Expr* e) {
   while (!panic_ && !line_break()) {
     if (at(Tok::Dot)) {
-      advance();
+      const Token& dot = advance();
+      if (!at(Tok::Ident) && !is_keyword(tok().kind)) {
+        error(dot, fmt::format("expected a field name after `.`, {}", found(tok())));
+        return error_expr();
+      }
       Expr* f = ast_.expr();
       f->kind = ExprKind::Field;
       f->lhs = e;
@@ -902,7 +973,7 @@ Expr* Parser::parse_postfix(Expr* e) {
       ix->rhs = parse_expr();
       if (panic_) {
         skip_to_closer(Tok::RBracket);
-        return ix;
+        return error_expr();
       }
       expect(Tok::RBracket, "to close the index");
       set_depth(ix);
@@ -918,13 +989,13 @@ Expr* Parser::parse_postfix(Expr* e) {
         call->args.push_back(parse_expr());
         if (panic_) {
           skip_to_closer(Tok::RParen);
-          return call;
+          return error_expr();
         }
         if (accept(Tok::Comma)) continue;
         if (!at(Tok::RParen)) {
           error(tok(), fmt::format("expected `,` or `)` in the argument list, {}", found(tok())));
           skip_to_closer(Tok::RParen);
-          return call;
+          return error_expr();
         }
       }
       advance();
@@ -976,7 +1047,7 @@ Expr* Parser::parse_primary() {
       Expr* e = parse_expr();
       if (panic_) {
         skip_to_closer(Tok::RParen);
-        return e;
+        return error_expr();
       }
       expect(Tok::RParen, "to close the parenthesis");
       return e;
@@ -984,9 +1055,15 @@ Expr* Parser::parse_primary() {
     case Tok::LBracket: return parse_array_lit();
     case Tok::LBrace: return parse_object_lit();
     default: {
-      std::string extra;
-      if (is_keyword(t.kind)) extra = " (a keyword)";
-      error(t, fmt::format("expected an expression, {}{}", found(t), extra));
+      if (std::find(misused_keywords_.begin(), misused_keywords_.end(), t.kind) !=
+          misused_keywords_.end()) {
+        // A keyword a declaration took as a name (reported there).
+        std::string_view sp = tok_spelling(t.kind);
+        Expr* e = node(ExprKind::Name, advance());
+        e->sym = names_.intern(sp.substr(1, sp.size() - 2));
+        return e;
+      }
+      error(t, fmt::format("expected an expression, {}", found(t)));
       return error_expr();
     }
   }
@@ -1033,6 +1110,7 @@ Expr* Parser::parse_record_lit() {
   Expr* e = node(ExprKind::RecordLit, name);
   e->sym = name.sym;
   parse_field_inits(e->fields, fmt::format("`{}` literal", names_.str(name.sym)));
+  if (panic_) return error_expr();
   set_depth(e);
   return e;
 }
@@ -1042,6 +1120,7 @@ Expr* Parser::parse_object_lit() {
   if (nest_error(nest)) return error_expr();
   Expr* e = node(ExprKind::ObjectLit, tok());
   parse_field_inits(e->fields, "object");
+  if (panic_) return error_expr();
   set_depth(e);
   return e;
 }
@@ -1055,13 +1134,13 @@ Expr* Parser::parse_array_lit() {
     e->args.push_back(parse_expr());
     if (panic_) {
       skip_to_closer(Tok::RBracket);
-      return e;
+      return error_expr();
     }
     if (accept(Tok::Comma)) continue;
     if (!at(Tok::RBracket)) {
       error(tok(), fmt::format("expected `,` or `]` in the array, {}", found(tok())));
       skip_to_closer(Tok::RBracket);
-      return e;
+      return error_expr();
     }
   }
   advance();

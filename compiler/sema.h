@@ -29,6 +29,7 @@ struct RecordInfo {
   const Type* type = nullptr;
   bool is_event_args = false;  // the argument shape of an event (named after it)
   bool stored = false;         // the row type of at least one table
+  bool broken = false;         // its declaration did not parse whole: fields may be missing
 
   // The field's number, or -1.
   int field_index(Sym field) const {
@@ -70,9 +71,11 @@ struct LocalInfo {
 };
 
 // A place where a function changes state, kept for messages about callers.
+struct FunctionInfo;
 struct EffectSite {
   Pos pos;
   std::string what;  // "sets a field of a row of `accounts`"
+  const FunctionInfo* where = nullptr;  // the function that does it
 };
 
 struct FunctionInfo {

@@ -35,11 +35,15 @@ bool equal_ignoring_case(std::string_view a, std::string_view b) {
 }  // namespace
 
 std::string closest_name(std::string_view wrong, const std::vector<std::string_view>& candidates) {
+  // One or two letters are too short to tell a typo from another name:
+  // only a difference of letter case is suggested for them.
+  bool short_name = wrong.size() <= 2;
   std::string_view best;
   size_t best_distance = std::max<size_t>(1, wrong.size() / 3) + 1;
   for (std::string_view c : candidates) {
     if (c == wrong || c.empty()) continue;
     if (equal_ignoring_case(c, wrong)) return std::string(c);
+    if (short_name) continue;
     // Cheap bound: the length difference alone may rule a candidate out.
     size_t diff = c.size() > wrong.size() ? c.size() - wrong.size() : wrong.size() - c.size();
     if (diff >= best_distance) continue;

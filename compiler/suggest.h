@@ -12,7 +12,8 @@ size_t edit_distance(std::string_view a, std::string_view b);
 
 // The candidate closest to `wrong`, if it is close enough to be a likely
 // typo (distance at most a third of the length, at least 1; a match that
-// differs only in letter case always qualifies). Empty when none is.
+// differs only in letter case always qualifies; names of one or two letters
+// get only case matches). Empty when none is.
 std::string closest_name(std::string_view wrong, const std::vector<std::string_view>& candidates);
 
 // "; did you mean `x`?" or "".

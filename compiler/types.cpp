@@ -73,7 +73,7 @@ std::string type_name(const Type* t, const Interner& names) {
     case TypeKind::Num: return "num";
     case TypeKind::Text: return "text";
     case TypeKind::Bool: return "bool";
-    case TypeKind::Row: return std::string(names.str(t->table->name));
+    case TypeKind::Row: return fmt::format("row of {}", names.str(t->table->name));
     case TypeKind::Record:
       if (t->record->is_event_args) return fmt::format("event {}", names.str(t->record->name));
       return std::string(names.str(t->record->name));

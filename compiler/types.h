@@ -88,8 +88,9 @@ class TypeTable {
 };
 
 // How a type is written in messages, as it is written in source: `num`,
-// `[Transfer]`, `{id: num}`, `Account` (a record value), `accounts` (a row
-// of table `accounts`), `event transfer` (an event's arguments).
+// `[Transfer]`, `{id: num}`, `Account` (a record value), `row of accounts`
+// (a row reference, written `accounts` in source), `event transfer` (an
+// event's arguments).
 std::string type_name(const Type* t, const Interner& names);
 
 }  // namespace aup

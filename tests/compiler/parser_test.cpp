@@ -222,11 +222,15 @@ TEST_SUITE("parser") {
     CHECK(p.ast.module.decls.size() == 2);
   }
 
-  TEST_CASE("recovery: broken declarations do not hide the next ones") {
+  TEST_CASE("recovery: broken declarations keep their names and do not hide the next ones") {
     Parsed p("record R { a num }\ntable t R key a\nvar v: = 1\nrecord S { b: num }\n");
     CHECK(p.diags.size() == 3);
-    REQUIRE(p.ast.module.decls.size() == 1);
-    CHECK(p.names.str(p.decl(0).name) == "S");
+    REQUIRE(p.ast.module.decls.size() == 4);
+    CHECK(p.decl(0).broken);
+    CHECK(p.decl(1).broken);
+    CHECK(p.decl(2).broken);
+    CHECK_FALSE(p.decl(3).broken);
+    CHECK(p.names.str(p.decl(3).name) == "S");
   }
 
   TEST_CASE("statements outside a body") {

@@ -20,7 +20,8 @@ TEST_SUITE("suggest") {
     CHECK(closest_name("Quantity", fields) == "quantity");
     CHECK(closest_name("ytd", fields).empty());        // itself is not a suggestion
     CHECK(closest_name("xyzzy", fields).empty());      // too far
-    CHECK(closest_name("od", fields) == "id");
+    CHECK(closest_name("od", fields).empty());         // too short to tell a typo
+    CHECK(closest_name("ID", fields) == "id");          // but case still counts
     CHECK(did_you_mean("ordr_cnt", fields) == "; did you mean `order_cnt`?");
     CHECK(did_you_mean("zzzzzz", fields).empty());
   }

@@ -1,0 +1,280 @@
+// The B+tree against std::map: random inserts, erases and seeks, positions
+// and range counts, iteration, snapshots, text keys; 1 to 1M rows.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "btree.h"
+
+namespace aup::vm {
+namespace {
+
+// Rows of two slots: the key (as a double) and a payload.
+RowLayout two_slots() { return RowLayout{2, {}, false}; }
+
+void check_against(const BTree& t, const std::map<double, double>& m) {
+  REQUIRE(t.size() == m.size());
+  // Iteration in order.
+  BTree::Cursor c;
+  c.seek(t, nullptr);
+  auto it = m.begin();
+  for (; it != m.end(); ++it) {
+    REQUIRE(c.valid());
+    REQUIRE(order_num(c.key().ord) == it->first);
+    REQUIRE(t.row_at(c.pos())[1] == std::bit_cast<uint64_t>(it->second));
+    c.next(t);
+  }
+  CHECK_FALSE(c.valid());
+}
+
+TEST_SUITE("btree") {
+  TEST_CASE("empty tree") {
+    BTree t(two_slots());
+    CHECK(t.size() == 0);
+    CHECK(t.find(num_key(1)) == nullptr);
+    CHECK(t.rank(num_key(1)) == 0);
+    CHECK(t.at(0) == nullptr);
+    uint64_t out[2];
+    CHECK_FALSE(t.erase(num_key(1), out));
+    BTree::Cursor c;
+    c.seek(t, nullptr);
+    CHECK_FALSE(c.valid());
+  }
+
+  TEST_CASE("-0 and 0 are one key; order is numeric") {
+    BTree t(two_slots());
+    uint64_t row[2] = {0, 7};
+    CHECK(t.insert(num_key(0.0), row));
+    CHECK_FALSE(t.insert(num_key(-0.0), row));
+    double keys[] = {-1e300, -2.5, -5e-324, 5e-324, 1, 1e21, INFINITY, -INFINITY};
+    for (double k : keys) CHECK(t.insert(num_key(k), row));
+    BTree::Cursor c;
+    c.seek(t, nullptr);
+    double last = -INFINITY;
+    size_t n = 0;
+    for (; c.valid(); c.next(t), ++n) {
+      double k = order_num(c.key().ord);
+      CHECK(k >= last);
+      last = k;
+    }
+    CHECK(n == 9);
+  }
+
+  TEST_CASE("random operations against std::map") {
+    for (uint64_t seed : {1u, 2u, 3u, 4u}) {
+      CAPTURE(seed);
+      std::mt19937_64 rng(seed);
+      BTree t(two_slots());
+      std::map<double, double> m;
+      const int kKeySpace = seed % 2 ? 500 : 20000;
+      for (int step = 0; step < 40000; ++step) {
+        double k = static_cast<double>(rng() % kKeySpace);
+        double v = static_cast<double>(rng() % 1000);
+        uint64_t row[2] = {std::bit_cast<uint64_t>(k), std::bit_cast<uint64_t>(v)};
+        switch (rng() % 4) {
+          case 0:
+          case 1: {
+            bool fresh = m.emplace(k, v).second;
+            REQUIRE(t.insert(num_key(k), row) == fresh);
+            break;
+          }
+          case 2: {
+            uint64_t out[2];
+            bool had = m.erase(k) > 0;
+            REQUIRE(t.erase(num_key(k), out) == had);
+            if (had) CHECK(out[0] == row[0]);
+            break;
+          }
+          default: {
+            auto it = m.find(k);
+            const uint64_t* r = t.find(num_key(k));
+            REQUIRE((r != nullptr) == (it != m.end()));
+            if (r) CHECK(r[1] == std::bit_cast<uint64_t>(it->second));
+            // rank = rows with smaller keys
+            size_t rank = static_cast<size_t>(std::distance(m.begin(), m.lower_bound(k)));
+            REQUIRE(t.rank(num_key(k)) == rank);
+            if (rank < m.size()) {
+              Key key;
+              const uint64_t* at = t.at(rank, &key);
+              REQUIRE(at);
+              CHECK(order_num(key.ord) == m.lower_bound(k)->first);
+            }
+          }
+        }
+        if (step % 5000 == 0) check_against(t, m);
+      }
+      check_against(t, m);
+    }
+  }
+
+  TEST_CASE("ascending and descending bulk inserts, then erase everything") {
+    for (bool ascending : {true, false}) {
+      BTree t(two_slots());
+      const int n = 100000;
+      for (int i = 0; i < n; ++i) {
+        double k = ascending ? i : n - i;
+        uint64_t row[2] = {std::bit_cast<uint64_t>(k), 0};
+        REQUIRE(t.insert(num_key(k), row));
+      }
+      CHECK(t.size() == static_cast<size_t>(n));
+      for (int i = 0; i < n; i += 997) CHECK(t.rank(num_key(ascending ? i : n - i)) == static_cast<size_t>(ascending ? i : n - i - 1));
+      uint64_t out[2];
+      for (int i = 0; i < n; ++i) REQUIRE(t.erase(num_key(ascending ? i : n - i), out));
+      CHECK(t.size() == 0);
+      CHECK(t.root() == nullptr);
+    }
+  }
+
+  TEST_CASE("appending fills leaves") {
+    BTree t(two_slots());
+    const int n = 10000;
+    for (int i = 0; i < n; ++i) {
+      uint64_t row[2] = {0, 0};
+      t.insert(num_key(i), row);
+    }
+    size_t leaf_bytes = t.node_bytes();
+    // Appends keep leaves full: node memory within 10% of the rows' need.
+    size_t per_row = sizeof(Key) + 2 * sizeof(uint64_t);
+    CHECK(leaf_bytes < n * per_row * 11 / 10 + 4096);
+  }
+
+  TEST_CASE("positions and range counts at 1 to 1M rows") {
+    for (size_t n : {1u, 2u, 31u, 1000u, 30000u, 1000000u}) {
+      CAPTURE(n);
+      BTree t(two_slots());
+      std::mt19937_64 rng(n);
+      std::vector<double> keys(n);
+      for (size_t i = 0; i < n; ++i) keys[i] = static_cast<double>(i * 2);  // even keys
+      std::shuffle(keys.begin(), keys.end(), rng);
+      for (double k : keys) {
+        uint64_t row[2] = {std::bit_cast<uint64_t>(k), 0};
+        REQUIRE(t.insert(num_key(k), row));
+      }
+      REQUIRE(t.size() == n);
+      for (int probe = 0; probe < 2000; ++probe) {
+        size_t a = rng() % (2 * n + 2), b = rng() % (2 * n + 2);
+        if (a > b) std::swap(a, b);
+        // rows in [a, b): the even numbers below 2n in range
+        auto evens_below = [&](size_t x) { return (std::min(x, 2 * n) + 1) / 2; };
+        size_t want = evens_below(b) - evens_below(a);
+        REQUIRE(t.rank(num_key(static_cast<double>(b))) - t.rank(num_key(static_cast<double>(a))) == want);
+        size_t pos = rng() % n;
+        Key key;
+        REQUIRE(t.at(pos, &key));
+        CHECK(order_num(key.ord) == static_cast<double>(pos * 2));
+      }
+      CHECK(t.at(n) == nullptr);
+    }
+  }
+
+  TEST_CASE("a snapshot keeps its rows while the tree changes") {
+    BTree t(two_slots());
+    std::map<double, double> m;
+    for (int i = 0; i < 5000; ++i) {
+      uint64_t row[2] = {std::bit_cast<uint64_t>(double(i)), std::bit_cast<uint64_t>(double(i))};
+      t.insert(num_key(i), row);
+      m[i] = i;
+    }
+    Node* snap = t.share();
+    std::mt19937_64 rng(9);
+    for (int step = 0; step < 20000; ++step) {
+      double k = static_cast<double>(rng() % 8000);
+      uint64_t out[2];
+      switch (rng() % 3) {
+        case 0: {
+          uint64_t row[2] = {std::bit_cast<uint64_t>(k), std::bit_cast<uint64_t>(-1.0)};
+          t.insert(num_key(k), row);
+          break;
+        }
+        case 1: t.erase(num_key(k), out); break;
+        default:
+          if (uint64_t* r = t.find_mut(num_key(k))) r[1] = std::bit_cast<uint64_t>(-2.0);
+      }
+    }
+    // The snapshot reads exactly what it had.
+    CHECK(BTree::rows_under(snap) == m.size());
+    BTree::Cursor c;
+    c.seek_in(t, snap, nullptr);
+    for (auto& [k, v] : m) {
+      REQUIRE(c.valid());
+      REQUIRE(order_num(c.key().ord) == k);
+      REQUIRE(t.row_at(c.pos())[1] == std::bit_cast<uint64_t>(v));
+      c.next(t);
+    }
+    CHECK_FALSE(c.valid());
+    for (int i = 0; i < 5000; i += 37) {
+      const uint64_t* r = t.find_in(snap, num_key(i));
+      REQUIRE(r);
+      CHECK(r[1] == std::bit_cast<uint64_t>(double(i)));
+    }
+    t.drop_root(snap);
+  }
+
+  TEST_CASE("a cursor survives copy-on-write under it") {
+    BTree t(two_slots());
+    for (int i = 0; i < 3000; ++i) {
+      uint64_t row[2] = {0, 0};
+      t.insert(num_key(i), row);
+    }
+    Node* snap = t.share();
+    BTree::Cursor c;
+    c.seek(t, nullptr);
+    int seen = 0;
+    while (c.valid()) {
+      double k = order_num(c.key().ord);
+      CHECK(k == seen);
+      // Writing the row copies its path (shared with the snapshot).
+      uint64_t* r = t.find_mut(c.key());
+      REQUIRE(r);
+      r[1] = 1;
+      ++seen;
+      c.next(t);
+    }
+    CHECK(seen == 3000);
+    t.drop_root(snap);
+  }
+
+  TEST_CASE("text keys order by bytes and keep their texts alive") {
+    RowLayout layout{2, {0}, true};
+    BTree t(layout);
+    std::map<std::string, int> m;
+    std::mt19937_64 rng(5);
+    const char* prefixes[] = {"", "a", "abcdefgh", "abcdefghi", "\xC3\xA9t\xC3\xA9", "zz"};
+    for (int i = 0; i < 3000; ++i) {
+      std::string s = std::string(prefixes[rng() % 6]) + std::to_string(rng() % 500);
+      TextObj* text = heap_text(s);
+      uint64_t row[2] = {reinterpret_cast<uint64_t>(text), static_cast<uint64_t>(i)};
+      if (t.insert(text_key(text), row)) {
+        m.emplace(s, i);
+      } else {
+        release(text);
+      }
+    }
+    REQUIRE(t.size() == m.size());
+    BTree::Cursor c;
+    c.seek(t, nullptr);
+    for (auto& [s, v] : m) {
+      REQUIRE(c.valid());
+      CHECK(c.key().text->view() == s);
+      c.next(t);
+    }
+    // Erase half; the caller owns the erased row's text.
+    int n = 0;
+    for (auto& [s, v] : m) {
+      if (n++ % 2) continue;
+      TextObj* probe = heap_text(s);
+      uint64_t out[2];
+      REQUIRE(t.erase(text_key(probe), out));
+      release(reinterpret_cast<TextObj*>(out[0]));
+      release(probe);
+    }
+    CHECK(t.size() == m.size() / 2);
+  }
+}
+
+}  // namespace
+}  // namespace aup::vm

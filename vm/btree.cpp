@@ -1,0 +1,538 @@
+#include "btree.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace aup::vm {
+
+namespace {
+// Leaves are sized near this many bytes: about two pages of rows keeps a
+// seek to a few cache lines per level and a copy-on-write cheap.
+constexpr size_t kLeafTargetBytes = 2048;
+constexpr size_t kLeafHeader = sizeof(Node);
+
+void* xmalloc(size_t n) {
+  void* p = std::malloc(n);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+}  // namespace
+
+BTree::BTree(RowLayout layout) : layout_(std::move(layout)) {
+  size_t per_row = sizeof(Key) + layout_.slots * sizeof(uint64_t);
+  size_t cap = (kLeafTargetBytes - kLeafHeader) / per_row;
+  leaf_cap_ = static_cast<uint32_t>(std::clamp<size_t>(cap, 4, 255));
+}
+
+BTree::~BTree() {
+  if (root_) unref(root_);
+  for (Node* n : spare_leaves_) std::free(n);
+  for (Inner* n : spare_inners_) std::free(n);
+}
+
+// ---- layout ----------------------------------------------------------------
+
+size_t BTree::leaf_bytes() const {
+  return kLeafHeader + leaf_cap_ * (sizeof(Key) + layout_.slots * sizeof(uint64_t));
+}
+Key* BTree::leaf_keys(Node* n) const {
+  return reinterpret_cast<Key*>(reinterpret_cast<char*>(n) + kLeafHeader);
+}
+const Key* BTree::leaf_keys(const Node* n) const {
+  return reinterpret_cast<const Key*>(reinterpret_cast<const char*>(n) + kLeafHeader);
+}
+uint64_t* BTree::leaf_rows(Node* n) const {
+  return reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(n) + kLeafHeader +
+                                     leaf_cap_ * sizeof(Key));
+}
+const uint64_t* BTree::leaf_rows(const Node* n) const {
+  return reinterpret_cast<const uint64_t*>(reinterpret_cast<const char*>(n) + kLeafHeader +
+                                           leaf_cap_ * sizeof(Key));
+}
+
+const uint64_t* BTree::row_at(Pos p) const { return leaf_rows(p.leaf) + p.idx * layout_.slots; }
+uint64_t* BTree::row_at_mut(Pos p) const { return leaf_rows(p.leaf) + p.idx * layout_.slots; }
+const Key& BTree::key_at(Pos p) const { return leaf_keys(p.leaf)[p.idx]; }
+
+uint32_t BTree::leaf_lower_bound(const Node* n, const Key& k) const {
+  const Key* keys = leaf_keys(n);
+  uint32_t lo = 0, hi = n->count;
+  while (lo < hi) {
+    uint32_t mid = (lo + hi) / 2;
+    if (key_less(keys[mid], k)) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+// The child whose range holds k: the last i with i == 0 or keys[i] <= k.
+uint32_t BTree::inner_child(const Inner* n, const Key& k) {
+  uint32_t lo = 1, hi = n->count;
+  while (lo < hi) {
+    uint32_t mid = (lo + hi) / 2;
+    if (key_less(k, n->keys[mid])) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo - 1;
+}
+
+uint64_t BTree::subtree_rows(const Node* n) {
+  if (n->leaf) return n->count;
+  const Inner* in = static_cast<const Inner*>(n);
+  return in->count ? in->cum[in->count - 1] : 0;
+}
+
+// ---- nodes -------------------------------------------------------------------
+
+Node* BTree::new_leaf() {
+  Node* n;
+  if (!spare_leaves_.empty()) {
+    n = spare_leaves_.back();
+    spare_leaves_.pop_back();
+  } else {
+    n = static_cast<Node*>(xmalloc(leaf_bytes()));
+    node_bytes_ += leaf_bytes();
+  }
+  n->refs = 1;
+  n->count = 0;
+  n->leaf = true;
+  return n;
+}
+
+Inner* BTree::new_inner() {
+  Inner* n;
+  if (!spare_inners_.empty()) {
+    n = spare_inners_.back();
+    spare_inners_.pop_back();
+  } else {
+    n = static_cast<Inner*>(xmalloc(sizeof(Inner)));
+    node_bytes_ += sizeof(Inner);
+  }
+  n->refs = 1;
+  n->count = 0;
+  n->leaf = false;
+  return n;
+}
+
+void BTree::retain_leaf_texts(Node* n, uint32_t from, uint32_t to) {
+  if (layout_.text_slots.empty() && !layout_.text_key) return;
+  Key* keys = leaf_keys(n);
+  uint64_t* rows = leaf_rows(n);
+  for (uint32_t i = from; i < to; ++i) {
+    retain(keys[i].text);
+    for (uint32_t s : layout_.text_slots) {
+      retain(reinterpret_cast<TextObj*>(rows[i * layout_.slots + s]));
+    }
+  }
+}
+
+void BTree::release_row_texts(uint64_t* row) {
+  for (uint32_t s : layout_.text_slots) release(reinterpret_cast<TextObj*>(row[s]));
+}
+
+// A private copy of a shared node: it takes its own references to the
+// children and texts it points to.
+Node* BTree::clone(Node* n) {
+  if (n->leaf) {
+    Node* c = new_leaf();
+    std::memcpy(static_cast<void*>(c), n, leaf_bytes());
+    c->refs = 1;
+    retain_leaf_texts(c, 0, c->count);
+    return c;
+  }
+  Inner* in = static_cast<Inner*>(n);
+  Inner* c = new_inner();
+  std::memcpy(static_cast<void*>(c), in, sizeof(Inner));
+  c->refs = 1;
+  for (uint32_t i = 0; i < c->count; ++i) {
+    ++c->kids[i]->refs;
+    retain(c->keys[i].text);
+  }
+  return c;
+}
+
+void BTree::free_node(Node* n) {
+  if (n->leaf) {
+    Key* keys = leaf_keys(n);
+    uint64_t* rows = leaf_rows(n);
+    for (uint32_t i = 0; i < n->count; ++i) {
+      release(keys[i].text);
+      release_row_texts(rows + i * layout_.slots);
+    }
+    if (spare_leaves_.size() < kMaxSpares) {
+      spare_leaves_.push_back(n);
+    } else {
+      node_bytes_ -= leaf_bytes();
+      std::free(n);
+    }
+    return;
+  }
+  Inner* in = static_cast<Inner*>(n);
+  for (uint32_t i = 0; i < in->count; ++i) {
+    unref(in->kids[i]);
+    release(in->keys[i].text);
+  }
+  if (spare_inners_.size() < kMaxSpares) {
+    spare_inners_.push_back(in);
+  } else {
+    node_bytes_ -= sizeof(Inner);
+    std::free(in);
+  }
+}
+
+void BTree::unref(Node* n) {
+  assert(n->refs > 0);
+  if (--n->refs == 0) free_node(n);
+}
+
+// Makes the node in `slot` private to this path, copying it if shared.
+Node* BTree::own(Node*& slot) {
+  if (slot->refs > 1) {
+    Node* c = clone(slot);
+    --slot->refs;
+    slot = c;
+    ++version_;
+  }
+  return slot;
+}
+
+Node* BTree::share() {
+  assert(root_ == nullptr || root_->refs > 0);
+  ++version_;
+  if (root_) ++root_->refs;
+  return root_;
+}
+
+void BTree::drop_root(Node* root) {
+  if (root) unref(root);
+}
+
+// ---- lookup --------------------------------------------------------------------
+
+const uint64_t* BTree::find_in(const Node* root, const Key& k, Pos* pos) const {
+  const Node* n = root;
+  if (!n) return nullptr;
+  while (!n->leaf) {
+    const Inner* in = static_cast<const Inner*>(n);
+    n = in->kids[inner_child(in, k)];
+  }
+  uint32_t i = leaf_lower_bound(n, k);
+  if (i == n->count || key_cmp(leaf_keys(n)[i], k) != 0) return nullptr;
+  if (pos) *pos = Pos{const_cast<Node*>(n), i};
+  return leaf_rows(n) + i * layout_.slots;
+}
+
+uint64_t* BTree::find_mut(const Key& k, Pos* pos) {
+  if (!root_) return nullptr;
+  // One read-only descent first: a missing key must not copy anything, and
+  // when no node on the path is shared (the common case) it is the only one.
+  bool shared = root_->refs > 1;
+  const Node* r = root_;
+  while (!r->leaf) {
+    const Inner* in = static_cast<const Inner*>(r);
+    r = in->kids[inner_child(in, k)];
+    shared = shared || r->refs > 1;
+  }
+  uint32_t ri = leaf_lower_bound(r, k);
+  if (ri == r->count || key_cmp(leaf_keys(r)[ri], k) != 0) return nullptr;
+  if (!shared) {
+    if (pos) *pos = Pos{const_cast<Node*>(r), ri};
+    return const_cast<uint64_t*>(leaf_rows(r)) + ri * layout_.slots;
+  }
+  Node* n = own(root_);
+  while (!n->leaf) {
+    Inner* in = static_cast<Inner*>(n);
+    n = own(in->kids[inner_child(in, k)]);
+  }
+  uint32_t i = leaf_lower_bound(n, k);
+  if (pos) *pos = Pos{n, i};
+  return leaf_rows(n) + i * layout_.slots;
+}
+
+size_t BTree::rank_in(const Node* root, const Key& k) const {
+  size_t pos = 0;
+  const Node* n = root;
+  if (!n) return 0;
+  while (!n->leaf) {
+    const Inner* in = static_cast<const Inner*>(n);
+    uint32_t i = inner_child(in, k);
+    if (i) pos += in->cum[i - 1];
+    n = in->kids[i];
+  }
+  return pos + leaf_lower_bound(n, k);
+}
+
+const uint64_t* BTree::at_in(const Node* root, size_t pos, Key* key, Pos* where) const {
+  if (pos >= rows_under(root)) return nullptr;
+  const Node* n = root;
+  while (!n->leaf) {
+    const Inner* in = static_cast<const Inner*>(n);
+    // The first child whose cumulative count passes pos.
+    uint32_t lo = 0, hi = in->count - 1;
+    while (lo < hi) {
+      uint32_t mid = (lo + hi) / 2;
+      if (in->cum[mid] > pos) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    if (lo) pos -= in->cum[lo - 1];
+    n = in->kids[lo];
+  }
+  assert(pos < n->count);
+  uint32_t i = static_cast<uint32_t>(pos);
+  if (key) *key = leaf_keys(n)[i];
+  if (where) *where = Pos{const_cast<Node*>(n), i};
+  return leaf_rows(n) + i * layout_.slots;
+}
+
+// ---- insert ----------------------------------------------------------------------
+
+bool BTree::insert(const Key& k, const uint64_t* row) {
+  if (!root_) root_ = new_leaf();
+  if (find(k)) return false;
+  Node* root = own(root_);
+  Split s = insert_rec(root, k, row);
+  assert(s.inserted);
+  ++size_;
+  ++version_;
+  if (s.right) {
+    Inner* top = new_inner();
+    top->count = 2;
+    top->kids[0] = root_;
+    top->kids[1] = s.right;
+    top->keys[0] = Key{};
+    top->keys[1] = s.right_key;
+    retain(s.right_key.text);
+    top->cum[0] = size_ - s.right_rows;
+    top->cum[1] = size_;
+    root_ = top;
+  }
+  return true;
+}
+
+BTree::Split BTree::insert_rec(Node* n, const Key& k, const uint64_t* row) {
+  if (n->leaf) {
+    uint32_t i = leaf_lower_bound(n, k);
+    if (n->count == leaf_cap_) return split_leaf(n, i, k, row);
+    Key* keys = leaf_keys(n);
+    uint64_t* rows = leaf_rows(n);
+    uint32_t slots = layout_.slots;
+    std::memmove(keys + i + 1, keys + i, (n->count - i) * sizeof(Key));
+    std::memmove(rows + (i + 1) * slots, rows + i * slots, (n->count - i) * slots * sizeof(uint64_t));
+    keys[i] = k;
+    retain(k.text);
+    std::memcpy(rows + i * slots, row, slots * sizeof(uint64_t));
+    ++n->count;
+    return Split{true, nullptr, {}, 0};
+  }
+  Inner* in = static_cast<Inner*>(n);
+  uint32_t i = inner_child(in, k);
+  Node* child = own(in->kids[i]);
+  Split s = insert_rec(child, k, row);
+  for (uint32_t j = i; j < in->count; ++j) in->cum[j] += 1;
+  if (!s.right) return Split{true, nullptr, {}, 0};
+  // Child i split: take its new right sibling at i + 1.
+  in->cum[i] -= s.right_rows;
+  uint32_t tail = in->count - (i + 1);
+  std::memmove(in->kids + i + 2, in->kids + i + 1, tail * sizeof(Node*));
+  std::memmove(in->keys + i + 2, in->keys + i + 1, tail * sizeof(Key));
+  std::memmove(in->cum + i + 2, in->cum + i + 1, tail * sizeof(uint64_t));
+  in->kids[i + 1] = s.right;
+  in->keys[i + 1] = s.right_key;
+  retain(s.right_key.text);
+  in->cum[i + 1] = in->cum[i] + s.right_rows;
+  ++in->count;
+  if (in->count <= kInnerFan) return Split{true, nullptr, {}, 0};
+  return split_inner(in, i + 2 == in->count);
+}
+
+// A full leaf takes one more row by splitting. Appending at the end keeps
+// the left leaf full (append-only tables such as order lines then fill
+// their leaves); otherwise the rows are halved.
+BTree::Split BTree::split_leaf(Node* n, uint32_t at, const Key& k, const uint64_t* row) {
+  uint32_t slots = layout_.slots;
+  bool appending = at == n->count;
+  uint32_t keep = appending ? n->count : n->count / 2;
+  Node* right = new_leaf();
+  Key* lk = leaf_keys(n);
+  uint64_t* lr = leaf_rows(n);
+  Key* rk = leaf_keys(right);
+  uint64_t* rr = leaf_rows(right);
+  uint32_t moved = n->count - keep;
+  std::memcpy(rk, lk + keep, moved * sizeof(Key));
+  std::memcpy(rr, lr + keep * slots, moved * slots * sizeof(uint64_t));
+  right->count = static_cast<uint16_t>(moved);
+  n->count = static_cast<uint16_t>(keep);
+  bool to_left = !appending && at <= keep;
+  Node* target = to_left ? n : right;
+  uint32_t ti = to_left ? at : at - keep;
+  assert(target->count < leaf_cap_);
+  Key* tk = leaf_keys(target);
+  uint64_t* tr = leaf_rows(target);
+  std::memmove(tk + ti + 1, tk + ti, (target->count - ti) * sizeof(Key));
+  std::memmove(tr + (ti + 1) * slots, tr + ti * slots, (target->count - ti) * slots * sizeof(uint64_t));
+  tk[ti] = k;
+  retain(k.text);
+  std::memcpy(tr + ti * slots, row, slots * sizeof(uint64_t));
+  ++target->count;
+  return Split{true, right, rk[0], right->count};
+}
+
+BTree::Split BTree::split_inner(Inner* n, bool appending) {
+  // n holds kInnerFan + 1 children. If the last child was the one that
+  // split (appending), keep the left node full, as leaves do.
+  uint32_t keep = appending ? kInnerFan : kInnerFan / 2 + 1;
+  Inner* right = new_inner();
+  uint32_t moved = n->count - keep;
+  uint64_t left_rows = n->cum[keep - 1];
+  for (uint32_t j = 0; j < moved; ++j) {
+    right->kids[j] = n->kids[keep + j];
+    right->keys[j] = n->keys[keep + j];
+    right->cum[j] = n->cum[keep + j] - left_rows;
+  }
+  right->count = static_cast<uint16_t>(moved);
+  n->count = static_cast<uint16_t>(keep);
+  return Split{true, right, right->keys[0], right->cum[moved - 1]};
+}
+
+// ---- erase ------------------------------------------------------------------------
+
+bool BTree::erase(const Key& k, uint64_t* out) {
+  if (!root_ || !find(k)) return false;
+  Node* root = own(root_);
+  bool erased = erase_rec(root, k, out);
+  assert(erased);
+  --size_;
+  ++version_;
+  // Shrink: an empty root goes; an inner root with one child hands over.
+  while (root_ && !root_->leaf && root_->count <= 1) {
+    Inner* in = static_cast<Inner*>(root_);
+    Node* only = in->count ? in->kids[0] : nullptr;
+    in->count = 0;  // the only child's reference passes to root_
+    release(in->keys[0].text);
+    free_node(in);
+    root_ = only;
+  }
+  if (root_ && root_->leaf && root_->count == 0) {
+    unref(root_);
+    root_ = nullptr;
+  }
+  return erased;
+}
+
+bool BTree::erase_rec(Node* n, const Key& k, uint64_t* out) {
+  if (n->leaf) {
+    uint32_t i = leaf_lower_bound(n, k);
+    assert(i < n->count && key_cmp(leaf_keys(n)[i], k) == 0);
+    Key* keys = leaf_keys(n);
+    uint64_t* rows = leaf_rows(n);
+    uint32_t slots = layout_.slots;
+    release(keys[i].text);
+    std::memcpy(out, rows + i * slots, slots * sizeof(uint64_t));
+    std::memmove(keys + i, keys + i + 1, (n->count - i - 1) * sizeof(Key));
+    std::memmove(rows + i * slots, rows + (i + 1) * slots, (n->count - i - 1) * slots * sizeof(uint64_t));
+    --n->count;
+    return true;
+  }
+  Inner* in = static_cast<Inner*>(n);
+  uint32_t i = inner_child(in, k);
+  Node* child = own(in->kids[i]);
+  erase_rec(child, k, out);
+  for (uint32_t j = i; j < in->count; ++j) in->cum[j] -= 1;
+  if (subtree_rows(child) != 0) return true;
+  // The child emptied: drop it. Its separator goes too.
+  unref(child);
+  release(in->keys[i].text);
+  uint32_t tail = in->count - (i + 1);
+  std::memmove(in->kids + i, in->kids + i + 1, tail * sizeof(Node*));
+  std::memmove(in->keys + i, in->keys + i + 1, tail * sizeof(Key));
+  std::memmove(in->cum + i, in->cum + i + 1, tail * sizeof(uint64_t));
+  --in->count;
+  return true;
+}
+
+// ---- cursor -----------------------------------------------------------------------
+
+void BTree::Cursor::descend_first(const BTree& t, Node* n, uint32_t depth) {
+  while (!n->leaf) {
+    assert(depth < kMaxDepth);
+    Inner* in = static_cast<Inner*>(n);
+    path_[depth] = in;
+    path_idx_[depth] = 0;
+    ++depth;
+    n = in->kids[0];
+  }
+  (void)t;
+  depth_ = depth;
+  leaf_ = n;
+  idx_ = 0;
+}
+
+void BTree::Cursor::seek_in(const BTree& t, const Node* root, const Key* k) {
+  version_ = t.version();
+  live_ = root == t.root_;
+  root_ = root;
+  leaf_ = nullptr;
+  Node* n = const_cast<Node*>(root);
+  if (!n) return;
+  uint32_t depth = 0;
+  while (!n->leaf) {
+    assert(depth < kMaxDepth);
+    Inner* in = static_cast<Inner*>(n);
+    uint32_t i = k ? inner_child(in, *k) : 0;
+    path_[depth] = in;
+    path_idx_[depth] = i;
+    ++depth;
+    n = in->kids[i];
+  }
+  depth_ = depth;
+  leaf_ = n;
+  idx_ = k ? t.leaf_lower_bound(n, *k) : 0;
+  if (idx_ >= n->count) advance(t);
+  if (leaf_) last_ = key();
+}
+
+// Moves to the next leaf's first row (or the end).
+void BTree::Cursor::advance(const BTree& t) {
+  for (;;) {
+    uint32_t d = depth_;
+    while (d > 0 && path_idx_[d - 1] + 1 >= path_[d - 1]->count) --d;
+    if (d == 0) {
+      leaf_ = nullptr;
+      return;
+    }
+    ++path_idx_[d - 1];
+    descend_first(t, path_[d - 1]->kids[path_idx_[d - 1]], d);
+    if (leaf_->count > 0) return;
+  }
+}
+
+const Key& BTree::Cursor::key() const {
+  return reinterpret_cast<const Key*>(reinterpret_cast<const char*>(leaf_) + kLeafHeader)[idx_];
+}
+
+void BTree::Cursor::next(const BTree& t) {
+  if (!leaf_) return;
+  if (live_ && version_ != t.version()) {
+    // The tree changed: find the first key after the last one seen.
+    Key last = last_;
+    seek(t, &last);
+    if (leaf_ && key_cmp(key(), last) == 0) next(t);
+    return;
+  }
+  if (++idx_ >= leaf_->count) advance(t);
+  if (leaf_) last_ = key();
+}
+
+}  // namespace aup::vm

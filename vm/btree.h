@@ -1,0 +1,186 @@
+// The B+tree that holds a table's rows, in key order.
+//
+// Rows live inside the leaves (a row is `slots` 8-byte slots: a double, a
+// bool as 0/1, or a TextObj*), next to their keys, so a seek touches one
+// leaf. Inner nodes keep, per child, its first key and the cumulative row
+// count up to and including it, so the position of a key and the row at a
+// position are found in logarithmic time (views count rows this way).
+//
+// Copy-on-write. Every node carries a reference count: the number of
+// parents (or roots) that point to it. `share()` hands out another root
+// reference (a snapshot); afterwards a change copies each shared node on
+// its path before changing it (path copying), so a snapshot never sees a
+// later change. Nodes and texts are reference counted without atomics:
+// only the owner thread changes counts (runtime.md's owner loop; snapshot
+// readers only read).
+//
+// `version()` changes whenever rows may have moved or nodes been replaced
+// (insert, erase, a copy-on-write, a share). A cached position (RowRef,
+// Cursor) is valid while the version it was taken at is current.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "key.h"
+
+namespace aup::vm {
+
+// The shape of one table's rows.
+struct RowLayout {
+  uint32_t slots = 0;                 // fields per row
+  std::vector<uint32_t> text_slots;   // which slots hold TextObj*
+  bool text_key = false;
+};
+
+struct Node {
+  uint32_t refs;
+  uint16_t count;
+  bool leaf;
+};
+
+// Children per inner node. The arrays hold one more, so a child's split
+// can be taken in before the node itself splits.
+inline constexpr uint32_t kInnerFan = 32;
+struct Inner : Node {
+  uint64_t cum[kInnerFan + 1];  // rows in children 0..i
+  Key keys[kInnerFan + 1];      // keys[i]: a lower bound of child i's keys (keys[0] unused in seeks)
+  Node* kids[kInnerFan + 1];
+};
+
+// Deepest tree: with at least 2 children per inner node and 2^40 rows this
+// is never reached; the bound sizes the cursor's path.
+inline constexpr uint32_t kMaxDepth = 48;
+
+class BTree {
+ public:
+  explicit BTree(RowLayout layout);
+  ~BTree();
+  BTree(const BTree&) = delete;
+  BTree& operator=(const BTree&) = delete;
+
+  size_t size() const { return size_; }
+  uint64_t version() const { return version_; }
+  const RowLayout& layout() const { return layout_; }
+  uint32_t leaf_capacity() const { return leaf_cap_; }
+
+  // A leaf position. Valid while version() is unchanged.
+  struct Pos {
+    Node* leaf = nullptr;
+    uint32_t idx = 0;
+  };
+
+  // The row with key `k` (read only), or null.
+  const uint64_t* find(const Key& k, Pos* pos = nullptr) const { return find_in(root_, k, pos); }
+  // The same in a snapshot's tree (a root from share()).
+  const uint64_t* find_in(const Node* root, const Key& k, Pos* pos = nullptr) const;
+  // The row with key `k`, its path made private (copied if shared), or null.
+  uint64_t* find_mut(const Key& k, Pos* pos = nullptr);
+  // Inserts a row (slots copied; the tree takes over the references to its
+  // texts and retains `k.text` itself). False, and nothing taken, if `k`
+  // is present.
+  bool insert(const Key& k, const uint64_t* row);
+  // Removes the row with key `k`, copying its slots to `out` (the caller
+  // takes over its text references). False if absent.
+  bool erase(const Key& k, uint64_t* out);
+
+  // Rows with keys below `k`.
+  size_t rank(const Key& k) const { return rank_in(root_, k); }
+  size_t rank_in(const Node* root, const Key& k) const;
+  // The row at position `pos` (0-based, key order), or null past the end.
+  const uint64_t* at(size_t pos, Key* key = nullptr, Pos* where = nullptr) const {
+    return at_in(root_, pos, key, where);
+  }
+  const uint64_t* at_in(const Node* root, size_t pos, Key* key = nullptr, Pos* where = nullptr) const;
+  // Rows under a root (a snapshot's size).
+  static uint64_t rows_under(const Node* root) { return root ? subtree_rows(root) : 0; }
+
+  // Row and key at a leaf position (no checks).
+  const uint64_t* row_at(Pos p) const;
+  uint64_t* row_at_mut(Pos p) const;
+  const Key& key_at(Pos p) const;
+
+  // Snapshots: another reference to the current root; release it with
+  // `drop_root`. Taking one makes every node shared.
+  Node* share();
+  void drop_root(Node* root);
+  Node* root() const { return root_; }
+
+  // Iteration in key order from a lower bound. Holds its path; if the tree
+  // changes under it (version), `next` re-seeks after the last key seen.
+  class Cursor {
+   public:
+    Cursor() = default;
+    // Positions at the first row with key >= k (or the first row), in the
+    // live tree or under a snapshot's root. A snapshot never changes, so
+    // a cursor over one never re-seeks.
+    void seek(const BTree& t, const Key* k) { seek_in(t, t.root_, k); }
+    void seek_in(const BTree& t, const Node* root, const Key* k);
+    bool valid() const { return leaf_ != nullptr; }
+    const Key& key() const;
+    Pos pos() const { return Pos{leaf_, idx_}; }
+    void next(const BTree& t);
+
+   private:
+    void descend_first(const BTree& t, Node* n, uint32_t depth);
+    void advance(const BTree& t);
+    Inner* path_[kMaxDepth] = {};
+    uint32_t path_idx_[kMaxDepth] = {};
+    uint32_t depth_ = 0;
+    Node* leaf_ = nullptr;
+    uint32_t idx_ = 0;
+    uint64_t version_ = 0;
+    Key last_;
+    const Node* root_ = nullptr;
+    bool live_ = true;
+  };
+
+  // Memory held by nodes (bytes), for stats.
+  size_t node_bytes() const { return node_bytes_; }
+
+ private:
+  struct Split {
+    bool inserted = false;
+    Node* right = nullptr;  // a new right sibling after a split
+    Key right_key;          // its first key
+    uint64_t right_rows = 0;
+  };
+
+  size_t leaf_bytes() const;
+  Key* leaf_keys(Node* n) const;
+  uint64_t* leaf_rows(Node* n) const;
+  const Key* leaf_keys(const Node* n) const;
+  const uint64_t* leaf_rows(const Node* n) const;
+  uint32_t leaf_lower_bound(const Node* n, const Key& k) const;
+  static uint32_t inner_child(const Inner* n, const Key& k);
+  static uint64_t subtree_rows(const Node* n);
+
+  Node* new_leaf();
+  Inner* new_inner();
+  Node* clone(Node* n);
+  void free_node(Node* n);
+  void unref(Node* n);
+  Node* own(Node*& slot);
+  void retain_leaf_texts(Node* n, uint32_t from, uint32_t to);
+  void release_row_texts(uint64_t* row);
+
+  Split insert_rec(Node* n, const Key& k, const uint64_t* row);
+  Split split_leaf(Node* n, uint32_t at, const Key& k, const uint64_t* row);
+  Split split_inner(Inner* n, bool appending);
+  bool erase_rec(Node* n, const Key& k, uint64_t* out);
+
+  RowLayout layout_;
+  uint32_t leaf_cap_;
+  Node* root_ = nullptr;
+  size_t size_ = 0;
+  uint64_t version_ = 1;
+  size_t node_bytes_ = 0;
+  // Freed nodes kept for reuse (seed 107): allocation was most of the cost
+  // of copy-on-write. Bounded so a shrinking table gives memory back.
+  static constexpr size_t kMaxSpares = 64;
+  std::vector<Node*> spare_leaves_;
+  std::vector<Inner*> spare_inners_;
+};
+
+}  // namespace aup::vm

@@ -1,0 +1,49 @@
+#include "text.h"
+
+#include <cassert>
+#include <cstdlib>
+#include <new>
+
+#include "arena.h"
+
+namespace aup::vm {
+
+namespace {
+size_t text_bytes(size_t len) { return offsetof(TextObj, bytes) + len + 1; }
+
+void fill(TextObj* t, std::string_view s, bool in_arena) {
+  t->refs = 1;
+  t->len = static_cast<uint32_t>(s.size());
+  t->in_arena = in_arena;
+  if (!s.empty()) std::memcpy(t->bytes, s.data(), s.size());
+  t->bytes[s.size()] = '\0';
+}
+}  // namespace
+
+TextObj* heap_text(std::string_view s) {
+  assert(s.size() <= kMaxTextBytes);
+  auto* t = static_cast<TextObj*>(std::malloc(text_bytes(s.size())));
+  if (!t) throw std::bad_alloc();
+  fill(t, s, false);
+  return t;
+}
+
+TextObj* arena_text(Arena& arena, std::string_view s) {
+  assert(s.size() <= kMaxTextBytes);
+  auto* t = static_cast<TextObj*>(arena.alloc(text_bytes(s.size())));
+  fill(t, s, true);
+  return t;
+}
+
+void release_slow(TextObj* t) { std::free(t); }
+
+TextObj* to_heap(const TextObj* t) {
+  if (!t->in_arena) {
+    TextObj* same = const_cast<TextObj*>(t);
+    retain(same);
+    return same;
+  }
+  return heap_text(t->view());
+}
+
+}  // namespace aup::vm
