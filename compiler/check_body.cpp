@@ -1050,7 +1050,17 @@ const Type* Checker::check_builtin_call(Expr* e, const stdlib::Builtin& b) {
     stdlib::Ty want = b.param(i);
     const Type* got = check_value(a, basic(want));
     if (want == stdlib::Ty::AnyArray) {
-      if (got->is(TypeKind::Array) || got->is_error()) {
+      if (got->is(TypeKind::Array)) {
+        TypeKind k = got->elem->kind;
+        bool comparable = k == TypeKind::Num || k == TypeKind::Text || k == TypeKind::Bool ||
+                          k == TypeKind::Record || k == TypeKind::Error;
+        if (!comparable) {
+          error(a->start, fmt::format("`{}` compares items with `==`, which `{}` items do not "
+                                      "support",
+                                      b.name, tname(got->elem)));
+        }
+        same = got;
+      } else if (got->is_error()) {
         same = got;
       } else {
         error(a->start, fmt::format("`{}` takes an array, found `{}`", b.name, tname(got)));
