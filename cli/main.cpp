@@ -1,23 +1,65 @@
-// aup: the command users type. It only wires the libraries together; each
-// subcommand's work lives in its library (compiler/, and later vm/,
-// runtime/, storage/).
+// aup: the command users type. It only parses the command line; each
+// subcommand's work lives in a library (compiler/, vm/, runtime/) behind
+// cli/commands.h.
 #include <CLI/CLI.hpp>
 
 #include "check_cli.h"
+#include "commands.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"aup: durable applications from small typed modules.\n"
-               "Write tables, events and queries in an .aup file; aup checks it."};
+               "Write tables, events and queries in an .aup file; aup checks, builds and runs it."};
   app.set_version_flag("--version", "aup " AUP_VERSION);
   app.require_subcommand(1);
   app.footer("Run `aup COMMAND --help` for a command's options.");
+
   aup::CheckOptions check;
   CLI::App* check_cmd = aup::add_check_command(app, check);
+
+  aup::cli::BuildOptions build;
+  CLI::App* build_cmd = app.add_subcommand(
+      "build", "Compile a module to a module file (schema, bytecode, line table).\n"
+               "Exit status: 0 written, 1 errors in the module, 2 usage or I/O.");
+  build_cmd->add_option("source", build.source, "the .aup file")->required()->type_name("FILE.aup");
+  build_cmd->add_option("-o,--output", build.output, "the module file to write (default: FILE.aupm)")
+      ->type_name("FILE.aupm");
+
+  std::string disasm_path;
+  CLI::App* disasm_cmd = app.add_subcommand(
+      "disasm", "Print a module's schema and bytecode, one instruction a line with source positions.");
+  disasm_cmd->add_option("module", disasm_path, "an .aupm module file, or an .aup source (compiled first)")
+      ->required()
+      ->type_name("MODULE");
+
+  aup::cli::RunOptions run;
+  double fixed_time = 0;
+  CLI::App* run_cmd = app.add_subcommand(
+      "run", "Apply events and answer queries: one JSON request a line on stdin, one response a line\n"
+             "on stdout, in order, until end of input or SIGINT/SIGTERM.");
+  run_cmd->add_option("module", run.module, "an .aupm module file, or an .aup source (compiled first)")
+      ->required()
+      ->type_name("MODULE");
+  run_cmd->add_flag("--memory", run.memory, "keep the state in memory only: nothing is written, nothing survives");
+  run_cmd->add_option("--step-budget", run.step_budget,
+                      "steps (loop rounds and calls) one event or query may take (default 10000000)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  run_cmd->add_option("--max-line", run.max_line_bytes, "longest request line in bytes (default 16 MiB)")
+      ->check(CLI::Range(uint64_t{64}, uint64_t{1} << 30));
+  CLI::Option* fixed = run_cmd->add_option(
+      "--fixed-time", fixed_time,
+      "use this time (ms since the Unix epoch) as `now` for every event and query (for tests)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return aup::cli_exit(app, e);
   }
   if (check_cmd->parsed()) return aup::run_check(check, stdout, stderr);
+  if (build_cmd->parsed()) return aup::cli::build(build);
+  if (disasm_cmd->parsed()) return aup::cli::disasm(disasm_path);
+  if (run_cmd->parsed()) {
+    if (fixed->count()) run.fixed_time = fixed_time;
+    return aup::cli::run(run);
+  }
   return aup::kExitUsage;
 }

@@ -128,6 +128,7 @@ struct Stmt {
   Block* body = nullptr;   // If then, While/For body, Block
   Block* else_body = nullptr;  // If: `else` block (an `else if` is a block of one If)
   uint32_t slot = 0;       // checker: Let/For local slot
+  const Type* type = nullptr;  // checker: Let/For the local's type
   ForKind for_kind = ForKind::Array;  // checker
 };
 

@@ -351,6 +351,7 @@ void Checker::check_let(Stmt* s) {
   }
   if (!local_name_ok(s->name, s->name_pos)) t = types_.error();
   s->slot = declare_local(s->name, s->name_pos, t, false, false);
+  s->type = t;
 }
 
 // A place a value may be stored in: a mutable local, or a field or element
@@ -522,6 +523,7 @@ void Checker::check_for(Stmt* s) {
   push_scope();
   if (!local_name_ok(s->name, s->name_pos)) var = types_.error();
   s->slot = declare_local(s->name, s->name_pos, var, false, readonly);
+  s->type = var;
   if (iterates_table) fs_->iterating.push_back(Iteration{subject->table, s->pos});
   fs_->loops.push_back(Loop{});
   check_block(s->body);

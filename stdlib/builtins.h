@@ -1,6 +1,11 @@
 // The built-in functions of aup: one table holding each built-in's name,
-// signature and meaning. The checker reads the signatures from here; the
-// VM (a later issue) adds each one's implementation to the same entries.
+// signature, meaning and implementation. The checker reads the signatures;
+// the VM calls the implementations (CALLB). `distinct` and `now` are
+// instructions of their own (DISTINCT, NOW): they need the VM's values.
+//
+// Implementations take plain C++ values, so this library depends on
+// nothing of the VM: numbers as doubles, texts as byte views; a text
+// result (only `text(n)`) is written to a small buffer the VM copies out.
 #pragma once
 
 #include <cstdint>
@@ -19,13 +24,31 @@ enum class Ty : uint8_t {
 };
 
 enum class BuiltinId : uint8_t {
-#define AUP_BUILTIN(id, name, min_args, max_args, p0, p1, result, meaning) id,
+#define AUP_BUILTIN(id, name, min_args, max_args, p0, p1, result, impl, meaning) id,
 #include "builtins.def"
 #undef AUP_BUILTIN
 };
 
 // `max_args` of a built-in that takes any number of arguments.
 inline constexpr uint8_t kVariadic = 255;
+
+struct BuiltinArg {
+  double num = 0;
+  std::string_view text;
+};
+
+// Room for the shortest round-trip text of any binary64 (at most 24 bytes).
+inline constexpr size_t kBuiltinTextRoom = 32;
+
+struct BuiltinResult {
+  double num = 0;
+  char text[kBuiltinTextRoom];
+  uint32_t text_len = 0;
+};
+
+enum class BuiltinStatus : uint8_t { Ok, BadNumber };
+
+using BuiltinImpl = BuiltinStatus (*)(std::span<const BuiltinArg> args, BuiltinResult& out);
 
 struct Builtin {
   BuiltinId id;
@@ -35,6 +58,7 @@ struct Builtin {
   Ty params[2];       // types of the first two parameters (unused slots: Num)
   Ty result;
   bool is_value;      // `now`: used without a call
+  BuiltinImpl impl;   // null for the built-ins that are instructions
   std::string_view meaning;
 
   Ty param(size_t i) const { return params[i < 1 ? 0 : 1]; }

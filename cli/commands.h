@@ -1,0 +1,31 @@
+// The work behind `aup build`, `aup disasm` and `aup run` (main.cpp only
+// parses the command line). Each returns the exit code: 0 success, 1 a
+// problem the user must fix (a module with errors, a damaged module file),
+// 2 usage or environment.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace aup::cli {
+
+struct BuildOptions {
+  std::string source;
+  std::string output;  // default: the source with .aupm
+};
+int build(const BuildOptions& o);
+
+int disasm(const std::string& module_path);
+
+struct RunOptions {
+  std::string module;
+  bool memory = false;
+  std::string data;
+  uint64_t step_budget = 0;   // 0: the default
+  uint64_t max_line_bytes = 0;  // 0: the default
+  std::optional<double> fixed_time;
+};
+int run(const RunOptions& o);
+
+}  // namespace aup::cli

@@ -1,0 +1,257 @@
+#include "convert.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+namespace aup::runtime {
+
+using vm::TypeCode;
+using vm::Value;
+
+namespace {
+std::string path_text(const std::vector<std::string>& path) {
+  std::string s;
+  for (const std::string& p : path) {
+    if (!s.empty() && p[0] != '[') s += '.';
+    s += p;
+  }
+  return s;
+}
+}  // namespace
+
+// ---- reading ------------------------------------------------------------------
+
+std::string_view JsonToValue::kind_name(const JsonNode& n) {
+  switch (n.kind) {
+    case JsonNode::Kind::Null: return "null";
+    case JsonNode::Kind::False:
+    case JsonNode::Kind::True: return "bool";
+    case JsonNode::Kind::Number: return "number";
+    case JsonNode::Kind::String: return "string";
+    case JsonNode::Kind::Array: return "array";
+    case JsonNode::Kind::Object: return "object";
+  }
+  return "?";
+}
+
+bool JsonToValue::fail(std::string what) {
+  std::string where = path_text(path_);
+  error_ = where.empty() ? std::move(what) : where + ": " + what;
+  return false;
+}
+
+bool JsonToValue::value(uint32_t n, uint32_t type, Value* out) {
+  const vm::Module& m = vm_.module();
+  const JsonNode& node = doc_.node(n);
+  const vm::TypeDesc& t = m.types[type];
+  auto expected = [&](std::string_view what) {
+    return fail(fmt::format("expected {}, got {}", what, kind_name(node)));
+  };
+  switch (t.code) {
+    case TypeCode::Num:
+      if (node.kind != JsonNode::Kind::Number) return expected("number");
+      if (!node.finite) return fail(fmt::format("{} is not a finite number", node.raw));
+      *out = vm::num_value(node.num);
+      return true;
+    case TypeCode::Text:
+      if (node.kind != JsonNode::Kind::String) return expected("string");
+      if (node.str.size() > vm::kMaxTextBytes) return fail("string longer than 16 MiB");
+      // Copied out of the read buffer (runtime.md): a kept text never pins it.
+      *out = vm::ptr_value(vm_.new_text(node.str));
+      return true;
+    case TypeCode::Bool:
+      if (node.kind != JsonNode::Kind::True && node.kind != JsonNode::Kind::False) return expected("bool");
+      *out = vm::bool_value(node.kind == JsonNode::Kind::True);
+      return true;
+    case TypeCode::Record:
+      if (node.kind != JsonNode::Kind::Object) return expected("object");
+      return record(n, t.index, out);
+    case TypeCode::Object: {
+      if (node.kind != JsonNode::Kind::Object) return expected("object");
+      const vm::ShapeDesc& s = m.shapes[t.index];
+      vm::RecObj* obj = vm_.new_object(t.index);
+      std::vector<const vm::Constant*> none(s.names.size(), nullptr);
+      if (!fields(n, s.names, s.types, none, obj)) return false;
+      *out = vm::ptr_value(obj);
+      return true;
+    }
+    case TypeCode::Array: {
+      if (node.kind != JsonNode::Kind::Array) return expected("array");
+      TypeCode item = m.types[t.index].code;
+      bool aggregate = item == TypeCode::Array || item == TypeCode::Record || item == TypeCode::Object;
+      vm::ArrayObj* a = vm_.new_array(aggregate);
+      uint32_t i = doc_.first_child(n);
+      for (uint32_t k = 0; k < node.count; ++k, i = doc_.after(i)) {
+        path_.push_back(fmt::format("[{}]", k));
+        Value v;
+        if (!value(i, t.index, &v)) return false;
+        path_.pop_back();
+        if (!vm_.push(a, v)) return fail("array longer than the limit");
+      }
+      *out = vm::ptr_value(a);
+      return true;
+    }
+    default:
+      return fail("this type cannot come from JSON");
+  }
+}
+
+bool JsonToValue::record(uint32_t n, uint32_t record, Value* out) {
+  const vm::RecordDesc& r = vm_.module().records[record];
+  std::vector<std::string> names;
+  std::vector<uint32_t> types;
+  std::vector<const vm::Constant*> defaults;
+  for (const vm::FieldDesc& f : r.fields) {
+    names.push_back(f.name);
+    types.push_back(f.type);
+    defaults.push_back(f.has_default ? &f.default_value : nullptr);
+  }
+  vm::RecObj* rec = vm_.new_record(record);
+  if (!fields(n, names, types, defaults, rec)) return false;
+  *out = vm::ptr_value(rec);
+  return true;
+}
+
+// Fills `out` from the object's members: each known once, none unknown,
+// every field without a default present. (new_record already put the
+// defaults in place.)
+bool JsonToValue::fields(uint32_t n, const std::vector<std::string>& names,
+                         const std::vector<uint32_t>& types,
+                         const std::vector<const vm::Constant*>& defaults, vm::RecObj* out) {
+  std::vector<bool> seen(names.size(), false);
+  if (n != kNoNode) {
+    const JsonNode& obj = doc_.node(n);
+    uint32_t key = doc_.first_child(n);
+    for (uint32_t k = 0; k < obj.count; ++k) {
+      const JsonNode& kn = doc_.node(key);
+      uint32_t val = key + 1;
+      size_t f = 0;
+      while (f < names.size() && names[f] != kn.str) ++f;
+      if (f == names.size()) return fail(fmt::format("unknown field `{}`", kn.str));
+      if (seen[f]) return fail(fmt::format("field `{}` appears twice", kn.str));
+      seen[f] = true;
+      path_.push_back(names[f]);
+      if (!value(val, types[f], &out->fields[f])) return false;
+      path_.pop_back();
+      key = doc_.after(val);
+    }
+  }
+  for (size_t f = 0; f < names.size(); ++f) {
+    if (!seen[f] && !defaults[f]) return fail(fmt::format("missing field `{}`", names[f]));
+  }
+  return true;
+}
+
+// ---- writing --------------------------------------------------------------------
+
+bool ValueToJson::fail(vm::ErrorCode code, std::string what) {
+  code_ = code;
+  error_ = std::move(what);
+  return false;
+}
+
+// The path to a failing part is collected while the recursion unwinds
+// (nothing is kept on the way down, where everything usually succeeds).
+bool ValueToJson::write(Value v, uint32_t type, std::string& out) {
+  path_.clear();
+  if (write_at(v, type, out, 0)) return true;
+  std::reverse(path_.begin(), path_.end());  // pushed innermost first
+  std::string where = path_text(path_);
+  if (!where.empty()) error_ = fmt::format("{} (at `{}` of the result)", error_, where);
+  return false;
+}
+
+// A record's or an object's fields as a JSON object, in field order.
+// `name(i)` and `type(i)` describe field i (read from the module, so no
+// per-value allocation).
+template <class Name, class Type>
+bool ValueToJson::fields(const Value* values, size_t count, Name name, Type type, std::string& out,
+                         uint32_t depth) {
+  out += '{';
+  for (size_t i = 0; i < count; ++i) {
+    if (i) out += ',';
+    json_append_string(out, name(i));
+    out += ':';
+    if (!write_at(values[i], type(i), out, depth + 1)) {
+      path_.push_back(std::string(name(i)));
+      return false;
+    }
+  }
+  out += '}';
+  return true;
+}
+
+bool ValueToJson::record(const Value* values, uint32_t record, std::string& out, uint32_t depth) {
+  const vm::RecordDesc& r = vm_.module().records[record];
+  return fields(
+      values, r.fields.size(), [&](size_t i) -> std::string_view { return r.fields[i].name; },
+      [&](size_t i) { return r.fields[i].type; }, out, depth);
+}
+
+bool ValueToJson::write_at(Value v, uint32_t type, std::string& out, uint32_t depth) {
+  if (depth > kMaxResultDepth) {
+    return fail(vm::ErrorCode::Budget, fmt::format("the result nests deeper than {}", kMaxResultDepth));
+  }
+  const vm::Module& m = vm_.module();
+  const vm::TypeDesc& t = m.types[type];
+  switch (t.code) {
+    case TypeCode::Void: out += "null"; return true;
+    case TypeCode::Num: {
+      double d = vm::as_num(v);
+      if (!std::isfinite(d)) {
+        char buf[32];
+        auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
+        return fail(vm::ErrorCode::NotFinite, fmt::format("cannot return {}", std::string_view(buf, end - buf)));
+      }
+      json_append_number(out, d);
+      return true;
+    }
+    case TypeCode::Text: json_append_string(out, vm::as_ptr<vm::TextObj>(v)->view()); return true;
+    case TypeCode::Bool: out += v ? "true" : "false"; return true;
+    case TypeCode::Record: return record(vm::as_ptr<vm::RecObj>(v)->fields, t.index, out, depth);
+    case TypeCode::Object: {
+      const vm::ShapeDesc& s = m.shapes[t.index];
+      return fields(
+          vm::as_ptr<vm::RecObj>(v)->fields, s.names.size(),
+          [&](size_t i) -> std::string_view { return s.names[i]; }, [&](size_t i) { return s.types[i]; },
+          out, depth);
+    }
+    case TypeCode::Array: {
+      auto* a = vm::as_ptr<vm::ArrayObj>(v);
+      out += '[';
+      for (uint32_t i = 0; i < a->len; ++i) {
+        if (i) out += ',';
+        if (!write_at(a->items[i], t.index, out, depth + 1)) {
+          path_.push_back(fmt::format("[{}]", i));
+          return false;
+        }
+      }
+      out += ']';
+      return true;
+    }
+    case TypeCode::Row: {
+      auto* ref = vm::as_ptr<vm::RowRef>(v);
+      const Value* row = vm_.row_values(ref);
+      if (!row) return fail(vm::ErrorCode::StaleRow, vm_.failure().message);
+      return record(row, m.tables[t.index].record, out, depth);
+    }
+    case TypeCode::View: {
+      rows_.clear();
+      vm_.view_rows(vm::as_ptr<vm::ViewObj>(v), rows_);
+      uint32_t record_index = m.tables[t.index].record;
+      out += '[';
+      for (size_t i = 0; i < rows_.size(); ++i) {
+        if (i) out += ',';
+        if (!record(rows_[i], record_index, out, depth + 1)) return false;
+      }
+      out += ']';
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace aup::runtime

@@ -1,0 +1,73 @@
+// JSON to aup values and back, guided by the module's types.
+//
+// Reading (event arguments, query parameters): a record is an object with
+// exactly its fields (a field with a default may be left out); an array is
+// an array; numbers must be finite binary64 (1e400 is refused); texts are
+// copied out of the request line into the event's arena. Errors name the
+// path: `lines[3].item: expected number, got string`.
+//
+// Writing (results): records and objects as objects in field order, rows
+// as the record they hold, views as arrays of rows; a number that is not
+// finite cannot be returned (code not_finite).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "interp.h"
+#include "json.h"
+
+namespace aup::runtime {
+
+class JsonToValue {
+ public:
+  JsonToValue(const JsonDoc& doc, vm::Vm& vm) : doc_(doc), vm_(vm) {}
+  // A value of type `type` from node `n`.
+  bool value(uint32_t n, uint32_t type, vm::Value* out);
+  // The fields of record `record` from object node `n` (or from nothing,
+  // when n is kNoNode: every field must have a default).
+  bool record(uint32_t n, uint32_t record, vm::Value* out);
+  static constexpr uint32_t kNoNode = UINT32_MAX;
+  const std::string& error() const { return error_; }
+
+ private:
+  bool fail(std::string what);
+  bool fields(uint32_t n, const std::vector<std::string>& names, const std::vector<uint32_t>& types,
+              const std::vector<const vm::Constant*>& defaults, vm::RecObj* out);
+  static std::string_view kind_name(const JsonNode& n);
+
+  const JsonDoc& doc_;
+  vm::Vm& vm_;
+  std::vector<std::string> path_;
+  std::string error_;
+};
+
+class ValueToJson {
+ public:
+  explicit ValueToJson(vm::Vm& vm) : vm_(vm) {}
+  // Appends `v` (of type `type`) to out; false with failure() set when the
+  // value cannot be sent (a number that is not finite, a removed row).
+  bool write(vm::Value v, uint32_t type, std::string& out);
+  vm::ErrorCode code() const { return code_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  template <class Name, class Type>
+  bool fields(const vm::Value* values, size_t count, Name name, Type type, std::string& out,
+              uint32_t depth);
+  bool record(const vm::Value* values, uint32_t record, std::string& out, uint32_t depth);
+  bool write_at(vm::Value v, uint32_t type, std::string& out, uint32_t depth);
+  bool fail(vm::ErrorCode code, std::string what);
+
+  vm::Vm& vm_;
+  std::vector<std::string> path_;
+  vm::ErrorCode code_ = vm::ErrorCode::NotFinite;
+  std::string error_;
+  std::vector<const vm::Value*> rows_;
+};
+
+// Results nest no deeper than this (a record may hold an array of itself,
+// so values can be deep; writing them is bounded like reading).
+inline constexpr uint32_t kMaxResultDepth = 64;
+
+}  // namespace aup::runtime

@@ -1,0 +1,58 @@
+// A small exact JSON reader and writer for request lines and responses.
+//
+// Reading parses one whole text into a flat tape of nodes (RFC 8259:
+// strict grammar, UTF-8 validated, `\u` escapes with surrogate pairs,
+// numbers rounded correctly by std::from_chars). A node's subtree is the
+// nodes up to its `next`, so a reader walks members without recursion and
+// skips a subtree in one step. Strings without escapes are views into the
+// input; escaped ones are decoded into the document's scratch buffer,
+// which is sized once per line so its views stay put.
+//
+// Limits: nesting depth kMaxDepth (deeper input is an error, not a deep
+// recursion); the caller bounds the line length.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace aup::runtime {
+
+inline constexpr uint32_t kMaxJsonDepth = 64;
+
+struct JsonNode {
+  enum class Kind : uint8_t { Null, False, True, Number, String, Array, Object };
+  Kind kind = Kind::Null;
+  bool finite = true;    // Number: representable as a finite binary64
+  uint32_t next = 0;     // index of the first node after this subtree
+  uint32_t count = 0;    // Array: items; Object: members
+  double num = 0;        // Number
+  std::string_view str;  // String: decoded value
+  std::string_view raw;  // the node's source text (for echoing ids)
+};
+
+class JsonDoc {
+ public:
+  // Parses `text`; false with a message (and byte offset) on bad JSON.
+  bool parse(std::string_view text, std::string& error);
+  const JsonNode& node(uint32_t i) const { return nodes_[i]; }
+  uint32_t root() const { return 0; }
+  // Object members: the key node is at i, the value at i + 1; the next
+  // member's key at node(i + 1).next.
+  uint32_t first_child(uint32_t i) const { return i + 1; }
+  uint32_t after(uint32_t i) const { return nodes_[i].next; }
+
+ private:
+  friend class JsonParser;
+  std::vector<JsonNode> nodes_;
+  std::string scratch_;
+};
+
+// Appends `s` as a JSON string literal (quotes, escapes; UTF-8 kept).
+void json_append_string(std::string& out, std::string_view s);
+// Appends a finite number as the shortest text that reads back to the
+// same bits (std::to_chars): 0.1, 100, 1e+21, -0, 5e-324.
+void json_append_number(std::string& out, double d);
+
+}  // namespace aup::runtime

@@ -1,0 +1,70 @@
+// The request protocol (runtime.md): one JSON object per line in, one
+// response line out.
+//
+//   {"event": "transfer", "args": {...}, "id": 17}
+//   {"query": "balance", "args": {"id": 1}, "id": 18}
+//   -> {"id":17,"ok":true,"result":{...}}
+//   -> {"id":18,"ok":false,"error":{"code":"not_found","message":"..."}}
+//
+// `id` is optional, any JSON scalar, echoed exactly as it was written. A
+// handler that returns nothing answers without "result". Responses are
+// compact JSON (no spaces). A request's problems are answered, never
+// fatal: bad_request (not JSON, not an object, unknown keys, neither or
+// both of event/query), unknown_event, unknown_query, bad_args (with the
+// path), and the codes an event's code can fail with (interp.h).
+//
+// Service applies events to the State but does not commit them: the caller
+// commits a batch once it is durable (storage/) or at once (--memory).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "interp.h"
+#include "json.h"
+
+namespace aup::runtime {
+
+struct ServiceOptions {
+  uint64_t step_budget = vm::kDefaultStepBudget;
+};
+
+struct ServiceCounters {
+  uint64_t events_ok = 0;
+  uint64_t events_failed = 0;
+  uint64_t queries = 0;
+  uint64_t bad_requests = 0;
+};
+
+class Service {
+ public:
+  // `m` (prepared) and `s` must outlive the Service.
+  Service(const vm::Module& m, vm::State& s, ServiceOptions o);
+
+  // Handles one request line (without its newline) and appends the
+  // response line, newline included, to `out`. `now`: the accept time in
+  // milliseconds since the Unix epoch.
+  void handle(std::string_view line, double now, std::string& out);
+
+  const ServiceCounters& counters() const { return counters_; }
+  vm::Vm& vm() { return vm_; }
+
+ private:
+  void event(std::string_view name, uint32_t args, double now);
+  void query(std::string_view name, uint32_t args, double now);
+  void reply_ok(const std::string* body);
+  void reply_error(std::string_view code, std::string_view message);
+
+  const vm::Module& module_;
+  vm::State& state_;
+  vm::Vm vm_;
+  JsonDoc doc_;
+  ServiceCounters counters_;
+  // The response being built, and the id to echo (raw JSON, or empty).
+  std::string* out_ = nullptr;
+  std::string_view id_;
+  std::string body_;  // a result being written (reused)
+};
+
+}  // namespace aup::runtime

@@ -1,0 +1,158 @@
+#include "stdio_loop.h"
+
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace aup::runtime {
+
+namespace {
+
+double now_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) * 1000.0 + static_cast<double>(ts.tv_nsec / 1000000);
+}
+
+bool write_all(int fd, const std::string& s, std::string& error) {
+  size_t done = 0;
+  while (done < s.size()) {
+    ssize_t n = ::write(fd, s.data() + done, s.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      error = fmt::format("cannot write responses: {}", std::strerror(errno));
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool blank(std::string_view s) {
+  for (char c : s) {
+    if (c != ' ' && c != '\t' && c != '\r') return false;
+  }
+  return true;
+}
+
+// SIGINT and SIGTERM arrive on a file descriptor while this lives; the
+// previous signal mask comes back when it ends.
+class SignalFd {
+ public:
+  SignalFd() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+    fd_ = signalfd(-1, &set_, SFD_CLOEXEC);
+  }
+  ~SignalFd() {
+    if (fd_ >= 0) close(fd_);
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SignalFd(const SignalFd&) = delete;
+  SignalFd& operator=(const SignalFd&) = delete;
+  int fd() const { return fd_; }
+
+ private:
+  sigset_t set_;
+  sigset_t old_;
+  int fd_ = -1;
+};
+
+}  // namespace
+
+int serve_stdio(Service& service, const StdioOptions& o, int in_fd, int out_fd, std::FILE* err,
+                const AfterRequest& after) {
+  SignalFd signals;
+  // Room for one whole line plus a read's worth, allocated as lines need it.
+  std::vector<char> buf(64 * 1024);
+  size_t begin = 0, end = 0;
+  bool skipping = false;  // inside a line that was too long
+  bool eof = false, stop = false;
+  std::string out;
+  std::string error;
+
+  auto handle = [&](std::string_view line, double now) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (blank(line)) return;
+    service.handle(line, o.fixed_now ? *o.fixed_now : now, out);
+    if (after) after();
+  };
+  auto too_long = [&](double now) {
+    (void)now;
+    out += fmt::format(R"({{"ok":false,"error":{{"code":"bad_request","message":"line longer than {} bytes"}}}})",
+                       o.max_line_bytes);
+    out += '\n';
+  };
+
+  while (!eof && !stop) {
+    pollfd fds[2] = {{in_fd, POLLIN, 0}, {signals.fd(), POLLIN, 0}};
+    int ready = ::poll(fds, signals.fd() >= 0 ? 2 : 1, -1);
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      fmt::print(err, "aup: poll: {}\n", std::strerror(errno));
+      return 2;
+    }
+    if (signals.fd() >= 0 && (fds[1].revents & POLLIN)) stop = true;
+    if (!(fds[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    if (buf.size() - end < 4096) {
+      // Make room: move the unfinished line to the front, grow if it fills
+      // the buffer (up to the limit; past it the line is being skipped).
+      std::memmove(buf.data(), buf.data() + begin, end - begin);
+      end -= begin;
+      begin = 0;
+      if (buf.size() - end < 4096) buf.resize(std::min(buf.size() * 2, o.max_line_bytes + 65536));
+    }
+    ssize_t n = ::read(in_fd, buf.data() + end, buf.size() - end);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      fmt::print(err, "aup: cannot read requests: {}\n", std::strerror(errno));
+      return 2;
+    }
+    double now = now_ms();
+    if (n == 0) eof = true;
+    end += static_cast<size_t>(n);
+    // Every complete line in the buffer.
+    size_t scan = begin;
+    for (;;) {
+      const char* nl = static_cast<const char*>(std::memchr(buf.data() + scan, '\n', end - scan));
+      if (!nl) break;
+      size_t line_end = static_cast<size_t>(nl - buf.data());
+      if (skipping) {
+        skipping = false;
+      } else if (line_end - begin > o.max_line_bytes) {
+        too_long(now);
+      } else {
+        handle(std::string_view(buf.data() + begin, line_end - begin), now);
+      }
+      begin = scan = line_end + 1;
+    }
+    // An unfinished line past the limit: answer now, drop its bytes.
+    if (end - begin > o.max_line_bytes) {
+      if (!skipping) too_long(now);
+      skipping = true;
+      begin = end;
+    }
+    if (eof && end > begin && !skipping) handle(std::string_view(buf.data() + begin, end - begin), now);
+    if (begin == end) begin = end = 0;
+    if (!out.empty()) {
+      if (!write_all(out_fd, out, error)) {
+        fmt::print(err, "aup: {}\n", error);
+        return 2;
+      }
+      out.clear();
+    }
+  }
+  return 0;
+}
+
+}  // namespace aup::runtime

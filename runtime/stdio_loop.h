@@ -1,0 +1,41 @@
+// `aup run` over standard input and output: requests a line at a time,
+// responses in request order.
+//
+// Reading: bytes are read into one reused buffer; every complete line in it
+// is handled, then the responses are written out together, before the next
+// read blocks (so a client that pipelines sees its answers promptly and a
+// batch costs one write). A line longer than the limit is answered with
+// bad_request and skipped up to its newline. Blank lines are ignored; a
+// trailing `\r` is dropped. End of input: the last line (even without a
+// newline) is handled, answered, and the loop ends (exit 0). SIGINT or
+// SIGTERM (taken through a signalfd, not a handler): reading stops, the
+// lines already read are handled and answered, exit 0.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <optional>
+
+#include "service.h"
+
+namespace aup::runtime {
+
+inline constexpr size_t kDefaultMaxLineBytes = size_t{16} << 20;
+
+struct StdioOptions {
+  size_t max_line_bytes = kDefaultMaxLineBytes;
+  std::optional<double> fixed_now;  // ms since the epoch for every event (tests)
+};
+
+// Called after each request is handled and before responses are written;
+// `--memory` commits the State there.
+using AfterRequest = std::function<void()>;
+
+// Returns the exit code: 0 at end of input or on a signal, 2 when output
+// or input fails (the reason goes to `err`).
+int serve_stdio(Service& service, const StdioOptions& o, int in_fd, int out_fd, std::FILE* err,
+                const AfterRequest& after);
+
+}  // namespace aup::runtime

@@ -1,0 +1,146 @@
+// The interpreter: runs a module's functions against a State.
+//
+// One loop dispatches every instruction (vm/opcodes.def), through computed
+// goto where the compiler has it (GCC, Clang) and a switch otherwise; both
+// come from the same case bodies (AUP_VM_SWITCH forces the switch). Calls
+// push a frame on an explicit stack, never the C++ one, so a failure deep
+// in helpers simply returns: no exceptions cross the loop. The caller
+// rolls the State back to its mark when `run` fails.
+//
+// Limits: `step budget` steps per run (a step is a backward jump or a
+// call; straight-line code is bounded by its length), call depth
+// kMaxCallDepth, kMaxArrayItems per array, kMaxTextBytes per text. Passing
+// one fails the run with code `budget`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "arena.h"
+#include "module.h"
+#include "state.h"
+#include "value.h"
+
+namespace aup::vm {
+
+// The failure codes of runtime.md that code can cause.
+enum class ErrorCode : uint8_t {
+  Failed,      // `fail`
+  NotFound,    // a missing key, an empty table's first/last, a position past the end
+  Duplicate,   // `add` of a key that exists
+  StaleRow,    // a row reference whose row was removed
+  OutOfRange,  // an array index outside the array, `pop` of an empty array
+  NotFinite,   // storing a number that is not finite
+  BadNumber,   // `num()` of text that is not a number
+  Budget,      // a step, depth, array or text limit
+};
+std::string_view error_code_name(ErrorCode c);
+
+struct Failure {
+  ErrorCode code = ErrorCode::Failed;
+  std::string message;  // ends with the source position, `(bank.aup:23:17)`
+};
+
+inline constexpr uint64_t kDefaultStepBudget = 10'000'000;
+
+class Vm {
+ public:
+  // `m` must be prepared (Module::prepare); both must outlive the Vm.
+  Vm(const Module& m, State& s);
+  Vm(const Vm&) = delete;
+  Vm& operator=(const Vm&) = delete;
+
+  // Runs function `fn` with `args` as its first registers (a handler: the
+  // event's argument record; a query or helper: its parameters). `now` is
+  // the event's accept time. On success `*result` holds the return value
+  // (unset for a function returning nothing).
+  bool run(uint32_t fn, const Value* args, uint32_t argc, double now, Value* result);
+  const Failure& failure() const { return failure_; }
+
+  void set_step_budget(uint64_t steps) { step_budget_ = steps; }
+  uint64_t steps_taken() const { return steps_taken_; }
+
+  // Temporaries of the current event or query; reset between them.
+  Arena& arena() { return arena_; }
+  void reset_arena() { arena_.reset(); }
+
+  // Values for the runtime's JSON conversion (in the arena).
+  RecObj* new_record(uint32_t record);  // fields at their defaults
+  RecObj* new_object(uint32_t shape);
+  ArrayObj* new_array(bool aggregate_items);
+  bool push(ArrayObj* a, Value v);  // false at kMaxArrayItems
+  TextObj* new_text(std::string_view s) { return arena_text(arena_, s); }
+
+  // A row's values, or null if the row was removed.
+  const Value* row_values(RowRef* r);
+  // Every row of a view, in key order.
+  void view_rows(const ViewObj* v, std::vector<const Value*>& out);
+
+  const Module& module() const { return module_; }
+  State& state() { return state_; }
+
+ private:
+  struct Frame {
+    const Function* fn;
+    const Instr* pc;
+    Value* regs;
+  };
+
+  bool execute(const Function* fn, Value* regs, Value* result);
+  bool fail(ErrorCode code, std::string message);
+  std::string position(const Function* fn, const Instr* pc) const;
+  std::string key_text(uint32_t table, const Key& k) const;
+
+  // Instruction bodies too long to sit in the loop.
+  Key key_of(uint32_t table, Value v) const;
+  RowRef* make_row(uint32_t table, BTree::Pos pos, const Key& key);
+  const Value* row_read(RowRef* r);
+  Value* row_write(RowRef* r);
+  template <class Where>
+  bool stored(uint32_t type, Value v, Value* out, Where where);
+  bool tget(uint32_t table, Value* r);
+  bool tadd(uint32_t table, Value rec, bool replace);
+  bool tdel(uint32_t table, Value key);
+  bool tat(uint32_t table, Value* r);
+  bool tend(uint32_t table, bool last, Value* r);
+  ViewObj* make_view(uint32_t table, Value lo, Value hi);
+  uint64_t view_count(const ViewObj* v) const;
+  bool view_end(const ViewObj* v, bool last, Value* r);
+  bool rget(Value row, uint32_t field, Value* r);
+  bool rset(Value row, uint32_t field, Value v);
+  bool rowval(Value row, Value* r);
+  bool setv(uint32_t var, Value v);
+  bool callb(uint32_t id, Value* args, uint32_t argc);
+  bool concat(Value a, Value b, Value* r);
+  bool index_of(const ArrayObj* a, Value i, uint32_t* out);
+  Value copy_obj(Value v);
+  bool equal(Value a, Value b, uint32_t type) const;
+  bool rec_equal(const RecObj* a, const RecObj* b) const;
+  Value distinct(const ArrayObj* a, ItemKind kind);
+  bool next(IterObj* it, Value* item);
+  Value varr(const ViewObj* v);
+
+  const Module& module_;
+  State& state_;
+  Arena arena_;
+  std::vector<Value> regs_;
+  std::vector<Frame> frames_;
+  // Per record and shape: the fields holding arrays, records or objects
+  // (marked shared when their holder is copied), and record defaults.
+  std::vector<std::vector<uint32_t>> record_aggregates_;
+  std::vector<std::vector<uint32_t>> shape_aggregates_;
+  std::vector<std::vector<Value>> record_defaults_;
+  std::vector<TextObj*> default_texts_;  // owned
+  Failure failure_;
+  double now_ = 0;
+  uint64_t step_budget_ = kDefaultStepBudget;
+  uint64_t steps_left_ = 0;
+  uint64_t steps_taken_ = 0;
+
+ public:
+  ~Vm();
+};
+
+}  // namespace aup::vm

@@ -1,0 +1,59 @@
+// The `.aupm` module file: a compiled module, written by `aup build` and
+// read by `aup run` without the compiler.
+//
+//   offset  size  field
+//   0       4     magic "AUPM"
+//   4       2     format version, little-endian (this file: 1)
+//   6       2     flags (0)
+//   8       8     body length in bytes, little-endian
+//   16      8     XXH3-64 of the body, little-endian
+//   24      ...   body: sections, each `tag (1 byte) | length (varint) | payload`,
+//                 in tag order, every tag present once
+//
+// Tags and payloads (varint: unsigned LEB128, at most 10 bytes; string:
+// varint length then bytes; constant: kind byte 0 number (8 bytes, IEEE
+// bits, little-endian), 1 text (string), 2 bool (1 byte)):
+//
+//   1 SOURCE     string: the .aup file's name
+//   2 TYPES      varint n, then n times: code (1 byte), index (varint)
+//   3 RECORDS    varint n, then: name, event-args flag (1 byte), varint
+//                fields, each: name, type (varint), has-default (1 byte),
+//                [constant]
+//   4 SHAPES     varint n, then: varint fields, each: name, type (varint)
+//   5 TABLES     varint n, then: name, record (varint), key field (varint)
+//   6 VARS       varint n, then: name, type (varint), initial constant
+//   7 EVENTS     varint n, then: name, record (varint), handler (varint)
+//   8 FUNCTIONS  varint n, then: name, kind (1 byte), event (varint),
+//                varint params, each: name, type (varint); result type
+//                (varint); frame size (varint); varint constants, each a
+//                constant; varint instructions, each 4 bytes little-endian;
+//                varint line entries, each: pc delta, line, column (varints)
+//
+// Reading checks the magic, the version (a newer one is refused by name),
+// the length against the file, the checksum, then every index and operand
+// (docs/module-format.md lists the checks). A module file is trusted
+// code: the checks refuse damaged files, not deliberately crafted ones.
+#pragma once
+
+#include <cstdint>
+
+namespace aup::vm::module_format {
+
+inline constexpr char kMagic[4] = {'A', 'U', 'P', 'M'};
+inline constexpr uint16_t kVersion = 1;
+inline constexpr size_t kHeaderBytes = 24;
+// Largest module file read (a module is code and schema, not data).
+inline constexpr uint64_t kMaxFileBytes = uint64_t{256} << 20;
+
+enum Tag : uint8_t {
+  kSource = 1,
+  kTypes = 2,
+  kRecords = 3,
+  kShapes = 4,
+  kTables = 5,
+  kVars = 6,
+  kEvents = 7,
+  kFunctions = 8,
+};
+
+}  // namespace aup::vm::module_format

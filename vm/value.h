@@ -1,0 +1,97 @@
+// Values in registers, rows and containers: one 64-bit word each, untyped.
+//
+//   num    the binary64 bits          bool   0 or 1
+//   text   TextObj*                   array  ArrayObj*
+//   record, object, event arguments   RecObj*
+//   row    RowRef* (a table and a key, with a cached position)
+//   view   ViewObj*                   iterator IterObj* (loop state)
+//
+// The compiler knows the type of every register at every instruction, so
+// values carry no tags; numbers are never boxed. Arrays, records and
+// objects are values (copied on change when shared, see SHARE/UNSHARE);
+// they, row references, views and iterators live in the arena of the event
+// or query that made them, and die with it.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+
+#include "btree.h"
+#include "key.h"
+#include "text.h"
+
+namespace aup::vm {
+
+using Value = uint64_t;
+
+inline double as_num(Value v) { return std::bit_cast<double>(v); }
+inline Value num_value(double d) { return std::bit_cast<Value>(d); }
+inline bool as_bool(Value v) { return v != 0; }
+inline Value bool_value(bool b) { return b ? 1 : 0; }
+template <class T>
+inline T* as_ptr(Value v) {
+  return reinterpret_cast<T*>(v);
+}
+template <class T>
+inline Value ptr_value(T* p) {
+  return reinterpret_cast<Value>(p);
+}
+
+enum class ObjKind : uint8_t { Array, Record, Object };
+
+// The first member of every array, record and object.
+struct ObjHeader {
+  ObjKind kind;
+  bool shared;  // held by more than one place: copy before changing
+};
+
+struct ArrayObj {
+  ObjHeader h;
+  bool aggregate_items;  // items are arrays, records or objects
+  uint32_t len;
+  uint32_t cap;
+  Value* items;
+};
+
+// A record value (desc: record number), an object (desc: shape number) or
+// an event's arguments (a record).
+struct RecObj {
+  ObjHeader h;
+  uint16_t count;
+  uint32_t desc;
+  Value fields[1];  // `count` of them
+};
+
+struct RowRef {
+  uint32_t table;
+  bool private_path;  // found with find_mut at `version`: writable in place
+  uint64_t version;   // of the table when `pos` was found
+  BTree::Pos pos;
+  Key key;
+};
+
+struct ViewObj {
+  uint32_t table;
+  bool empty;  // a bound is NaN, or lo >= hi
+  Key lo;      // inclusive
+  Key hi;      // exclusive
+};
+
+enum class IterKind : uint8_t { Array, Rows };
+
+struct IterObj {
+  IterKind kind;
+  bool started;
+  bool bounded;  // Rows: stop at `hi`
+  uint32_t index;  // Array: next item
+  uint32_t table;
+  ArrayObj* array;
+  Key hi;
+  BTree::Cursor cursor;
+};
+
+// Bounds on what one event may build; passing one fails it with `budget`.
+inline constexpr uint32_t kMaxArrayItems = 1u << 24;
+inline constexpr uint32_t kMaxCallDepth = 200;
+
+}  // namespace aup::vm
