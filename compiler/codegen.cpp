@@ -85,7 +85,7 @@ class FnGen {
   void stmt(const Stmt* s);
   void assign(const Stmt* s);
   void for_loop(const Stmt* s);
-  void loop_body(const Block* body, size_t top, size_t exit_jump);
+  void loop_body(const Block* body, size_t top, size_t exit_jump, Pos loop);
 
   // ---- expressions ----
   void expr_to(const Expr* e, uint32_t dst);
@@ -377,7 +377,7 @@ void FnGen::stmt(const Stmt* s) {
       uint32_t c = expr_reg(s->expr);
       size_t exit = jump(Op::JF, c);
       top_ = mark;
-      loop_body(s->body, top, exit);
+      loop_body(s->body, top, exit, s->pos);
       break;
     }
     case StmtKind::For: for_loop(s); break;
@@ -405,9 +405,10 @@ void FnGen::stmt(const Stmt* s) {
 
 // The loop's body, then the jump back to `top`; `exit_jump` and every
 // `break` land after it.
-void FnGen::loop_body(const Block* body, size_t top, size_t exit_jump) {
+void FnGen::loop_body(const Block* body, size_t top, size_t exit_jump, Pos loop) {
   loops_.push_back(Loop{top, {}});
   block(body);
+  pos_ = loop;  // a step budget running out is reported at the loop
   jump_to(Op::JMP, 0, top);
   size_t exit = f_.code.size();
   patch(exit_jump, exit);
@@ -428,7 +429,7 @@ void FnGen::for_loop(const Stmt* s) {
     size_t top = f_.code.size();
     size_t exit = jump(Op::RNEXT, it);
     abc(Op::MOVE, var, it + 2);
-    loop_body(s->body, top, exit);
+    loop_body(s->body, top, exit, s->pos);
     return;
   }
   uint32_t it = alloc();
@@ -443,7 +444,7 @@ void FnGen::for_loop(const Stmt* s) {
   size_t top = f_.code.size();
   size_t exit = jump(Op::NEXT, it);
   abc(Op::MOVE, var, it + 1);
-  loop_body(s->body, top, exit);
+  loop_body(s->body, top, exit, s->pos);
 }
 
 void FnGen::assign(const Stmt* s) {

@@ -202,9 +202,8 @@ bool ValueToJson::write_at(Value v, uint32_t type, std::string& out, uint32_t de
     case TypeCode::Num: {
       double d = vm::as_num(v);
       if (!std::isfinite(d)) {
-        char buf[32];
-        auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
-        return fail(vm::ErrorCode::NotFinite, fmt::format("cannot return {}", std::string_view(buf, end - buf)));
+        return fail(vm::ErrorCode::NotFinite,
+                    fmt::format("cannot return {}", std::isnan(d) ? "nan" : d > 0 ? "inf" : "-inf"));
       }
       json_append_number(out, d);
       return true;

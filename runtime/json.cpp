@@ -250,10 +250,9 @@ class JsonParser {
       if (c == '"') break;
       if (c < 0x20) return bad("control character in a string");
       if (c == '\\') {
-        if (!escaped) {
-          escaped = true;
-          sc.append(s_.data() + run, i_ - run);
-        }
+        // The plain run since the last escape, then the escape decoded.
+        escaped = true;
+        sc.append(s_.data() + run, i_ - run);
         if (++i_ >= s_.size()) return bad("truncated escape");
         char e = s_[i_++];
         switch (e) {
@@ -288,8 +287,7 @@ class JsonParser {
       }
       size_t n = utf8_length();
       if (n == 0) return bad("invalid UTF-8");
-      if (escaped) sc.append(s_.data() + i_, n);
-      i_ += n;
+      i_ += n;  // copied with its run, at the next escape or the end
     }
     if (i_ >= s_.size()) return bad("unterminated string");
     if (escaped) sc.append(s_.data() + run, i_ - run);

@@ -62,9 +62,11 @@ BuiltinStatus impl_sqrt(std::span<const BuiltinArg> a, BuiltinResult& out) {
 }
 
 // The shortest text that reads back to the same bits (std::to_chars):
-// 0.1, 100, 1e+21, -0, nan, inf.
+// 0.1, 100, 1e+21, -0, nan, inf, -inf.
 BuiltinStatus impl_text(std::span<const BuiltinArg> a, BuiltinResult& out) {
-  auto [end, ec] = std::to_chars(out.text, out.text + kBuiltinTextRoom, a[0].num);
+  // NaN prints as `nan` whatever its sign bit (0/0 sets it on x86).
+  double d = std::isnan(a[0].num) ? std::fabs(a[0].num) : a[0].num;
+  auto [end, ec] = std::to_chars(out.text, out.text + kBuiltinTextRoom, d);
   assert(ec == std::errc());
   out.text_len = static_cast<uint32_t>(end - out.text);
   return BuiltinStatus::Ok;

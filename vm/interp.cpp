@@ -37,6 +37,7 @@ std::string_view error_code_name(ErrorCode c) {
 namespace {
 
 std::string number_text(double d) {
+  if (std::isnan(d)) return "nan";  // whatever its sign bit
   char buf[32];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
   return std::string(buf, end);
@@ -373,6 +374,10 @@ bool Vm::tadd(uint32_t table, Value recv, bool replace) {
       state_.release_row(table, row.data());
       return false;
     }
+  }
+  // -0 and 0 are one key; the key field holds it as 0.
+  if (rd.fields[td.key_field].type == kTypeNum && row[td.key_field] == num_value(-0.0)) {
+    row[td.key_field] = num_value(0.0);
   }
   BTree& t = state_.table(table);
   Key k = key_of(table, row[td.key_field]);
