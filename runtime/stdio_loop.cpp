@@ -102,7 +102,14 @@ int serve_stdio(Service& service, const StdioOptions& o, int in_fd, int out_fd, 
       fmt::print(err, "aup: poll: {}\n", std::strerror(errno));
       return 2;
     }
-    if (signals.fd() >= 0 && (fds[1].revents & POLLIN)) stop = true;
+    if (signals.fd() >= 0 && (fds[1].revents & POLLIN)) {
+      // Take the signal off the queue: left pending, it would be delivered
+      // (and kill us) when the old mask comes back.
+      signalfd_siginfo info;
+      ssize_t got = ::read(signals.fd(), &info, sizeof info);
+      (void)got;
+      stop = true;
+    }
     if (!(fds[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     if (buf.size() - end < 4096) {
       // Make room: move the unfinished line to the front, grow if it fills

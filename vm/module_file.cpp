@@ -305,6 +305,10 @@ bool decode_module(std::span<const uint8_t> bytes, Module& m, std::string& error
     error = "damaged: module format 0 does not exist";
     return false;
   }
+  if (bytes[6] != 0 || bytes[7] != 0) {
+    error = "damaged: unknown flags in the header";
+    return false;
+  }
   uint64_t length = get_u64(bytes.data() + 8);
   uint64_t have = bytes.size() - mf::kHeaderBytes;
   if (length != have) {

@@ -1,0 +1,103 @@
+#!/bin/sh
+# `aup build`, `aup disasm` and `aup run` as a user meets them: exit codes,
+# damaged module files refused by name, the line limit, end of input without
+# a newline, SIGTERM, and a closed stdout.
+# Usage: run_cli_test.sh AUP SOURCE_ROOT
+set -u
+aup=$1
+root=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+expect_rc() {
+  want=$1; shift
+  "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+  got=$?
+  [ "$got" -eq "$want" ] || fail "$* exited $got, expected $want: $(cat "$tmp/err")"
+}
+
+bank=$root/examples/bank/bank.aup
+expect_rc 0 "$aup" build "$bank" -o "$tmp/bank.aupm"
+grep -q "wrote $tmp/bank.aupm" "$tmp/out" || fail "build says what it wrote"
+[ -s "$tmp/bank.aupm" ] || fail "build writes the module"
+printf 'record R { id: num }\ntable t: R key nope\n' >"$tmp/bad.aup"
+expect_rc 1 "$aup" build "$tmp/bad.aup"
+grep -q "no field \`nope\`" "$tmp/err" || fail "build prints the diagnostics"
+[ -e "$tmp/bad.aupm" ] && fail "a failed build writes nothing"
+expect_rc 2 "$aup" build "$tmp/missing.aup"
+expect_rc 2 "$aup" build "$tmp/bank.aupm"
+
+expect_rc 0 "$aup" disasm "$tmp/bank.aupm"
+grep -q "TGET" "$tmp/out" || fail "disasm lists instructions"
+grep -q "^on transfer" "$tmp/out" || fail "disasm names the handlers"
+grep -q "^table accounts: Account key id" "$tmp/out" || fail "disasm shows the schema"
+expect_rc 0 "$aup" disasm "$bank"
+
+# The same answers from the module file and from the source.
+"$aup" run "$tmp/bank.aupm" --memory --fixed-time 1 <"$root/examples/bank/demo.ndjson" >"$tmp/a" || fail "run .aupm"
+"$aup" run "$bank" --memory --fixed-time 1 <"$root/examples/bank/demo.ndjson" >"$tmp/b" || fail "run .aup"
+cmp -s "$tmp/a" "$tmp/b" || fail ".aupm and .aup answer alike"
+[ "$(wc -l <"$tmp/a")" -eq "$(wc -l <"$root/examples/bank/demo.ndjson")" ] || fail "one response per request"
+
+# Damaged module files: refused with a clear message and status 1.
+size=$(wc -c <"$tmp/bank.aupm")
+head -c $((size - 10)) "$tmp/bank.aupm" >"$tmp/short.aupm"
+expect_rc 1 "$aup" run "$tmp/short.aupm" --memory
+grep -q "truncated" "$tmp/err" || fail "truncated module: $(cat "$tmp/err")"
+cp "$tmp/bank.aupm" "$tmp/flip.aupm"
+printf '\377' | dd of="$tmp/flip.aupm" bs=1 seek=100 conv=notrunc 2>/dev/null
+expect_rc 1 "$aup" run "$tmp/flip.aupm" --memory
+grep -q "damaged: the checksum does not match" "$tmp/err" || fail "flipped byte: $(cat "$tmp/err")"
+cp "$tmp/bank.aupm" "$tmp/new.aupm"
+printf '\011' | dd of="$tmp/new.aupm" bs=1 seek=4 conv=notrunc 2>/dev/null
+expect_rc 1 "$aup" run "$tmp/new.aupm" --memory
+grep -q "built by a newer aup: module format 9" "$tmp/err" || fail "newer module: $(cat "$tmp/err")"
+expect_rc 1 "$aup" run "$tmp/bad.aup" --memory
+expect_rc 2 "$aup" run "$tmp/missing.aupm" --memory
+expect_rc 2 "$aup" run "$bank"
+grep -q "pass --memory" "$tmp/err" || fail "run without --memory explains"
+
+# The line limit: a long line is answered and skipped; the next one works.
+python3 -c "
+import sys
+sys.stdout.write('{\"query\":\"total\",\"id\":\"' + 'x' * 5000 + '\"}\n')
+sys.stdout.write('{\"query\":\"total\",\"id\":2}\n')" >"$tmp/long.ndjson"
+"$aup" run "$bank" --memory --max-line 1000 <"$tmp/long.ndjson" >"$tmp/out" || fail "run with a long line"
+sed -n 1p "$tmp/out" | grep -q '"code":"bad_request","message":"line longer than 1000 bytes"' || fail "long line answered: $(cat "$tmp/out")"
+sed -n 2p "$tmp/out" | grep -q '"id":2,"ok":true' || fail "the next line works: $(cat "$tmp/out")"
+
+# End of input without a final newline still gets its answer.
+printf '{"query":"total","id":7}' | "$aup" run "$bank" --memory >"$tmp/out"
+grep -q '"id":7,"ok":true' "$tmp/out" || fail "last line without newline"
+
+# SIGTERM: the lines already read are answered, then exit 0.
+mkfifo "$tmp/fifo"
+"$aup" run "$bank" --memory <"$tmp/fifo" >"$tmp/sig.out" 2>"$tmp/sig.err" &
+pid=$!
+exec 3>"$tmp/fifo"
+printf '{"event":"open","args":{"id":1,"owner":"a"},"id":1}\n' >&3
+i=0
+while [ ! -s "$tmp/sig.out" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+kill -TERM $pid
+wait $pid
+rc=$?
+exec 3>&-
+[ "$rc" -eq 0 ] || fail "SIGTERM exits 0 (got $rc)"
+grep -q '"id":1,"ok":true' "$tmp/sig.out" || fail "answered before SIGTERM"
+
+# A closed stdout is reported, not silent.
+python3 -c "
+for i in range(200000): print('{\"query\":\"total\",\"id\":%d}' % i)" >"$tmp/many.ndjson"
+( "$aup" run "$bank" --memory <"$tmp/many.ndjson" 2>"$tmp/err"; echo $? >"$tmp/rc" ) | head -1 >/dev/null
+[ "$(cat "$tmp/rc")" -eq 2 ] || fail "closed stdout exits 2 (got $(cat "$tmp/rc"))"
+grep -q "cannot write responses" "$tmp/err" || fail "closed stdout explained: $(cat "$tmp/err")"
+
+expect_rc 0 "$aup" run --help
+grep -q -- "--memory" "$tmp/out" || fail "run --help lists --memory"
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "all run checks passed"

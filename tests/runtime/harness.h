@@ -1,0 +1,81 @@
+// A module running in-process for tests: compiled from source, with a State
+// and a Service, answering request lines like `aup run --memory`.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <string>
+
+#include "codegen.h"
+#include "compiler.h"
+#include "json.h"
+#include "service.h"
+#include "state.h"
+
+namespace aup::testing {
+
+class Running {
+ public:
+  explicit Running(const std::string& source, uint64_t steps = vm::kDefaultStepBudget) {
+    auto checked = check_source("test.aup", source);
+    if (!checked->ok()) FAIL(checked->diags.list()[0].message);
+    Diagnostics d;
+    module_ = generate(*checked, d);
+    REQUIRE(module_);
+    module_->prepare();
+    state_ = std::make_unique<vm::State>(*module_);
+    runtime::ServiceOptions o;
+    o.step_budget = steps;
+    service_ = std::make_unique<runtime::Service>(*module_, *state_, o);
+  }
+
+  // One request; the response line (without its newline). Commits, as
+  // --memory does.
+  std::string call(const std::string& line, double now = 1.7e12) {
+    std::string out;
+    service_->handle(line, now, out);
+    state_->commit();
+    REQUIRE(!out.empty());
+    REQUIRE(out.back() == '\n');
+    out.pop_back();
+    return out;
+  }
+
+  // The response parsed; `ok()`, `code()` and `result_num()` read it.
+  struct Reply {
+    std::string text;
+    runtime::JsonDoc doc;
+    bool ok() const { return text.find("\"ok\":true") != std::string::npos; }
+    std::string code() const {
+      auto at = text.find("\"code\":\"");
+      if (at == std::string::npos) return "";
+      at += 8;
+      return text.substr(at, text.find('"', at) - at);
+    }
+  };
+  Reply reply(const std::string& line) {
+    Reply r;
+    r.text = call(line);
+    std::string error;
+    REQUIRE_MESSAGE(r.doc.parse(r.text, error), error);
+    return r;
+  }
+
+  vm::State& state() { return *state_; }
+  const vm::Module& module() const { return *module_; }
+
+ private:
+  std::unique_ptr<vm::Module> module_;
+  std::unique_ptr<vm::State> state_;
+  std::unique_ptr<runtime::Service> service_;
+};
+
+// The text of a source file of the project.
+inline std::string source(const char* path) {
+  std::string text, error;
+  REQUIRE_MESSAGE(read_source_file(path, text, error), error);
+  return text;
+}
+
+}  // namespace aup::testing
