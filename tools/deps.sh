@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages aup needs to build and test, only those
 # that are missing (so a second run does not touch the network).
 set -eu
-packages="g++ meson ninja-build pkg-config re2c libfmt-dev libcli11-dev doctest-dev
+packages="g++ meson ninja-build pkg-config re2c libfmt-dev libcli11-dev doctest-dev libxxhash-dev
   python3 hyperfine"
 missing=""
 for p in $packages; do

@@ -1,0 +1,22 @@
+#!/bin/sh
+# The docs stay true to the code: every opcode is in docs/bytecode.md's
+# table, every failure code in docs/protocol.md, and the README shows the two
+# set-up commands that .ci/run runs.
+# Usage: docs_test.sh SOURCE_ROOT
+set -u
+root=$1
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+for op in $(sed -n 's/^AUP_OP(\([A-Z0-9_]*\),.*/\1/p' "$root/vm/opcodes.def"); do
+  grep -q "| \`$op\` |" "$root/docs/bytecode.md" || fail "docs/bytecode.md does not list $op"
+done
+for code in failed not_found duplicate stale_row out_of_range not_finite bad_number budget \
+            bad_request unknown_event unknown_query bad_args; do
+  grep -q "\`$code\`" "$root/docs/protocol.md" || fail "docs/protocol.md does not explain $code"
+  grep -rq "\"$code\"" "$root/vm" "$root/runtime" || fail "$code is documented but not in the code"
+done
+grep -q '^sh tools/demo.sh$' "$root/README.md" || fail "README shows the main-job command"
+grep -q '^sh tools/test.sh$' "$root/README.md" || fail "README shows the test command"
+grep -q 'tools/test.sh' "$root/.ci/run" || fail ".ci/run runs the README's test command"
+[ "$failures" -eq 0 ] && echo "docs agree with the code"
+exit "$failures"
