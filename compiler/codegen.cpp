@@ -86,6 +86,11 @@ class FnGen {
   void assign(const Stmt* s);
   void for_loop(const Stmt* s);
   void loop_body(const Block* body, size_t top, size_t exit_jump, Pos loop);
+  // Conditions as jumps: `jumps` gets the jumps taken when `c` is `when`.
+  void cond_jump(const Expr* c, bool when, std::vector<size_t>& jumps);
+  void patch_all(const std::vector<size_t>& jumps, size_t target) {
+    for (size_t j : jumps) patch(j, target);
+  }
 
   // ---- expressions ----
   void expr_to(const Expr* e, uint32_t dst);
@@ -358,26 +363,31 @@ void FnGen::stmt(const Stmt* s) {
     case StmtKind::Let: value_to(s->expr, reg(s->slot), s->type); break;
     case StmtKind::Assign: assign(s); break;
     case StmtKind::If: {
-      uint32_t c = expr_reg(s->expr);
-      size_t skip = jump(Op::JF, c);
+      std::vector<size_t> skip;
+      cond_jump(s->expr, false, skip);
       top_ = mark;
       block(s->body);
       if (s->else_body) {
         size_t over = jump(Op::JMP);
-        patch(skip, f_.code.size());
+        patch_all(skip, f_.code.size());
         block(s->else_body);
         patch(over, f_.code.size());
       } else {
-        patch(skip, f_.code.size());
+        patch_all(skip, f_.code.size());
       }
       break;
     }
     case StmtKind::While: {
       size_t top = f_.code.size();
-      uint32_t c = expr_reg(s->expr);
-      size_t exit = jump(Op::JF, c);
+      std::vector<size_t> exits;
+      cond_jump(s->expr, false, exits);
       top_ = mark;
-      loop_body(s->body, top, exit, s->pos);
+      loops_.push_back(Loop{top, exits});
+      block(s->body);
+      pos_ = s->pos;
+      jump_to(Op::JMP, 0, top);
+      patch_all(loops_.back().breaks, f_.code.size());
+      loops_.pop_back();
       break;
     }
     case StmtKind::For: for_loop(s); break;
@@ -400,6 +410,51 @@ void FnGen::stmt(const Stmt* s) {
     case StmtKind::Block: block(s->body); break;
     case StmtKind::Error: break;  // never in a checked module
   }
+  top_ = mark;
+}
+
+// A condition as jumps, without making a bool where none is needed:
+// `not` swaps the sense, `and`/`or` short-circuit into the jump lists,
+// `!=` jumps on the equality's opposite, a literal jumps or falls through.
+void FnGen::cond_jump(const Expr* c, bool when, std::vector<size_t>& jumps) {
+  uint32_t mark = top_;
+  if (c->kind == ExprKind::Bool) {
+    if (c->boolean == when) jumps.push_back(jump(Op::JMP));
+    return;
+  }
+  if (c->kind == ExprKind::Unary && c->unary == UnaryOp::Not) {
+    cond_jump(c->lhs, !when, jumps);
+    return;
+  }
+  if (c->kind == ExprKind::Binary && (c->binary == BinaryOp::And || c->binary == BinaryOp::Or)) {
+    // `a and b` is false when either is; true only when both are.
+    bool short_on = c->binary == BinaryOp::Or;  // the value that decides at once
+    if (when == short_on) {
+      cond_jump(c->lhs, when, jumps);
+      cond_jump(c->rhs, when, jumps);
+    } else {
+      std::vector<size_t> decided;
+      cond_jump(c->lhs, short_on, decided);
+      cond_jump(c->rhs, when, jumps);
+      patch_all(decided, f_.code.size());
+    }
+    return;
+  }
+  bool literal_operands = c->kind == ExprKind::Binary && c->lhs->kind == ExprKind::Number &&
+                          c->rhs->kind == ExprKind::Number;  // folded below instead
+  if (c->kind == ExprKind::Binary && c->binary == BinaryOp::Ne && !literal_operands) {
+    // `a != b` jumps when `a == b` does the opposite.
+    Expr eq = *c;
+    eq.binary = BinaryOp::Eq;
+    uint32_t r = alloc();
+    binary(&eq, r);
+    jumps.push_back(jump(when ? Op::JF : Op::JT, r));
+    top_ = mark;
+    return;
+  }
+  top_ = mark;
+  uint32_t r = expr_reg(c);
+  jumps.push_back(jump(when ? Op::JT : Op::JF, r));
   top_ = mark;
 }
 
