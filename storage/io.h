@@ -1,0 +1,111 @@
+// The store's system calls, behind one interface so tests can break them.
+//
+// Every file operation of storage/ goes through an Io. SystemIo makes the
+// real calls. FaultIo wraps it and, following a plan, makes the Nth call of
+// a kind fail (EIO, ENOSPC, a short write) or stops the process right at a
+// named point of a commit or a checkpoint (`_exit(kCrashExitCode)`, a
+// simulated power cut: nothing after that point reaches the disk). Tests
+// check what the next open finds. A plan comes from a test, or from the
+// environment variable AUP_FAULTS for whole-process crash tests:
+//
+//   AUP_FAULTS="crash:commit.after_write:3"   stop the 3rd time that point is reached
+//   AUP_FAULTS="fail:fdatasync:2:EIO"         the 2nd fdatasync returns EIO
+//   AUP_FAULTS="short:pwrite:1"               the 1st pwrite writes half and stops
+//
+// Several rules may be joined with commas. Operating errors come back as
+// negative errno values, never exceptions.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace aup::storage {
+
+// The exit status of a process a crash rule stopped.
+inline constexpr int kCrashExitCode = 86;
+
+class Io {
+ public:
+  virtual ~Io() = default;
+  // Each returns >= 0 on success, -errno on failure.
+  virtual int open(const std::string& path, int flags, int mode) = 0;
+  virtual int close(int fd) = 0;
+  virtual ssize_t pwrite(int fd, const void* data, size_t n, off_t at) = 0;
+  virtual ssize_t pread(int fd, void* data, size_t n, off_t at) = 0;
+  virtual int fdatasync(int fd) = 0;
+  virtual int fsync(int fd) = 0;
+  virtual int fallocate(int fd, off_t at, off_t n) = 0;
+  virtual int sync_file_range(int fd, off_t at, off_t n) = 0;
+  virtual int ftruncate(int fd, off_t n) = 0;
+  virtual int rename(const std::string& from, const std::string& to) = 0;
+  virtual int unlink(const std::string& path) = 0;
+  virtual int64_t file_size(int fd) = 0;
+  // A named step of a commit or checkpoint (crash tests stop here).
+  virtual void point(std::string_view name) { (void)name; }
+};
+
+class SystemIo : public Io {
+ public:
+  int open(const std::string& path, int flags, int mode) override;
+  int close(int fd) override;
+  ssize_t pwrite(int fd, const void* data, size_t n, off_t at) override;
+  ssize_t pread(int fd, void* data, size_t n, off_t at) override;
+  int fdatasync(int fd) override;
+  int fsync(int fd) override;
+  int fallocate(int fd, off_t at, off_t n) override;
+  int sync_file_range(int fd, off_t at, off_t n) override;
+  int ftruncate(int fd, off_t n) override;
+  int rename(const std::string& from, const std::string& to) override;
+  int unlink(const std::string& path) override;
+  int64_t file_size(int fd) override;
+};
+
+struct FaultRule {
+  enum class Action : uint8_t { Crash, Fail, Short };
+  Action action = Action::Fail;
+  std::string what;  // a call kind ("pwrite", "fdatasync", ...) or a point name
+  uint64_t nth = 1;  // the Nth occurrence (1-based)
+  int err = 5;       // Fail: the errno (EIO)
+  uint64_t seen = 0;
+};
+
+class FaultIo : public Io {
+ public:
+  FaultIo(std::unique_ptr<Io> inner, std::vector<FaultRule> rules)
+      : inner_(std::move(inner)), rules_(std::move(rules)) {}
+
+  int open(const std::string& path, int flags, int mode) override;
+  int close(int fd) override { return inner_->close(fd); }
+  ssize_t pwrite(int fd, const void* data, size_t n, off_t at) override;
+  ssize_t pread(int fd, void* data, size_t n, off_t at) override { return inner_->pread(fd, data, n, at); }
+  int fdatasync(int fd) override;
+  int fsync(int fd) override;
+  int fallocate(int fd, off_t at, off_t n) override;
+  int sync_file_range(int fd, off_t at, off_t n) override;
+  int ftruncate(int fd, off_t n) override;
+  int rename(const std::string& from, const std::string& to) override;
+  int unlink(const std::string& path) override;
+  int64_t file_size(int fd) override { return inner_->file_size(fd); }
+  void point(std::string_view name) override;
+
+ private:
+  // The rule that fires now for `what`, if any (crash rules exit here).
+  FaultRule* hit(std::string_view what);
+  std::unique_ptr<Io> inner_;
+  std::vector<FaultRule> rules_;
+};
+
+// Parses a plan ("crash:POINT:N,fail:CALL:N:ERRNO,short:CALL:N"); false with
+// a message on a malformed one.
+bool parse_fault_plan(std::string_view spec, std::vector<FaultRule>& out, std::string& error);
+
+// SystemIo, or a FaultIo following AUP_FAULTS when it is set. A malformed
+// plan is reported in `error` (and SystemIo is not silently used instead).
+std::unique_ptr<Io> io_from_environment(std::string& error);
+
+}  // namespace aup::storage

@@ -1,0 +1,118 @@
+// The log: entries appended to preallocated segments, made durable by
+// fdatasync, read back in order at open.
+//
+// Recovery policy (each case is a named test in tests/storage/log_test.cpp):
+//   - An entry that is incomplete, fails its digest, or does not chain to
+//     the one before it ends the log: it and everything after it is not
+//     state (a torn tail). Open zeroes its header, so the end stays clean.
+//   - But if any valid entry of the live log follows such a bad entry (later
+//     in the same segment, or in a later segment of the chain), the bad
+//     entry is damage, not a torn tail: open refuses, naming the file and
+//     the byte offset.
+//   - The segments are the chain ending at the highest-numbered segment with
+//     a valid header, linked by predecessor generations. A file whose header
+//     is invalid or does not match its name (a segment being reused when a
+//     crash came) is free, as are valid segments outside the chain.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "io.h"
+#include "log_format.h"
+#include "status.h"
+
+namespace aup::storage {
+
+struct LogEntry {
+  uint64_t seq = 0;
+  uint64_t digest = 0;
+  uint64_t prev_seq = 0;
+  uint64_t segment = 0;  // its segment's number
+  uint64_t offset = 0;   // in that segment
+  std::span<const uint8_t> payload;
+};
+
+struct LogOpenReport {
+  uint64_t segments = 0;      // in the chain
+  uint64_t entries = 0;
+  uint64_t payload_bytes = 0;
+  uint64_t first_prev_seq = 0;  // the first entry's predecessor (what images must cover)
+  bool torn = false;            // a torn tail was found (and cut)
+  std::string torn_where;       // "log-3 at byte 4096: digest mismatch"
+};
+
+class Log {
+ public:
+  struct Options {
+    uint64_t segment_bytes = log_format::kDefaultSegmentBytes;
+    size_t max_free_segments = 2;  // covered segments kept for reuse; more are deleted
+  };
+  using Visitor = std::function<Status(const LogEntry&)>;
+
+  // Reads every live entry in order (calling `visit`), cuts a torn tail,
+  // and positions the log for appending. Refuses (with the file and offset)
+  // when the log is damaged, or when `visit` refuses an entry.
+  static Status open(Io& io, const std::string& dir, Options o, const Visitor& visit,
+                     std::unique_ptr<Log>& out, LogOpenReport& report);
+  ~Log();
+  Log(const Log&) = delete;
+  Log& operator=(const Log&) = delete;
+
+  // Writes one entry after the last (starting a new segment when it does not
+  // fit). Not durable until sync(). After any failed write or sync the log
+  // refuses every later append: what reached the disk is unknown.
+  Status append(uint64_t seq, std::span<const uint8_t> payload);
+  Status sync();
+  bool broken() const { return broken_; }
+
+  uint64_t last_seq() const { return last_seq_; }
+  // Bytes of entries in live segments (what recovery would read).
+  uint64_t live_bytes() const;
+  // Segments whose entries all have save numbers <= seq (never the current
+  // one) leave the chain: they are kept for reuse or deleted.
+  void release_through(uint64_t seq);
+
+  struct Segment {
+    uint64_t number = 0;
+    uint64_t generation = 0;
+    uint64_t predecessor = 0;
+    uint64_t size = 0;
+    uint64_t used = 0;  // bytes up to the end of its last entry
+    uint64_t first_seq = 0;
+    uint64_t last_seq = 0;
+    uint64_t entries = 0;
+    int fd = -1;
+  };
+  const std::vector<Segment>& segments() const { return chain_; }
+  size_t free_segments() const { return free_.size(); }
+
+ private:
+  Log(Io& io, std::string dir, Options o) : io_(io), dir_(std::move(dir)), o_(o) {}
+  Status start_segment(uint64_t min_size);
+  Status write_header(const Segment& s);
+  std::string path(uint64_t number) const;
+
+  Io& io_;
+  std::string dir_;
+  Options o_;
+  std::vector<Segment> chain_;  // oldest first; back() is current
+  struct Free {
+    std::string path;
+    uint64_t size;
+  };
+  std::vector<Free> free_;
+  uint64_t next_number_ = 0;
+  uint64_t last_seq_ = 0;
+  uint64_t last_digest_ = 0;
+  bool pending_sync_ = false;
+  bool dir_sync_ = false;
+  bool broken_ = false;
+  std::vector<uint8_t> buf_;  // entry being written (reused)
+};
+
+}  // namespace aup::storage

@@ -1,0 +1,401 @@
+// The log: each recovery case as a named test, with helpers that damage
+// bytes the way disks and crashes do (flip, shrink, zero a range), and a
+// model test of random appends, reopens, torn tails and segment reuse.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "log.h"
+
+namespace aup::storage {
+namespace {
+
+namespace fs = std::filesystem;
+namespace lf = log_format;
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/aup-log-test-XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+std::vector<uint8_t> bytes_of(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
+
+struct Opened {
+  std::unique_ptr<Log> log;
+  std::vector<std::pair<uint64_t, std::string>> entries;
+  LogOpenReport report;
+  Status status;
+};
+
+Opened open_log(Io& io, const std::string& dir, uint64_t segment_bytes = 4096) {
+  Opened o;
+  Log::Options opts;
+  opts.segment_bytes = segment_bytes;
+  o.status = Log::open(
+      io, dir, opts,
+      [&](const LogEntry& e) {
+        o.entries.emplace_back(e.seq, std::string(e.payload.begin(), e.payload.end()));
+        return Status::good();
+      },
+      o.log, o.report);
+  return o;
+}
+
+void append(Log& log, uint64_t seq, const std::string& s) {
+  std::vector<uint8_t> b = bytes_of(s);
+  Status st = log.append(seq, b);
+  REQUIRE_MESSAGE(st.ok(), st.message);
+  st = log.sync();
+  REQUIRE_MESSAGE(st.ok(), st.message);
+}
+
+// ---- byte damage -------------------------------------------------------------
+
+void flip(const std::string& path, uint64_t at) {
+  int fd = ::open(path.c_str(), O_RDWR);
+  REQUIRE(fd >= 0);
+  uint8_t b;
+  REQUIRE(::pread(fd, &b, 1, static_cast<off_t>(at)) == 1);
+  b ^= 0x40;
+  REQUIRE(::pwrite(fd, &b, 1, static_cast<off_t>(at)) == 1);
+  ::close(fd);
+}
+void zero(const std::string& path, uint64_t at, uint64_t n) {
+  int fd = ::open(path.c_str(), O_RDWR);
+  REQUIRE(fd >= 0);
+  std::vector<uint8_t> z(n, 0);
+  REQUIRE(::pwrite(fd, z.data(), n, static_cast<off_t>(at)) == static_cast<ssize_t>(n));
+  ::close(fd);
+}
+void shrink(const std::string& path, uint64_t size) { REQUIRE(::truncate(path.c_str(), static_cast<off_t>(size)) == 0); }
+
+// The offset of the k-th entry (0-based) of a segment with these payloads.
+uint64_t entry_offset(const std::vector<std::string>& payloads, size_t k) {
+  uint64_t off = lf::kHeaderBytes;
+  for (size_t i = 0; i < k; ++i) off += lf::entry_bytes(payloads[i].size());
+  return off;
+}
+
+TEST_SUITE("log") {
+  TEST_CASE("EmptyDirectoryOpensEmpty") {
+    TempDir dir;
+    SystemIo io;
+    Opened o = open_log(io, dir.path);
+    REQUIRE(o.status.ok());
+    CHECK(o.entries.empty());
+    CHECK(o.log->last_seq() == 0);
+    CHECK_FALSE(fs::exists(dir.path + "/log-0"));  // created at the first append
+  }
+
+  TEST_CASE("AppendedEntriesReadBackInOrder; save numbers may skip") {
+    TempDir dir;
+    SystemIo io;
+    {
+      Opened o = open_log(io, dir.path);
+      append(*o.log, 1, "one");
+      append(*o.log, 2, "");
+      append(*o.log, 7, std::string(1000, 'x'));
+    }
+    Opened o = open_log(io, dir.path);
+    REQUIRE(o.status.ok());
+    REQUIRE(o.entries.size() == 3);
+    CHECK(o.entries[0] == std::make_pair(uint64_t{1}, std::string("one")));
+    CHECK(o.entries[1].second.empty());
+    CHECK(o.entries[2].first == 7);
+    CHECK_FALSE(o.report.torn);
+    CHECK(o.log->last_seq() == 7);
+    append(*o.log, 8, "after reopen");
+    Opened again = open_log(io, dir.path);
+    CHECK(again.entries.size() == 4);
+  }
+
+  TEST_CASE("TruncatedTrailingEntryIsATornTail") {
+    TempDir dir;
+    SystemIo io;
+    std::vector<std::string> payloads = {"aaaa", "bbbbbbbb", std::string(300, 'c')};
+    {
+      Opened o = open_log(io, dir.path);
+      for (size_t i = 0; i < payloads.size(); ++i) append(*o.log, i + 1, payloads[i]);
+    }
+    // A write cut short: the last entry's payload only half there.
+    uint64_t last = entry_offset(payloads, 2);
+    zero(dir.path + "/log-0", last + lf::kEntryHeaderBytes + 150, 150);
+    Opened o = open_log(io, dir.path);
+    REQUIRE_MESSAGE(o.status.ok(), o.status.message);
+    CHECK(o.entries.size() == 2);
+    CHECK(o.report.torn);
+    CHECK(o.report.torn_where.find("log-0 at byte " + std::to_string(last)) != std::string::npos);
+    // The tail was cut: appending continues there, and the next open is clean.
+    append(*o.log, 10, "next");
+    Opened again = open_log(io, dir.path);
+    REQUIRE(again.entries.size() == 3);
+    CHECK(again.entries[2].first == 10);
+    CHECK_FALSE(again.report.torn);
+  }
+
+  TEST_CASE("ShrunkSegmentFileIsATornTail") {
+    TempDir dir;
+    SystemIo io;
+    std::vector<std::string> payloads = {"first", "second"};
+    {
+      Opened o = open_log(io, dir.path);
+      append(*o.log, 1, payloads[0]);
+      append(*o.log, 2, payloads[1]);
+    }
+    shrink(dir.path + "/log-0", entry_offset(payloads, 1) + 20);
+    Opened o = open_log(io, dir.path);
+    REQUIRE_MESSAGE(o.status.ok(), o.status.message);
+    CHECK(o.entries.size() == 1);
+    CHECK(o.report.torn);
+  }
+
+  TEST_CASE("DamageFollowedByValidEntriesRefusesToOpen") {
+    TempDir dir;
+    SystemIo io;
+    std::vector<std::string> payloads = {"aaaa", "bbbb", "cccc"};
+    {
+      Opened o = open_log(io, dir.path);
+      for (size_t i = 0; i < payloads.size(); ++i) append(*o.log, i + 1, payloads[i]);
+    }
+    uint64_t middle = entry_offset(payloads, 1);
+    flip(dir.path + "/log-0", middle + lf::kEntryHeaderBytes + 1);
+    Opened o = open_log(io, dir.path);
+    REQUIRE_FALSE(o.status.ok());
+    CHECK(o.status.message.find("damaged") != std::string::npos);
+    CHECK(o.status.message.find("log-0 at byte " + std::to_string(middle)) != std::string::npos);
+  }
+
+  TEST_CASE("AnEntryThatDoesNotChainEndsTheLog") {
+    TempDir dir;
+    SystemIo io;
+    {
+      Opened o = open_log(io, dir.path);
+      append(*o.log, 1, "a");
+      append(*o.log, 2, "b");
+    }
+    // Rewrite the second entry's 'previous digest' (and its own digest would
+    // no longer match either way): it is the last, so a torn tail.
+    std::vector<std::string> payloads = {"a", "b"};
+    flip(dir.path + "/log-0", entry_offset(payloads, 1) + 24);
+    Opened o = open_log(io, dir.path);
+    REQUIRE(o.status.ok());
+    CHECK(o.entries.size() == 1);
+    CHECK(o.report.torn);
+  }
+
+  TEST_CASE("EntriesRollOverIntoNewSegmentsAndReadBackAcrossThem") {
+    TempDir dir;
+    SystemIo io;
+    std::vector<std::string> written;
+    {
+      Opened o = open_log(io, dir.path, 4096);
+      for (uint64_t i = 1; i <= 200; ++i) {
+        written.push_back(std::string(static_cast<size_t>(i % 97), static_cast<char>('a' + i % 26)));
+        append(*o.log, i, written.back());
+      }
+      CHECK(o.log->segments().size() > 3);
+    }
+    Opened o = open_log(io, dir.path, 4096);
+    REQUIRE(o.status.ok());
+    REQUIRE(o.entries.size() == written.size());
+    for (size_t i = 0; i < written.size(); ++i) CHECK(o.entries[i].second == written[i]);
+  }
+
+  TEST_CASE("AnEntryLargerThanASegmentGetsASegmentOfItsOwn") {
+    TempDir dir;
+    SystemIo io;
+    std::string big(10000, 'B');
+    {
+      Opened o = open_log(io, dir.path, 4096);
+      append(*o.log, 1, "small");
+      append(*o.log, 2, big);
+      append(*o.log, 3, "small again");
+    }
+    Opened o = open_log(io, dir.path, 4096);
+    REQUIRE(o.entries.size() == 3);
+    CHECK(o.entries[1].second == big);
+  }
+
+  TEST_CASE("ReleasedSegmentsAreReusedAndTheirStaleBytesAreNotEntries") {
+    TempDir dir;
+    SystemIo io;
+    uint64_t seq = 0;
+    {
+      Opened o = open_log(io, dir.path, 4096);
+      for (int round = 0; round < 20; ++round) {
+        for (int i = 0; i < 40; ++i) append(*o.log, ++seq, std::string(60, static_cast<char>('a' + round)));
+        // Everything but the last 10 entries is covered by "images".
+        o.log->release_through(seq - 10);
+      }
+      // Bounded: the live chain plus at most max_free_segments files.
+      size_t files = 0;
+      for (auto& e : fs::directory_iterator(dir.path)) files += e.path().filename().string().rfind("log-", 0) == 0;
+      CHECK(files <= o.log->segments().size() + 2);
+    }
+    Opened o = open_log(io, dir.path, 4096);
+    REQUIRE_MESSAGE(o.status.ok(), o.status.message);
+    // Every entry after the covered point is there, in order, none twice.
+    REQUIRE(!o.entries.empty());
+    CHECK(o.entries.back().first == seq);
+    for (size_t i = 1; i < o.entries.size(); ++i) CHECK(o.entries[i].first == o.entries[i - 1].first + 1);
+    CHECK(o.entries.front().first <= seq - 9);
+    CHECK_FALSE(o.report.torn);
+  }
+
+  TEST_CASE("ASegmentRenamedForReuseButNotYetHeadedIsFree") {
+    TempDir dir;
+    SystemIo io;
+    {
+      Opened o = open_log(io, dir.path, 4096);
+      for (uint64_t i = 1; i <= 3; ++i) append(*o.log, i, "x");
+    }
+    // A crash between the rename and the new header: a file named log-7
+    // whose header still says log-0.
+    fs::copy_file(dir.path + "/log-0", dir.path + "/log-7");
+    Opened o = open_log(io, dir.path, 4096);
+    REQUIRE_MESSAGE(o.status.ok(), o.status.message);
+    CHECK(o.entries.size() == 3);
+    CHECK(o.log->free_segments() == 1);
+    append(*o.log, 4, "y");
+    Opened again = open_log(io, dir.path, 4096);
+    CHECK(again.entries.size() == 4);
+  }
+
+  TEST_CASE("AFailedSyncBreaksTheLogUntilReopen") {
+    TempDir dir;
+    std::vector<FaultRule> rules;
+    std::string err;
+    REQUIRE(parse_fault_plan("fail:fdatasync:2:EIO", rules, err));
+    FaultIo io(std::make_unique<SystemIo>(), rules);
+    Opened o = open_log(io, dir.path);
+    append(*o.log, 1, "durable");
+    std::vector<uint8_t> b = bytes_of("uncertain");
+    REQUIRE(o.log->append(2, b).ok());
+    Status st = o.log->sync();
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.err == EIO);
+    CHECK(o.log->broken());
+    CHECK_FALSE(o.log->append(3, b).ok());
+    o.log.reset();
+    SystemIo plain;
+    Opened again = open_log(plain, dir.path);
+    REQUIRE(again.status.ok());
+    CHECK(again.entries.front().second == "durable");  // the uncertain one may or may not be there
+  }
+
+  TEST_CASE("NoSpaceForASegmentIsACleanRefusal") {
+    TempDir dir;
+    std::vector<FaultRule> rules;
+    std::string err;
+    REQUIRE(parse_fault_plan("fail:fallocate:1:ENOSPC", rules, err));
+    FaultIo io(std::make_unique<SystemIo>(), rules);
+    Opened o = open_log(io, dir.path);
+    std::vector<uint8_t> b = bytes_of("x");
+    Status st = o.log->append(1, b);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.err == ENOSPC);
+    CHECK(st.message.find("no space for a new log segment") != std::string::npos);
+    CHECK_FALSE(o.log->broken());
+    append(*o.log, 1, "x");  // space came back
+    Opened again = open_log(io, dir.path);
+    CHECK(again.entries.size() == 1);
+  }
+
+  TEST_CASE("AShortWriteBreaksTheLog") {
+    TempDir dir;
+    std::vector<FaultRule> rules;
+    std::string err;
+    REQUIRE(parse_fault_plan("short:pwrite:2,fail:pwrite:3:EIO", rules, err));
+    FaultIo io(std::make_unique<SystemIo>(), rules);
+    Opened o = open_log(io, dir.path);
+    std::vector<uint8_t> b = bytes_of("entry");
+    // pwrite 1 is the segment header; 2 comes back short, the retry fails.
+    REQUIRE_FALSE(o.log->append(1, b).ok());
+    CHECK(o.log->broken());
+  }
+
+  TEST_CASE("fault plans parse, and malformed ones are refused") {
+    std::vector<FaultRule> rules;
+    std::string err;
+    CHECK(parse_fault_plan("crash:commit.after_write:3,fail:fdatasync:2:ENOSPC,short:pwrite:1", rules, err));
+    REQUIRE(rules.size() == 3);
+    CHECK(rules[0].action == FaultRule::Action::Crash);
+    CHECK(rules[1].err == ENOSPC);
+    CHECK_FALSE(parse_fault_plan("explode:x:1", rules, err));
+    CHECK_FALSE(parse_fault_plan("fail:x:0", rules, err));
+    CHECK_FALSE(parse_fault_plan("fail:x", rules, err));
+  }
+
+  TEST_CASE("model: random appends, reopens, torn tails and releases") {
+    for (uint64_t seed = 1; seed <= 12; ++seed) {
+      CAPTURE(seed);
+      TempDir dir;
+      SystemIo io;
+      std::mt19937_64 rng(seed);
+      std::map<uint64_t, std::string> durable;  // what must be read back
+      uint64_t seq = 0, covered = 0;
+      Opened o = open_log(io, dir.path, 4096);
+      REQUIRE(o.status.ok());
+      for (int step = 0; step < 600; ++step) {
+        uint64_t what = rng() % 100;
+        if (what < 80) {
+          seq += 1 + rng() % 3;
+          std::string p(rng() % 300, static_cast<char>('a' + rng() % 26));
+          append(*o.log, seq, p);
+          durable[seq] = p;
+        } else if (what < 88) {
+          covered = seq > 5 ? seq - rng() % 5 : covered;
+          o.log->release_through(covered);
+        } else if (what < 95) {
+          o.log.reset();
+          o = open_log(io, dir.path, 4096);
+          REQUIRE_MESSAGE(o.status.ok(), o.status.message);
+        } else {
+          // A torn write: an entry appended but never synced, then its bytes
+          // half lost. It must vanish; nothing durable may.
+          seq += 1;
+          std::string p(50 + rng() % 200, 'T');
+          std::vector<uint8_t> b = bytes_of(p);
+          REQUIRE(o.log->append(seq, b).ok());
+          const Log::Segment& s = o.log->segments().back();
+          std::string path = dir.path + "/log-" + std::to_string(s.number);
+          uint64_t end = s.used;
+          o.log.reset();
+          zero(path, end - 8 - rng() % 40, 8);
+          o = open_log(io, dir.path, 4096);
+          REQUIRE_MESSAGE(o.status.ok(), o.status.message);
+        }
+      }
+      o.log.reset();
+      o = open_log(io, dir.path, 4096);
+      REQUIRE_MESSAGE(o.status.ok(), o.status.message);
+      // Every durable entry after the covered point, in order; nothing else.
+      std::vector<std::pair<uint64_t, std::string>> want;
+      for (auto& [s, p] : durable) {
+        if (s > covered) want.emplace_back(s, p);
+      }
+      std::vector<std::pair<uint64_t, std::string>> got;
+      for (auto& e : o.entries) {
+        REQUIRE(durable.count(e.first));
+        if (e.first > covered) got.push_back(e);
+      }
+      CHECK(got == want);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace aup::storage
