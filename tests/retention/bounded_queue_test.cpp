@@ -1,8 +1,8 @@
+#include "bounded_queue.h"
+
 #include <doctest/doctest.h>
 
 #include <memory>
-
-#include "bounded_queue.h"
 
 namespace aup::retention {
 namespace {
@@ -42,7 +42,8 @@ TEST_SUITE("bounded_queue") {
 
   TEST_CASE("the slot storage is fixed by the limit, to count it in the budget") {
     CHECK(BoundedQueue<int>::storage_bytes(64) == 64 * sizeof(std::optional<int>));
-    CHECK(BoundedQueue<int>::storage_bytes(kMaxQueueLimit) == size_t{kMaxQueueLimit} * sizeof(std::optional<int>));
+    CHECK(BoundedQueue<int>::storage_bytes(kMaxQueueLimit) ==
+          size_t{kMaxQueueLimit} * sizeof(std::optional<int>));
   }
 }
 

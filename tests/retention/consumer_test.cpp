@@ -1,11 +1,11 @@
-#include <doctest/doctest.h>
+#include "consumer.h"
 
+#include <doctest/doctest.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <string>
 
-#include "consumer.h"
 #include "instrumentation.h"
 #include "test_util.h"
 

@@ -1,10 +1,11 @@
+#include "driver.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <set>
 
 #include "conditions.h"
-#include "driver.h"
 
 namespace aup::retention {
 namespace {

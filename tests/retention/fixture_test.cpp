@@ -1,6 +1,7 @@
+#include "fixture.h"
+
 #include <doctest/doctest.h>
 
-#include "fixture.h"
 #include "hash.h"
 #include "test_util.h"
 

@@ -1,10 +1,11 @@
+#include "hash.h"
+
 #include <doctest/doctest.h>
 
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include "hash.h"
 #include "io.h"
 
 namespace aup::retention {

@@ -1,9 +1,10 @@
 // The reader's recovery policy (input_reader.h), one named case each.
+#include "input_reader.h"
+
 #include <doctest/doctest.h>
 
 #include <string>
 
-#include "input_reader.h"
 #include "test_util.h"
 
 namespace aup::retention {
@@ -33,7 +34,9 @@ std::string read_everything(const std::vector<std::byte>& input, uint64_t* bytes
   return "";
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 TEST_SUITE("input_reader") {
   TEST_CASE("WholeFileReadsCleanlyAndCountsEveryByte") {

@@ -1,8 +1,8 @@
+#include "instrumentation.h"
+
 #include <doctest/doctest.h>
 
 #include <vector>
-
-#include "instrumentation.h"
 
 namespace aup::retention {
 namespace {

@@ -1,12 +1,12 @@
-#include <doctest/doctest.h>
+#include "io.h"
 
+#include <doctest/doctest.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <array>
 #include <string>
 
-#include "io.h"
 #include "test_util.h"
 
 namespace aup::retention {

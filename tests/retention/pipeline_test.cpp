@@ -2,8 +2,9 @@
 // budget failures, the copy-in-progress, reclaiming, stopping, a full disk.
 // Timing never decides a check: where a queue must fill before outputs
 // start, the hold is far longer than reading a few records takes.
-#include <doctest/doctest.h>
+#include "pipeline.h"
 
+#include <doctest/doctest.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <time.h>
@@ -13,7 +14,6 @@
 
 #include "bounded_queue.h"
 #include "buffer_pool.h"
-#include "pipeline.h"
 #include "test_util.h"
 
 namespace aup::retention {
@@ -46,7 +46,9 @@ RunConfig config(Policy p, uint64_t budget, uint32_t queue, ConsumerTiming timin
   return RunConfig{p, budget, queue, timing};
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 TEST_SUITE("pipeline") {
   TEST_CASE("every policy writes exactly the expected bytes, on every shape") {
@@ -183,7 +185,8 @@ TEST_SUITE("pipeline") {
     CHECK(borrow.output == f.expected);
     auto copy = run(f, config(Policy::copy, budget, 2));
     REQUIRE_FALSE(copy.stats.ok());
-    CHECK(contains(copy.stats.message(), "record 0 needs a 65536-byte buffer for its selection while its source is held"));
+    CHECK(contains(copy.stats.message(),
+                   "record 0 needs a 65536-byte buffer for its selection while its source is held"));
   }
 
   TEST_CASE("truncated input fails the run; buffers are still reclaimed") {
@@ -249,8 +252,8 @@ TEST_SUITE("pipeline") {
     itimerspec when{};
     when.it_value.tv_nsec = 20'000'000;
     REQUIRE(timer_settime(timer, 0, &when, nullptr) == 0);
-    auto stats = run_pipeline(config(Policy::borrow, 8u << 20, 4, ConsumerTiming{0, 3'600'000'000'000}), in.fd(),
-                              out.fd(), signals);
+    auto stats = run_pipeline(config(Policy::borrow, 8u << 20, 4, ConsumerTiming{0, 3'600'000'000'000}),
+                              in.fd(), out.fd(), signals);
     timer_delete(timer);
     REQUIRE(stats.ok());
     const RunStats& s = stats.value();

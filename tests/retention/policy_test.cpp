@@ -1,6 +1,6 @@
-#include <doctest/doctest.h>
-
 #include "policy.h"
+
+#include <doctest/doctest.h>
 
 namespace aup::retention {
 namespace {

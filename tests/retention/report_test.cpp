@@ -1,13 +1,15 @@
+#include "report.h"
+
 #include <doctest/doctest.h>
 
 #include <string>
 
-#include "report.h"
-
 namespace aup::retention {
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // Two repetitions of every policy on the first condition, with borrow's
 // time and memory a known multiple of copy's in each.
@@ -98,7 +100,8 @@ TEST_SUITE("report") {
     CHECK(contains(json, R"("expected_output_hash": "0000000000000abc")"));
     CHECK(contains(json, R"("ratio_to_baseline": {"finish": 3.0000)"));
     size_t runs = 0;
-    for (size_t at = json.find("\"repetition\":"); at != std::string::npos; at = json.find("\"repetition\":", at + 1)) {
+    for (size_t at = json.find("\"repetition\":"); at != std::string::npos;
+         at = json.find("\"repetition\":", at + 1)) {
       ++runs;
     }
     CHECK(runs == r.runs.size());

@@ -1,8 +1,7 @@
-#include <doctest/doctest.h>
-
-#include <signal.h>
-
 #include "signals.h"
+
+#include <doctest/doctest.h>
+#include <signal.h>
 
 namespace aup::retention {
 namespace {

@@ -70,7 +70,9 @@ inline size_t record_offset(const std::vector<std::byte>& file, uint32_t seq) {
   return at;
 }
 
-inline void set_u32(std::vector<std::byte>& file, size_t at, uint32_t value) { put_u32(file.data() + at, value); }
+inline void set_u32(std::vector<std::byte>& file, size_t at, uint32_t value) {
+  put_u32(file.data() + at, value);
+}
 
 struct Frame {
   uint32_t seq;
