@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <memory>
 
@@ -13,7 +14,10 @@
 #include "module_file.h"
 #include "service.h"
 #include "state.h"
+#include "durability.h"
+#include "io.h"
 #include "stdio_loop.h"
+#include "store.h"
 
 namespace aup::cli {
 
@@ -88,13 +92,34 @@ int disasm(const std::string& path) {
   return kExitOk;
 }
 
-int run(const RunOptions& o) {
-  if (!o.memory) {
-    fmt::print(stderr,
-               "aup run: the durable store (--data) is not built yet; pass --memory to run with the "
-               "state in memory (nothing is written, nothing survives)\n");
-    return kExitUsage;
+namespace {
+
+// A progress line on a terminal while opening a big store takes long.
+class OpenProgress {
+ public:
+  OpenProgress() : tty_(isatty(fileno(stderr)) != 0), start_(std::chrono::steady_clock::now()) {}
+  void operator()(uint64_t entries, uint64_t rows) {
+    if (!tty_) return;
+    auto elapsed = std::chrono::steady_clock::now() - start_;
+    if (elapsed < std::chrono::seconds(1)) return;
+    fmt::print(stderr, "\raup: opening the store: {} rows from images, {} log entries", rows, entries);
+    shown_ = true;
   }
+  ~OpenProgress() {
+    if (shown_) fmt::print(stderr, "\n");
+  }
+  OpenProgress(const OpenProgress&) = delete;
+  OpenProgress& operator=(const OpenProgress&) = delete;
+
+ private:
+  bool tty_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
+int run(const RunOptions& o) {
   int rc = kExitOk;
   auto m = load(o.module, rc);
   if (!m) return rc;
@@ -102,15 +127,52 @@ int run(const RunOptions& o) {
   vm::State state(*m);
   runtime::ServiceOptions so;
   if (o.step_budget) so.step_budget = o.step_budget;
-  runtime::Service service(*m, state, so);
   runtime::StdioOptions io;
   if (o.max_line_bytes) io.max_line_bytes = o.max_line_bytes;
   io.fixed_now = o.fixed_time;
+  io.max_batch = o.max_batch;
   // A closed stdout must be an error we report, not a silent death.
   std::signal(SIGPIPE, SIG_IGN);
-  // In memory, an event is done once applied: commit at once.
-  return runtime::serve_stdio(service, io, STDIN_FILENO, STDOUT_FILENO, stderr,
-                              [&state] { state.commit(); });
+  if (o.memory) {
+    runtime::Service service(*m, state, so);
+    runtime::MemoryDurability memory(state);
+    return runtime::serve_stdio(service, memory, io, STDIN_FILENO, STDOUT_FILENO, stderr);
+  }
+
+  std::string error;
+  std::unique_ptr<storage::Io> fs = storage::io_from_environment(error);
+  if (!fs) {
+    fmt::print(stderr, "aup run: AUP_FAULTS: {}\n", error);
+    return kExitUsage;
+  }
+  storage::Schema schema = runtime::schema_of(*m);
+  storage::StoreOptions sto;
+  if (o.segment_bytes) sto.segment_bytes = o.segment_bytes;
+  if (o.image_min_bytes) sto.image_min_bytes = o.image_min_bytes;
+  if (o.log_min_bytes) sto.log_min_bytes = o.log_min_bytes;
+  runtime::StateTables tables(state);
+  std::unique_ptr<storage::Store> store;
+  storage::StoreOpenReport report;
+  storage::Status st;
+  {
+    OpenProgress progress;
+    st = storage::Store::open(*fs, o.data, schema, sto, tables, store, report,
+                              [&progress](uint64_t e, uint64_t r) { progress(e, r); });
+  }
+  if (!st.ok()) {
+    fmt::print(stderr, "aup run: {}\n", st.message);
+    // A store in use, or a disk that refuses, is the environment; a
+    // damaged or mismatched store is for the user to fix.
+    bool environment = st.err == EWOULDBLOCK || st.err == EACCES || st.err == ENOSPC || st.err == EROFS ||
+                       st.err == EDQUOT || st.err == EPERM;
+    return environment ? kExitUsage : kExitErrors;
+  }
+  if (report.created) fmt::print(stderr, "aup: created the store {}\n", o.data);
+  for (const std::string& change : report.migrated) fmt::print(stderr, "aup: migrated {}: {}\n", o.data, change);
+  if (report.torn) fmt::print(stderr, "aup: the log ended in a torn write ({}); it was cut\n", report.torn_where);
+  runtime::Service service(*m, state, so);
+  runtime::StoreDurability durable(state, schema, *store);
+  return runtime::serve_stdio(service, durable, io, STDIN_FILENO, STDOUT_FILENO, stderr);
 }
 
 }  // namespace aup::cli

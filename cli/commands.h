@@ -21,9 +21,13 @@ int disasm(const std::string& module_path);
 struct RunOptions {
   std::string module;
   bool memory = false;
-  std::string data;
-  uint64_t step_budget = 0;   // 0: the default
+  std::string data = "aup-data";
+  uint64_t step_budget = 0;     // 0: the default
   uint64_t max_line_bytes = 0;  // 0: the default
+  uint32_t max_batch = 0;       // 0: every event read together
+  uint64_t segment_bytes = 0;   // 0: the default (64 MiB)
+  uint64_t image_min_bytes = 0; // 0: the default (1 MiB)
+  uint64_t log_min_bytes = 0;   // 0: the default (64 MiB)
   std::optional<double> fixed_time;
 };
 int run(const RunOptions& o);

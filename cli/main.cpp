@@ -5,6 +5,7 @@
 
 #include "check_cli.h"
 #include "commands.h"
+#include "replay.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"aup: durable applications from small typed modules.\n"
@@ -34,12 +35,25 @@ int main(int argc, char** argv) {
   aup::cli::RunOptions run;
   double fixed_time = 0;
   CLI::App* run_cmd = app.add_subcommand(
-      "run", "Apply events and answer queries: one JSON request a line on stdin, one response a line\n"
-             "on stdout, in order, until end of input or SIGINT/SIGTERM.");
+      "run", "Open (or create) the store, replay it, then apply events and answer queries: one JSON\n"
+             "request a line on stdin, one response a line on stdout, in order, until end of input or\n"
+             "SIGINT/SIGTERM. Events read together are committed together (one fdatasync) before any\n"
+             "of them is answered.");
   run_cmd->add_option("module", run.module, "an .aupm module file, or an .aup source (compiled first)")
       ->required()
       ->type_name("MODULE");
+  run_cmd->add_option("--data", run.data, "the store directory")->capture_default_str()->type_name("DIR");
   run_cmd->add_flag("--memory", run.memory, "keep the state in memory only: nothing is written, nothing survives");
+  run_cmd->add_option("--max-batch", run.max_batch, "at most N events per commit (default: all read together)")
+      ->check(CLI::Range(1u, 1000000u));
+  run_cmd->add_option("--segment-size", run.segment_bytes, "bytes per log segment (default 64 MiB)")
+      ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 34));
+  run_cmd->add_option("--image-min", run.image_min_bytes,
+                      "least log bytes for a table before it gets a new image (default 1 MiB)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  run_cmd->add_option("--log-min", run.log_min_bytes,
+                      "least live log bytes before the oldest table gets a new image (default 64 MiB)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   run_cmd->add_option("--step-budget", run.step_budget,
                       "steps (loop rounds and calls) one event or query may take (default 10000000)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
@@ -48,6 +62,19 @@ int main(int argc, char** argv) {
   CLI::Option* fixed = run_cmd->add_option(
       "--fixed-time", fixed_time,
       "use this time (ms since the Unix epoch) as `now` for every event and query (for tests)");
+
+  aup::runtime::ReplayOptions replay;
+  uint64_t replay_at = 0;
+  CLI::App* replay_cmd = app.add_subcommand(
+      "replay", "Inspect a store without running module code and without writing to it.\n"
+                "Exit status: 0 fine, 1 damage, 2 usage or a store that cannot be read.");
+  replay_cmd->add_option("--data", replay.data, "the store directory")->capture_default_str()->type_name("DIR");
+  replay_cmd->add_flag("--verify", replay.verify, "read everything; check every digest and the log's chain");
+  replay_cmd->add_flag("--entries", replay.entries, "one JSON line per log entry");
+  replay_cmd->add_option("--dump", replay.dump, "print a table's rows as JSON lines")->type_name("TABLE");
+  replay_cmd->add_flag("--vars", replay.vars, "print the vars as one JSON object");
+  CLI::Option* at = replay_cmd->add_option("--at", replay_at, "with --dump or --vars: as of this save number")
+                        ->type_name("SEQ");
 
   try {
     app.parse(argc, argv);
@@ -60,6 +87,10 @@ int main(int argc, char** argv) {
   if (run_cmd->parsed()) {
     if (fixed->count()) run.fixed_time = fixed_time;
     return aup::cli::run(run);
+  }
+  if (replay_cmd->parsed()) {
+    if (at->count()) replay.at = replay_at;
+    return aup::runtime::replay(replay, stdout, stderr);
   }
   return aup::kExitUsage;
 }

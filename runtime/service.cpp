@@ -61,98 +61,112 @@ void Service::reply_error(std::string_view code, std::string_view message) {
   out += "}}\n";
 }
 
-void Service::handle(std::string_view line, double now, std::string& out) {
-  out_ = &out;
+bool Service::prepare(std::string_view line) {
   id_ = {};
+  parse_error_.clear();
+  problem_.clear();
+  constexpr uint32_t kNone = JsonToValue::kNoNode;
+  event_ = query_ = args_ = kNone;
   std::string error;
   if (!doc_.parse(line, error)) {
-    ++counters_.bad_requests;
-    return reply_error("bad_request", "not JSON: " + error);
+    parse_error_ = "not JSON: " + error;
+    return false;
   }
   const JsonNode& root = doc_.node(doc_.root());
   if (root.kind != JsonNode::Kind::Object) {
-    ++counters_.bad_requests;
-    return reply_error("bad_request", "a request is a JSON object: {\"event\": ..., \"args\": {...}}");
+    parse_error_ = "a request is a JSON object: {\"event\": ..., \"args\": {...}}";
+    return false;
   }
-  uint32_t event = JsonToValue::kNoNode, query = JsonToValue::kNoNode, args = JsonToValue::kNoNode,
-           id = JsonToValue::kNoNode;
-  std::string problem;
+  uint32_t id = kNone;
   uint32_t key = doc_.first_child(doc_.root());
   for (uint32_t k = 0; k < root.count; ++k) {
     std::string_view name = doc_.node(key).str;
-    uint32_t* slot = name == "event" ? &event : name == "query" ? &query : name == "args" ? &args
+    uint32_t* slot = name == "event" ? &event_ : name == "query" ? &query_ : name == "args" ? &args_
                      : name == "id"  ? &id
                                      : nullptr;
     if (!slot) {
-      if (problem.empty()) {
-        problem = fmt::format("unknown key `{}`; a request has `event` or `query`, `args` and `id`", name);
+      if (problem_.empty()) {
+        problem_ = fmt::format("unknown key `{}`; a request has `event` or `query`, `args` and `id`", name);
       }
-    } else if (*slot != JsonToValue::kNoNode) {
-      if (problem.empty()) problem = fmt::format("key `{}` appears twice", name);
+    } else if (*slot != kNone) {
+      if (problem_.empty()) problem_ = fmt::format("key `{}` appears twice", name);
     } else {
       *slot = key + 1;
     }
     key = doc_.after(key + 1);
   }
-  if (id != JsonToValue::kNoNode) {
+  if (id != kNone) {
     JsonNode::Kind k = doc_.node(id).kind;
     if (k == JsonNode::Kind::Array || k == JsonNode::Kind::Object) {
-      if (problem.empty()) problem = "`id` must be a number, a string, a bool or null";
+      if (problem_.empty()) problem_ = "`id` must be a number, a string, a bool or null";
     } else {
       id_ = doc_.node(id).raw;
     }
   }
-  if (problem.empty()) {
-    if (event != JsonToValue::kNoNode && query != JsonToValue::kNoNode) {
-      problem = "a request has `event` or `query`, not both";
-    } else if (event == JsonToValue::kNoNode && query == JsonToValue::kNoNode) {
-      problem = "a request needs `event` or `query`";
-    } else if (doc_.node(event != JsonToValue::kNoNode ? event : query).kind != JsonNode::Kind::String) {
-      problem = fmt::format("`{}` must be a string", event != JsonToValue::kNoNode ? "event" : "query");
+  if (problem_.empty()) {
+    if (event_ != kNone && query_ != kNone) {
+      problem_ = "a request has `event` or `query`, not both";
+    } else if (event_ == kNone && query_ == kNone) {
+      problem_ = "a request needs `event` or `query`";
+    } else if (doc_.node(event_ != kNone ? event_ : query_).kind != JsonNode::Kind::String) {
+      problem_ = fmt::format("`{}` must be a string", event_ != kNone ? "event" : "query");
     }
   }
-  if (!problem.empty()) {
-    ++counters_.bad_requests;
-    return reply_error("bad_request", problem);
-  }
-  if (args != JsonToValue::kNoNode && doc_.node(args).kind != JsonNode::Kind::Object) {
-    ++counters_.bad_requests;
-    return reply_error("bad_args", "`args` must be an object");
-  }
-  if (event != JsonToValue::kNoNode) {
-    this->event(doc_.node(event).str, args, now);
-  } else {
-    this->query(doc_.node(query).str, args, now);
-  }
-  vm_.reset_arena();
+  is_event_ = event_ != kNone;
+  return problem_.empty() && !is_event_;
 }
 
-void Service::event(std::string_view name, uint32_t args, double now) {
+Outcome Service::finish(double now, std::string& out) {
+  out_ = &out;
+  if (!parse_error_.empty() || !problem_.empty()) {
+    ++counters_.bad_requests;
+    reply_error("bad_request", parse_error_.empty() ? problem_ : parse_error_);
+    return Outcome::Invalid;
+  }
+  if (args_ != JsonToValue::kNoNode && doc_.node(args_).kind != JsonNode::Kind::Object) {
+    ++counters_.bad_requests;
+    reply_error("bad_args", "`args` must be an object");
+    return Outcome::Invalid;
+  }
+  Outcome o = is_event_ ? event(doc_.node(event_).str, args_, now) : query(doc_.node(query_).str, args_, now);
+  vm_.reset_arena();
+  return o;
+}
+
+Outcome Service::event(std::string_view name, uint32_t args, double now) {
   int e = module_.event_index(name);
   if (e < 0) {
     ++counters_.bad_requests;
-    return reply_error("unknown_event",
-                       fmt::format("no event `{}`; events: {}", name,
-                                   known_names(module_.events, [](const auto&) { return true; })));
+    reply_error("unknown_event", fmt::format("no event `{}`; events: {}", name,
+                                             known_names(module_.events, [](const auto&) { return true; })));
+    return Outcome::Invalid;
+  }
+  if (refusing_) {
+    ++counters_.events_failed;
+    reply_error("unavailable", *refusing_);
+    return Outcome::EventFailed;
   }
   const vm::EventDesc& ed = module_.events[static_cast<size_t>(e)];
   JsonToValue reader(doc_, vm_);
   vm::Value rec;
   if (!reader.record(args, ed.record, &rec)) {
     ++counters_.bad_requests;
-    return reply_error("bad_args", reader.error());
+    reply_error("bad_args", reader.error());
+    return Outcome::Invalid;
   }
   size_t mark = state_.mark();
   vm::Value result = 0;
   if (!vm_.run(ed.handler, &rec, 1, now, &result)) {
     state_.rollback(mark);
     ++counters_.events_failed;
-    return reply_error(vm::error_code_name(vm_.failure().code), vm_.failure().message);
+    reply_error(vm::error_code_name(vm_.failure().code), vm_.failure().message);
+    return Outcome::EventFailed;
   }
   uint32_t type = module_.functions[ed.handler].result_type;
   if (type == vm::kTypeVoid) {
     ++counters_.events_ok;
-    return reply_ok(nullptr);
+    reply_ok(nullptr);
+    return Outcome::EventApplied;
   }
   // The result is written before the event counts as done: one that cannot
   // be sent (a number that is not finite) fails the event and undoes it.
@@ -161,21 +175,23 @@ void Service::event(std::string_view name, uint32_t args, double now) {
   if (!writer.write(result, type, body_)) {
     state_.rollback(mark);
     ++counters_.events_failed;
-    return reply_error(vm::error_code_name(writer.code()), writer.error());
+    reply_error(vm::error_code_name(writer.code()), writer.error());
+    return Outcome::EventFailed;
   }
   ++counters_.events_ok;
   reply_ok(&body_);
+  return Outcome::EventApplied;
 }
 
-void Service::query(std::string_view name, uint32_t args, double now) {
+Outcome Service::query(std::string_view name, uint32_t args, double now) {
   int q = module_.query_index(name);
   if (q < 0) {
     ++counters_.bad_requests;
-    return reply_error("unknown_query",
-                       fmt::format("no query `{}`; queries: {}", name,
-                                   known_names(module_.functions, [](const vm::Function& f) {
-                                     return f.kind == vm::FnKind::Query;
-                                   })));
+    reply_error("unknown_query", fmt::format("no query `{}`; queries: {}", name,
+                                             known_names(module_.functions, [](const vm::Function& f) {
+                                               return f.kind == vm::FnKind::Query;
+                                             })));
+    return Outcome::Invalid;
   }
   const vm::Function& f = module_.functions[static_cast<size_t>(q)];
   // Parameters come by name from `args`, each once, none unknown.
@@ -191,36 +207,43 @@ void Service::query(std::string_view name, uint32_t args, double now) {
       while (p < params.size() && f.param_names[p] != pname) ++p;
       if (p == params.size()) {
         ++counters_.bad_requests;
-        return reply_error("bad_args", fmt::format("unknown field `{}`", pname));
+        reply_error("bad_args", fmt::format("unknown field `{}`", pname));
+        return Outcome::Invalid;
       }
       if (seen[p]) {
         ++counters_.bad_requests;
-        return reply_error("bad_args", fmt::format("field `{}` appears twice", pname));
+        reply_error("bad_args", fmt::format("field `{}` appears twice", pname));
+        return Outcome::Invalid;
       }
       seen[p] = true;
       if (!reader.value(key + 1, f.param_types[p], &params[p])) {
         ++counters_.bad_requests;
-        return reply_error("bad_args", fmt::format("{}: {}", pname, reader.error()));
+        reply_error("bad_args", fmt::format("{}: {}", pname, reader.error()));
+        return Outcome::Invalid;
       }
     }
   }
   for (size_t p = 0; p < params.size(); ++p) {
     if (!seen[p]) {
       ++counters_.bad_requests;
-      return reply_error("bad_args", fmt::format("missing field `{}`", f.param_names[p]));
+      reply_error("bad_args", fmt::format("missing field `{}`", f.param_names[p]));
+      return Outcome::Invalid;
     }
   }
   ++counters_.queries;
   vm::Value result = 0;
   if (!vm_.run(static_cast<uint32_t>(q), params.data(), static_cast<uint32_t>(params.size()), now, &result)) {
-    return reply_error(vm::error_code_name(vm_.failure().code), vm_.failure().message);
+    reply_error(vm::error_code_name(vm_.failure().code), vm_.failure().message);
+    return Outcome::Query;
   }
   body_.clear();
   ValueToJson writer(vm_);
   if (!writer.write(result, f.result_type, body_)) {
-    return reply_error(vm::error_code_name(writer.code()), writer.error());
+    reply_error(vm::error_code_name(writer.code()), writer.error());
+    return Outcome::Query;
   }
   reply_ok(&body_);
+  return Outcome::Query;
 }
 
 }  // namespace aup::runtime

@@ -14,7 +14,8 @@
 // path), and the codes an event's code can fail with (interp.h).
 //
 // Service applies events to the State but does not commit them: the caller
-// commits a batch once it is durable (storage/) or at once (--memory).
+// commits a batch once it is durable (storage/) or at once (--memory). An
+// event refused because the store cannot write is answered `unavailable`.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,16 @@ namespace aup::runtime {
 
 struct ServiceOptions {
   uint64_t step_budget = vm::kDefaultStepBudget;
+};
+
+class Durability;
+
+// What handling a request did, for the loop that batches commits.
+enum class Outcome : uint8_t {
+  EventApplied,  // changed the state (answered once the batch is durable)
+  EventFailed,   // rolled back, or refused
+  Query,
+  Invalid,       // answered bad_request, unknown_*, bad_args
 };
 
 struct ServiceCounters {
@@ -45,14 +56,26 @@ class Service {
   // Handles one request line (without its newline) and appends the
   // response line, newline included, to `out`. `now`: the accept time in
   // milliseconds since the Unix epoch.
-  void handle(std::string_view line, double now, std::string& out);
+  Outcome handle(std::string_view line, double now, std::string& out) {
+    prepare(line);
+    return finish(now, out);
+  }
+  // The same in two steps, so a loop can commit pending events before a
+  // query runs: prepare parses and says whether the line is a query.
+  bool prepare(std::string_view line);  // true: a well-formed query request
+  Outcome finish(double now, std::string& out);
+  // The raw JSON of the prepared request's id ("" when it has none).
+  std::string_view id() const { return id_; }
+
+  // While set, events are refused with code `unavailable` and this reason.
+  void set_refusing(const std::string* reason) { refusing_ = reason; }
 
   const ServiceCounters& counters() const { return counters_; }
   vm::Vm& vm() { return vm_; }
 
  private:
-  void event(std::string_view name, uint32_t args, double now);
-  void query(std::string_view name, uint32_t args, double now);
+  Outcome event(std::string_view name, uint32_t args, double now);
+  Outcome query(std::string_view name, uint32_t args, double now);
   void reply_ok(const std::string* body);
   void reply_error(std::string_view code, std::string_view message);
 
@@ -65,6 +88,12 @@ class Service {
   std::string* out_ = nullptr;
   std::string_view id_;
   std::string body_;  // a result being written (reused)
+  // The prepared request.
+  std::string parse_error_;
+  std::string problem_;
+  uint32_t event_ = 0, query_ = 0, args_ = 0;
+  bool is_event_ = false;
+  const std::string* refusing_ = nullptr;
 };
 
 }  // namespace aup::runtime

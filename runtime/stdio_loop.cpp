@@ -1,5 +1,7 @@
 #include "stdio_loop.h"
 
+#include "json.h"
+
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
@@ -70,9 +72,73 @@ class SignalFd {
 
 }  // namespace
 
-int serve_stdio(Service& service, const StdioOptions& o, int in_fd, int out_fd, std::FILE* err,
-                const AfterRequest& after) {
+// The answers of one batch, held until its commit says what they are.
+class Batch {
+ public:
+  Batch(Service& service, Durability& durability, uint32_t max_events)
+      : service_(service), durability_(durability), max_events_(max_events) {}
+
+  void handle(std::string_view line, double now, std::string& out) {
+    bool query = service_.prepare(line);
+    if (query && events_ > 0) commit(out);  // a query reads only committed state
+    service_.set_refusing(durability_.refusing());
+    Pending p;
+    Outcome o = service_.finish(now, p.response);
+    p.applied = o == Outcome::EventApplied;
+    if (p.applied) {
+      p.id = std::string(service_.id());
+      ++events_;
+    }
+    pending_.push_back(std::move(p));
+    if (max_events_ && events_ >= max_events_) commit(out);
+  }
+
+  // An answer written by the loop itself (a line over the limit), kept in
+  // its place among the others.
+  void add(std::string response) {
+    Pending p;
+    p.response = std::move(response);
+    pending_.push_back(std::move(p));
+  }
+
+  // Makes the batch durable, then appends its answers to `out`.
+  void commit(std::string& out) {
+    if (events_ > 0) {
+      std::string error;
+      if (!durability_.commit_batch(error)) {
+        std::string message;
+        json_append_string(message, "not written: " + error);
+        for (Pending& p : pending_) {
+          if (!p.applied) continue;
+          std::string id = p.id.empty() ? "" : fmt::format(R"("id":{},)", p.id);
+          p.response = fmt::format(R"({{{}"ok":false,"error":{{"code":"unavailable","message":{}}}}})", id, message);
+          p.response += '\n';
+        }
+      }
+    }
+    for (Pending& p : pending_) out += p.response;
+    pending_.clear();
+    events_ = 0;
+    durability_.between_batches();
+  }
+
+ private:
+  struct Pending {
+    std::string response;
+    std::string id;  // raw JSON, for an answer that must change
+    bool applied = false;
+  };
+  Service& service_;
+  Durability& durability_;
+  uint32_t max_events_;
+  std::vector<Pending> pending_;
+  uint32_t events_ = 0;
+};
+
+int serve_stdio(Service& service, Durability& durability, const StdioOptions& o, int in_fd, int out_fd,
+                std::FILE* err) {
   SignalFd signals;
+  Batch batch(service, durability, o.max_batch);
   // Room for one whole line plus a read's worth, allocated as lines need it.
   std::vector<char> buf(64 * 1024);
   size_t begin = 0, end = 0;
@@ -84,14 +150,13 @@ int serve_stdio(Service& service, const StdioOptions& o, int in_fd, int out_fd, 
   auto handle = [&](std::string_view line, double now) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (blank(line)) return;
-    service.handle(line, o.fixed_now ? *o.fixed_now : now, out);
-    if (after) after();
+    batch.handle(line, o.fixed_now ? *o.fixed_now : now, out);
   };
   auto too_long = [&](double now) {
     (void)now;
-    out += fmt::format(R"({{"ok":false,"error":{{"code":"bad_request","message":"line longer than {} bytes"}}}})",
-                       o.max_line_bytes);
-    out += '\n';
+    batch.add(fmt::format(R"({{"ok":false,"error":{{"code":"bad_request","message":"line longer than {} bytes"}}}})",
+                          o.max_line_bytes) +
+              "\n");
   };
 
   while (!eof && !stop) {
@@ -151,6 +216,7 @@ int serve_stdio(Service& service, const StdioOptions& o, int in_fd, int out_fd, 
     }
     if (eof && end > begin && !skipping) handle(std::string_view(buf.data() + begin, end - begin), now);
     if (begin == end) begin = end = 0;
+    batch.commit(out);  // everything read together: one commit, then the answers
     if (!out.empty()) {
       if (!write_all(out_fd, out, error)) {
         fmt::print(err, "aup: {}\n", error);
@@ -159,6 +225,7 @@ int serve_stdio(Service& service, const StdioOptions& o, int in_fd, int out_fd, 
       out.clear();
     }
   }
+  durability.close();
   return 0;
 }
 

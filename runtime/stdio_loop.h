@@ -4,7 +4,14 @@
 // Reading: bytes are read into one reused buffer; every complete line in it
 // is handled, then the responses are written out together, before the next
 // read blocks (so a client that pipelines sees its answers promptly and a
-// batch costs one write). A line longer than the limit is answered with
+// batch costs one write).
+//
+// Group commit: the events of one read (up to `max_batch` of them) form a
+// batch. They are applied one after another, then made durable together
+// (Durability: one log entry, one fdatasync), and only then answered. A
+// query waits for the events before it to be committed, so it reads their
+// effect and never state that might still be undone. A batch whose commit
+// fails is rolled back and its events are answered `unavailable`. A line longer than the limit is answered with
 // bad_request and skipped up to its newline. Blank lines are ignored; a
 // trailing `\r` is dropped. End of input: the last line (even without a
 // newline) is handled, answered, and the loop ends (exit 0). SIGINT or
@@ -18,6 +25,7 @@
 #include <functional>
 #include <optional>
 
+#include "durability.h"
 #include "service.h"
 
 namespace aup::runtime {
@@ -27,15 +35,12 @@ inline constexpr size_t kDefaultMaxLineBytes = size_t{16} << 20;
 struct StdioOptions {
   size_t max_line_bytes = kDefaultMaxLineBytes;
   std::optional<double> fixed_now;  // ms since the epoch for every event (tests)
+  uint32_t max_batch = 0;           // events per commit; 0: all those read together
 };
-
-// Called after each request is handled and before responses are written;
-// `--memory` commits the State there.
-using AfterRequest = std::function<void()>;
 
 // Returns the exit code: 0 at end of input or on a signal, 2 when output
 // or input fails (the reason goes to `err`).
-int serve_stdio(Service& service, const StdioOptions& o, int in_fd, int out_fd, std::FILE* err,
-                const AfterRequest& after);
+int serve_stdio(Service& service, Durability& durability, const StdioOptions& o, int in_fd, int out_fd,
+                std::FILE* err);
 
 }  // namespace aup::runtime

@@ -180,7 +180,7 @@ Status Log::open(Io& io, const std::string& dir, Options o, const Visitor& visit
   std::vector<Candidate> cands;
   for (auto& [number, p] : files) {
     Candidate c{number, p, {}, false, -1, 0};
-    c.fd = io.open(p, O_RDWR, 0);
+    c.fd = io.open(p, o.read_only ? O_RDONLY : O_RDWR, 0);
     if (c.fd < 0) return Status::error(fmt::format("cannot open {}: {}", p, std::strerror(-c.fd)), -c.fd);
     c.file_size = io.file_size(c.fd);
     // A header is valid (a candidate for the chain), or all zeros or cut
@@ -291,7 +291,8 @@ Status Log::open(Io& io, const std::string& dir, Options o, const Visitor& visit
       ++report.entries;
       report.payload_bytes += len;
     }
-    if (stopped) {
+    if (stopped && o.read_only) report.torn = true;
+    if (stopped && !o.read_only) {
       // Cut the torn tail: an end marker where it began, made durable now,
       // so the next open finds a clean end and appends overwrite the rest.
       report.torn = true;

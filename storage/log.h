@@ -51,6 +51,7 @@ class Log {
   struct Options {
     uint64_t segment_bytes = log_format::kDefaultSegmentBytes;
     size_t max_free_segments = 2;  // covered segments kept for reuse; more are deleted
+    bool read_only = false;  // inspect only (aup replay): a torn tail is reported, not cut
   };
   using Visitor = std::function<Status(const LogEntry&)>;
 

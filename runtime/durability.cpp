@@ -1,0 +1,76 @@
+#include "durability.h"
+
+namespace aup::runtime {
+
+namespace {
+storage::FieldType field_type(uint32_t type) {
+  return type == vm::kTypeText ? storage::FieldType::Text
+         : type == vm::kTypeBool ? storage::FieldType::Bool
+                                 : storage::FieldType::Num;
+}
+
+storage::Scalar scalar_of(uint32_t type, const vm::Constant& c) {
+  storage::Scalar s;
+  s.type = field_type(type);
+  s.num = c.num;
+  s.boolean = c.boolean;
+  s.text = c.text;
+  return s;
+}
+}  // namespace
+
+storage::Schema schema_of(const vm::Module& m) {
+  storage::Schema s;
+  for (const vm::TableDesc& t : m.tables) {
+    const vm::RecordDesc& r = m.records[t.record];
+    storage::TableSchema ts;
+    ts.name = t.name;
+    ts.record = r.name;
+    ts.key_field = t.key_field;
+    for (const vm::FieldDesc& f : r.fields) {
+      storage::FieldSchema fs;
+      fs.name = f.name;
+      fs.type = field_type(f.type);
+      fs.has_default = f.has_default;
+      if (f.has_default) fs.default_value = scalar_of(f.type, f.default_value);
+      ts.fields.push_back(std::move(fs));
+    }
+    s.tables.push_back(std::move(ts));
+  }
+  for (const vm::VarDesc& v : m.vars) {
+    s.vars.push_back(storage::VarSchema{v.name, field_type(v.type), scalar_of(v.type, v.init)});
+  }
+  return s;
+}
+
+void StateTables::set_var(uint32_t v, uint64_t value) {
+  if (state_.text_var(v)) vm::release(vm::as_ptr<vm::TextObj>(state_.var(v)));
+  state_.set_var_raw(v, value);
+}
+
+bool StoreDurability::commit_batch(std::string& error) {
+  using Op = storage::BatchEncoder::Op;
+  // The journal lists the batch's changes in order; the encoder keeps
+  // their net effect per row.
+  for (const vm::Change& c : state_.changes()) {
+    switch (c.kind) {
+      case vm::Change::Kind::SetField: batch_.note(Op::Set, c.target, c.key, c.field); break;
+      case vm::Change::Kind::SetVar: batch_.note_var(c.target); break;
+      case vm::Change::Kind::Insert: batch_.note(Op::Insert, c.target, c.key); break;
+      case vm::Change::Kind::Remove: batch_.note(Op::Remove, c.target, c.key); break;
+      case vm::Change::Kind::Replace: batch_.note(Op::Replace, c.target, c.key); break;
+    }
+  }
+  storage::Status st = store_.commit(batch_);
+  batch_.clear();
+  if (!st.ok()) {
+    // Nothing of the batch may be assumed written: undo it in memory too.
+    state_.rollback(0);
+    error = st.message;
+    return false;
+  }
+  state_.commit();
+  return true;
+}
+
+}  // namespace aup::runtime

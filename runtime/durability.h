@@ -1,0 +1,84 @@
+// How a batch of applied events becomes durable, for the request loop.
+//
+// The loop applies events one after another, then asks commit_batch() to
+// make all their changes durable before it writes a single answer. In
+// memory that is immediate; with a store (--data) it is one log entry and
+// one fdatasync for the whole batch (group commit). When a commit fails the
+// loop rolls the batch back and answers its events `unavailable`; after a
+// failure whose outcome is unknown, refusing() stays set and every later
+// event is refused until a restart (queries still work).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "module.h"
+#include "records.h"
+#include "schema.h"
+#include "state.h"
+#include "store.h"
+
+namespace aup::runtime {
+
+class Durability {
+ public:
+  virtual ~Durability() = default;
+  // Makes every change since the last commit durable; false with a reason
+  // when it could not, the batch then rolled back in memory too.
+  virtual bool commit_batch(std::string& error) = 0;
+  // Set while events must be refused, with why.
+  virtual const std::string* refusing() const = 0;
+  // Between batches (checkpoints are taken in here).
+  virtual void between_batches() {}
+  // At shutdown.
+  virtual void close() {}
+};
+
+// --memory: an applied event is done.
+class MemoryDurability : public Durability {
+ public:
+  explicit MemoryDurability(vm::State& s) : state_(s) {}
+  bool commit_batch(std::string&) override {
+    state_.commit();
+    return true;
+  }
+  const std::string* refusing() const override { return nullptr; }
+
+ private:
+  vm::State& state_;
+};
+
+// The store's view of a module: its tables' columns and its vars.
+storage::Schema schema_of(const vm::Module& m);
+
+// A vm::State as the tables and vars a store reads and recovers.
+class StateTables : public storage::Tables {
+ public:
+  explicit StateTables(vm::State& s) : state_(s) {}
+  vm::BTree& table(uint32_t t) override { return state_.table(t); }
+  uint64_t var(uint32_t v) const override { return state_.var(v); }
+  void set_var(uint32_t v, uint64_t value) override;
+
+ private:
+  vm::State& state_;
+};
+
+// --data DIR: each batch is one log entry, synced before the answers.
+class StoreDurability : public Durability {
+ public:
+  StoreDurability(vm::State& state, const storage::Schema& schema, storage::Store& store)
+      : state_(state), store_(store), batch_(schema) {}
+  bool commit_batch(std::string& error) override;
+  const std::string* refusing() const override {
+    return store_.unavailable() ? &store_.unavailable_reason() : nullptr;
+  }
+  void between_batches() override { store_.tick(); }
+  void close() override { store_.drain(); }
+
+ private:
+  vm::State& state_;
+  storage::Store& store_;
+  storage::BatchEncoder batch_;
+};
+
+}  // namespace aup::runtime

@@ -1,0 +1,35 @@
+// `aup replay`: a store read without module code and without writing.
+//
+//   (no flag)      a summary: tables and their images, the log's segments
+//   --entries      one JSON line per log entry: save number, place, size,
+//                  digest, and per table how many rows it puts, sets, removes
+//   --verify       reads everything, checks every digest and the chain;
+//                  exit 1 on damage (a torn tail is reported, not damage)
+//   --dump TABLE   the table's rows as JSON lines, in key order
+//   --vars         the vars as one JSON object
+//   --at SEQ       with --dump or --vars: as of save number SEQ (if the
+//                  image is not newer than that)
+//
+// Exit status: 0 fine, 1 damage, 2 usage or a store that cannot be read
+// (missing, or in use by a running aup).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+namespace aup::runtime {
+
+struct ReplayOptions {
+  std::string data = "aup-data";
+  bool verify = false;
+  bool entries = false;
+  bool vars = false;
+  std::string dump;
+  std::optional<uint64_t> at;
+};
+
+int replay(const ReplayOptions& o, std::FILE* out, std::FILE* err);
+
+}  // namespace aup::runtime

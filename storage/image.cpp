@@ -1,0 +1,376 @@
+#include "image.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include <cstring>
+#include <span>
+
+#include "codec.h"
+#include "image_format.h"
+
+namespace aup::storage {
+
+namespace imf = image_format;
+
+std::string table_image_path(const std::string& dir, const std::string& table) {
+  return fmt::format("{}/image-{}", dir, table);
+}
+std::string vars_image_path(const std::string& dir) { return dir + "/image.vars"; }
+
+namespace {
+
+void put32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+void put64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+uint32_t get32(const uint8_t* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= uint32_t{p[i]} << (8 * i);
+  return v;
+}
+uint64_t get64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t{p[i]} << (8 * i);
+  return v;
+}
+
+std::string err_text(int e) { return std::strerror(e); }
+
+// An image being written: bytes go out in steps, each step handed to the
+// device (sync_file_range) so the closing fsync waits for little.
+class ImageFile {
+ public:
+  ImageFile(Io& io, std::string path) : io_(io), path_(std::move(path)), tmp_(path_ + ".new") {
+    state_ = XXH3_createState();
+    XXH3_64bits_reset(state_);
+  }
+  ~ImageFile() {
+    if (fd_ >= 0) io_.close(fd_);
+    XXH3_freeState(state_);
+  }
+  ImageFile(const ImageFile&) = delete;
+  ImageFile& operator=(const ImageFile&) = delete;
+
+  Status open() {
+    fd_ = io_.open(tmp_, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd_ < 0) return Status::error(fmt::format("cannot create {}: {}", tmp_, err_text(-fd_)), -fd_);
+    at_ = imf::kHeaderBytes;
+    return Status::good();
+  }
+  std::vector<uint8_t>& buffer() { return buf_; }
+  // Writes the buffer out once it holds a step's worth (or `force`).
+  Status flush(bool force) {
+    if (buf_.empty() || (!force && buf_.size() < imf::kStepBytes)) return Status::good();
+    XXH3_64bits_update(state_, buf_.data(), buf_.size());
+    Status st = write(buf_.data(), buf_.size(), at_);
+    if (!st.ok()) return st;
+    if (int rc = io_.sync_file_range(fd_, static_cast<off_t>(at_), static_cast<off_t>(buf_.size())); rc < 0) {
+      return Status::error(fmt::format("cannot flush {}: {}", tmp_, err_text(-rc)), -rc);
+    }
+    at_ += buf_.size();
+    body_ += buf_.size();
+    buf_.clear();
+    return Status::good();
+  }
+  // The trailer, the header, fsync, rename over the live file, fsync the
+  // directory: a reader sees the old image or the whole new one.
+  Status finish(const std::string& dir, uint64_t seq, uint64_t rows, uint8_t kind, uint64_t& total) {
+    Status st = flush(true);
+    if (!st.ok()) return st;
+    uint8_t trailer[8];
+    put64(trailer, XXH3_64bits_digest(state_));
+    st = write(trailer, 8, at_);
+    if (!st.ok()) return st;
+    uint8_t head[imf::kHeaderBytes] = {};
+    std::memcpy(head, imf::kMagic, 8);
+    put32(head + 8, imf::kVersion);
+    put32(head + 12, imf::kHeaderBytes);
+    put64(head + 16, seq);
+    put64(head + 24, rows);
+    put64(head + 32, body_);
+    head[40] = kind;
+    put64(head + 56, XXH3_64bits(head, 56));
+    st = write(head, sizeof head, 0);
+    if (!st.ok()) return st;
+    io_.point("image.before_fsync");
+    if (int rc = io_.fsync(fd_); rc < 0) return Status::error(fmt::format("cannot sync {}: {}", tmp_, err_text(-rc)), -rc);
+    io_.close(fd_);
+    fd_ = -1;
+    io_.point("image.before_rename");
+    if (int rc = io_.rename(tmp_, path_); rc < 0) {
+      return Status::error(fmt::format("cannot rename {} to {}: {}", tmp_, path_, err_text(-rc)), -rc);
+    }
+    io_.point("image.after_rename");
+    int dfd = io_.open(dir, O_RDONLY | O_DIRECTORY, 0);
+    int rc = dfd < 0 ? dfd : io_.fsync(dfd);
+    if (dfd >= 0) io_.close(dfd);
+    if (rc < 0) return Status::error(fmt::format("cannot sync the directory {}: {}", dir, err_text(-rc)), -rc);
+    io_.point("image.after_dir_sync");
+    total = imf::kHeaderBytes + body_ + 8;
+    return Status::good();
+  }
+
+ private:
+  Status write(const uint8_t* p, size_t n, uint64_t at) {
+    size_t done = 0;
+    while (done < n) {
+      ssize_t w = io_.pwrite(fd_, p + done, n - done, static_cast<off_t>(at + done));
+      if (w <= 0) {
+        int e = w < 0 ? static_cast<int>(-w) : EIO;
+        return Status::error(fmt::format("cannot write {}: {}", tmp_, err_text(e)), e);
+      }
+      done += static_cast<size_t>(w);
+    }
+    return Status::good();
+  }
+
+  Io& io_;
+  std::string path_;
+  std::string tmp_;
+  int fd_ = -1;
+  uint64_t at_ = 0;
+  uint64_t body_ = 0;
+  std::vector<uint8_t> buf_;
+  XXH3_state_t* state_;
+};
+
+void encode_table_schema(Encoder& e, const TableSchema& t) {
+  e.text(t.name);
+  e.text(t.record);
+  e.varint(t.fields.size());
+  for (const FieldSchema& f : t.fields) {
+    e.text(f.name);
+    e.u8(static_cast<uint8_t>(f.type));
+    e.u8(f.has_default ? 1 : 0);
+    if (f.has_default) e.scalar(f.default_value);
+  }
+  e.varint(t.key_field);
+}
+
+bool decode_field_type(uint8_t b, FieldType& t) {
+  if (b < 1 || b > 3) return false;
+  t = static_cast<FieldType>(b);
+  return true;
+}
+
+bool decode_table_schema(Decoder& d, TableSchema& t) {
+  t.name = std::string(d.text());
+  t.record = std::string(d.text());
+  uint64_t n = d.varint();
+  if (n > 255) return false;
+  for (uint64_t i = 0; i < n && d.ok(); ++i) {
+    FieldSchema f;
+    f.name = std::string(d.text());
+    if (!decode_field_type(d.u8(), f.type)) return false;
+    f.has_default = d.u8() != 0;
+    if (f.has_default) f.default_value = d.scalar();
+    t.fields.push_back(std::move(f));
+  }
+  uint64_t key = d.varint();
+  if (key >= t.fields.size()) return false;
+  t.key_field = static_cast<uint32_t>(key);
+  FieldType kt = t.fields[key].type;
+  return d.ok() && (kt == FieldType::Num || kt == FieldType::Text);
+}
+
+// Reads a whole image file and checks its header and digest; `body` is the
+// part between them.
+Status load(Io& io, const std::string& path, uint8_t want_kind, std::vector<uint8_t>& bytes,
+            ImageRead& info, std::span<const uint8_t>& body) {
+  int fd = io.open(path, O_RDONLY, 0);
+  if (fd < 0) return Status::error(fmt::format("cannot open {}: {}", path, err_text(-fd)), -fd);
+  int64_t size = io.file_size(fd);
+  if (size < imf::kHeaderBytes + 8) {
+    io.close(fd);
+    return Status::error(fmt::format("{} is damaged: {} bytes, shorter than an empty image", path, size));
+  }
+  bytes.resize(static_cast<size_t>(size));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = io.pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  io.close(fd);
+  if (done != bytes.size()) return Status::error(fmt::format("cannot read {}", path));
+  const uint8_t* h = bytes.data();
+  if (std::memcmp(h, imf::kMagic, 8) != 0) return Status::error(fmt::format("{} is not an aup image", path));
+  if (get32(h + 8) != imf::kVersion) {
+    return Status::error(fmt::format("{} has image format {}, this aup reads {}", path, get32(h + 8), imf::kVersion));
+  }
+  if (get64(h + 56) != XXH3_64bits(h, 56)) {
+    return Status::error(fmt::format("{} is damaged: header checksum mismatch at byte 56", path));
+  }
+  info.seq = get64(h + 16);
+  info.rows = get64(h + 24);
+  uint64_t body_len = get64(h + 32);
+  if (h[40] != want_kind) return Status::error(fmt::format("{} is not the kind of image expected", path));
+  if (body_len != bytes.size() - imf::kHeaderBytes - 8) {
+    return Status::error(fmt::format("{} is damaged: the header promises {} bytes of rows, the file holds {}", path,
+                                     body_len, bytes.size() - imf::kHeaderBytes - 8));
+  }
+  body = std::span<const uint8_t>(h + imf::kHeaderBytes, body_len);
+  if (XXH3_64bits(body.data(), body.size()) != get64(h + imf::kHeaderBytes + body_len)) {
+    return Status::error(fmt::format("{} is damaged: the digest of its {} bytes of rows does not match", path, body_len));
+  }
+  info.bytes = bytes.size();
+  return Status::good();
+}
+
+}  // namespace
+
+Status write_table_image(Io& io, const std::string& dir, const TableSchema& t, const vm::BTree& tree,
+                         const vm::Node* root, uint64_t seq, ImageWritten& out) {
+  ImageFile file(io, table_image_path(dir, t.name));
+  Status st = file.open();
+  if (!st.ok()) return st;
+  Encoder head(file.buffer());
+  encode_table_schema(head, t);
+  uint64_t rows = 0;
+  FieldType kt = t.fields[t.key_field].type;
+  tree.for_each(root, [&](const vm::Key&, const uint64_t* row) {
+    if (!st.ok()) return;
+    Encoder e(file.buffer());
+    e.value(kt, row[t.key_field]);
+    for (uint32_t f = 0; f < t.fields.size(); ++f) {
+      if (f != t.key_field) e.value(t.fields[f].type, row[f]);
+    }
+    ++rows;
+    st = file.flush(false);
+  });
+  if (!st.ok()) return st;
+  st = file.finish(dir, seq, rows, imf::kTable, out.bytes);
+  out.rows = rows;
+  return st;
+}
+
+Status write_vars_image(Io& io, const std::string& dir, const Schema& schema, const std::vector<uint64_t>& values,
+                        uint64_t seq, ImageWritten& out) {
+  ImageFile file(io, vars_image_path(dir));
+  Status st = file.open();
+  if (!st.ok()) return st;
+  Encoder e(file.buffer());
+  e.varint(schema.vars.size());
+  for (size_t i = 0; i < schema.vars.size(); ++i) {
+    e.text(schema.vars[i].name);
+    e.u8(static_cast<uint8_t>(schema.vars[i].type));
+    e.value(schema.vars[i].type, values[i]);
+  }
+  st = file.finish(dir, seq, schema.vars.size(), imf::kVars, out.bytes);
+  out.rows = schema.vars.size();
+  return st;
+}
+
+Status read_table_image(Io& io, const std::string& path, ImageRead& info,
+                        const std::function<Status(uint64_t* row)>& row_fn) {
+  std::vector<uint8_t> bytes;
+  std::span<const uint8_t> body;
+  Status st = load(io, path, imf::kTable, bytes, info, body);
+  if (!st.ok()) return st;
+  Decoder d(body.data(), body.size());
+  if (!decode_table_schema(d, info.table)) {
+    return Status::error(fmt::format("{} is damaged: its column list does not decode (byte {})", path,
+                                     imf::kHeaderBytes + d.offset()));
+  }
+  const TableSchema& t = info.table;
+  FieldType kt = t.fields[t.key_field].type;
+  std::vector<uint64_t> row(t.fields.size());
+  // The previous key, kept by value: the callee may release its row.
+  uint64_t last_ord = 0;
+  std::string last_text;
+  for (uint64_t r = 0; r < info.rows; ++r) {
+    size_t at = d.offset();
+    row[t.key_field] = d.value(kt);
+    for (uint32_t f = 0; f < t.fields.size(); ++f) {
+      if (f != t.key_field) row[f] = d.value(t.fields[f].type);
+    }
+    vm::Key k = key_of_slot(kt, row[t.key_field]);
+    bool ordered = r == 0;
+    if (r > 0 && d.ok()) {
+      ordered = kt == FieldType::Text ? std::string_view(last_text) < k.text->view() : last_ord < k.ord;
+    }
+    if (!d.ok() || !ordered) {
+      for (uint32_t f = 0; f < t.fields.size(); ++f) {
+        if (t.fields[f].type == FieldType::Text) vm::release(reinterpret_cast<vm::TextObj*>(row[f]));
+      }
+      return Status::error(fmt::format("{} is damaged: row {} {} (byte {})", path, r,
+                                       d.ok() ? "is out of key order" : "does not decode", imf::kHeaderBytes + at));
+    }
+    last_ord = k.ord;
+    if (kt == FieldType::Text) last_text.assign(k.text->view());
+    st = row_fn(row.data());
+    if (!st.ok()) return st;
+  }
+  if (!d.done()) return Status::error(fmt::format("{} is damaged: bytes after the last row", path));
+  return Status::good();
+}
+
+Status read_vars_image(Io& io, const std::string& path, ImageRead& info,
+                       const std::function<void(const VarSchema& var, uint64_t value)>& var) {
+  std::vector<uint8_t> bytes;
+  std::span<const uint8_t> body;
+  Status st = load(io, path, imf::kVars, bytes, info, body);
+  if (!st.ok()) return st;
+  Decoder d(body.data(), body.size());
+  uint64_t n = d.varint();
+  if (n != info.rows || n > 65536) return Status::error(fmt::format("{} is damaged: var count", path));
+  for (uint64_t i = 0; i < n && d.ok(); ++i) {
+    VarSchema v;
+    v.name = std::string(d.text());
+    if (!decode_field_type(d.u8(), v.type)) return Status::error(fmt::format("{} is damaged: var type", path));
+    uint64_t value = d.value(v.type);
+    if (!d.ok()) break;
+    info.vars.push_back(v);
+    var(v, value);
+  }
+  if (!d.ok() || !d.done()) return Status::error(fmt::format("{} is damaged: vars do not decode", path));
+  return Status::good();
+}
+
+Status load_table_image(Io& io, const std::string& path, const TableSchema& target, vm::BTree& tree,
+                        ImageRead& info, uint64_t& rows) {
+  std::vector<uint64_t> converted(target.fields.size());
+  // The image's columns to the target's, worked out at its first row.
+  std::vector<int> column_field;
+  std::vector<bool> given;
+  return read_table_image(io, path, info, [&](uint64_t* row) -> Status {
+    const TableSchema& cols = info.table;
+    if (column_field.empty()) {
+      given.assign(target.fields.size(), false);
+      for (uint32_t c = 0; c < cols.fields.size(); ++c) {
+        uint32_t f = 0;
+        while (f < target.fields.size() && target.fields[f].name != cols.fields[c].name) ++f;
+        bool same = f < target.fields.size() && target.fields[f].type == cols.fields[c].type;
+        column_field.push_back(same ? static_cast<int>(f) : -1);
+        if (same) given[f] = true;
+      }
+      if (!given[target.key_field]) {
+        return Status::error(fmt::format("{} lacks the key field `{}`", path, target.fields[target.key_field].name));
+      }
+    }
+    for (uint32_t c = 0; c < cols.fields.size(); ++c) {
+      if (column_field[c] >= 0) {
+        converted[static_cast<size_t>(column_field[c])] = row[c];
+      } else if (cols.fields[c].type == FieldType::Text) {
+        vm::release(reinterpret_cast<vm::TextObj*>(row[c]));
+      }
+    }
+    for (uint32_t f = 0; f < target.fields.size(); ++f) {
+      if (given[f]) continue;
+      const FieldSchema& fs = target.fields[f];
+      converted[f] = fs.type == FieldType::Num    ? std::bit_cast<uint64_t>(fs.default_value.num)
+                     : fs.type == FieldType::Bool ? (fs.default_value.boolean ? 1u : 0u)
+                                                  : reinterpret_cast<uint64_t>(vm::heap_text(fs.default_value.text));
+    }
+    vm::Key k = key_of_slot(target.fields[target.key_field].type, converted[target.key_field]);
+    if (!tree.insert(k, converted.data())) return Status::error(fmt::format("{} is damaged: a key appears twice", path));
+    ++rows;
+    return Status::good();
+  });
+}
+
+}  // namespace aup::storage

@@ -1,0 +1,56 @@
+// Writing and reading images (image_format.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "btree.h"
+#include "io.h"
+#include "schema.h"
+#include "status.h"
+
+namespace aup::storage {
+
+std::string table_image_path(const std::string& dir, const std::string& table);
+std::string vars_image_path(const std::string& dir);
+
+struct ImageWritten {
+  uint64_t bytes = 0;
+  uint64_t rows = 0;
+};
+
+// Writes every row under `root` (a snapshot of `tree`'s table: only its
+// layout is read from `tree`, so this may run on another thread) as the
+// image of table `t`, covering save number `seq`: `.new`, streamed in
+// steps, fsync, rename, directory fsync.
+Status write_table_image(Io& io, const std::string& dir, const TableSchema& t, const vm::BTree& tree,
+                         const vm::Node* root, uint64_t seq, ImageWritten& out);
+Status write_vars_image(Io& io, const std::string& dir, const Schema& schema,
+                        const std::vector<uint64_t>& values, uint64_t seq, ImageWritten& out);
+
+struct ImageRead {
+  uint64_t seq = 0;
+  uint64_t rows = 0;
+  uint64_t bytes = 0;
+  TableSchema table;          // kind table
+  std::vector<VarSchema> vars;  // kind vars
+};
+
+// Reads an image whole and checks it (header, digest, key order). `row`
+// receives each row in the image's own layout (texts as new heap texts the
+// callee owns); `var` each var value. A missing file is reported with
+// err == ENOENT.
+Status read_table_image(Io& io, const std::string& path, ImageRead& info,
+                        const std::function<Status(uint64_t* row)>& row);
+Status read_vars_image(Io& io, const std::string& path, ImageRead& info,
+                       const std::function<void(const VarSchema& var, uint64_t value)>& var);
+
+// Loads an image into `tree` (empty, in `target`'s layout): columns are
+// matched by name, so an image written before a migration (lacking new
+// fields) loads with their defaults. `rows` counts the rows loaded.
+Status load_table_image(Io& io, const std::string& path, const TableSchema& target, vm::BTree& tree,
+                        ImageRead& info, uint64_t& rows);
+
+}  // namespace aup::storage

@@ -1,0 +1,110 @@
+// Change records: the payload of one log entry, holding every change one
+// committed batch made (docs/store-format.md has the grammar).
+//
+//   payload := group*
+//   group   := target (varint: 0 for the vars, t+1 for table t) | count | item*
+//   item    := (table) op (1 byte: 1 put, 2 set, 3 remove) | key |
+//                put: every other field in order | set: n, (field, value)*n
+//            | (vars) var number | value
+//
+// A batch's changes are reduced to their net effect per row before writing:
+// several sets of one row become one `set` of the fields that changed (with
+// their final values); a row added (or replaced) and then changed becomes
+// one `put` of the final row; a row added and removed again writes nothing.
+// Replaying a `put` inserts or replaces.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "btree.h"
+#include "schema.h"
+#include "status.h"
+
+namespace aup::storage {
+
+// What the store reads and recovers: the runtime's tables and vars.
+class Tables {
+ public:
+  virtual ~Tables() = default;
+  virtual vm::BTree& table(uint32_t t) = 0;
+  virtual uint64_t var(uint32_t v) const = 0;
+  // Takes over `value` (a heap text for a text var), releasing the old one.
+  virtual void set_var(uint32_t v, uint64_t value) = 0;
+};
+
+// Collects a batch's changes (in the order they happened) and writes their
+// net effect.
+class BatchEncoder {
+ public:
+  explicit BatchEncoder(const Schema& schema) : schema_(schema) {}
+
+  enum class Op : uint8_t { Insert, Set, Remove, Replace };
+  void note(Op op, uint32_t table, const vm::Key& key, uint32_t field = 0);
+  void note_var(uint32_t var);
+  bool empty() const { return touched_.empty() && vars_.empty(); }
+
+  // Appends the payload to `out`, reading final values from `tables`; adds
+  // each table's bytes to `bytes_per_table` (for the checkpoint policy; the
+  // vars' bytes at index tables.size()).
+  void encode(Tables& tables, std::vector<uint8_t>& out, std::vector<uint64_t>& bytes_per_table);
+  void clear();
+
+ private:
+  struct KeyHash {
+    size_t operator()(const std::pair<uint32_t, vm::Key>& k) const;
+  };
+  struct KeyEq {
+    bool operator()(const std::pair<uint32_t, vm::Key>& a, const std::pair<uint32_t, vm::Key>& b) const {
+      return a.first == b.first && vm::key_cmp(a.second, b.second) == 0;
+    }
+  };
+  struct Touched {
+    uint32_t table;
+    vm::Key key;
+    bool existed_before;
+    bool rewritten;               // inserted or replaced in this batch
+    std::vector<uint32_t> fields;  // set in this batch (unique)
+  };
+
+  const Schema& schema_;
+  std::vector<Touched> touched_;  // first-touch order
+  std::unordered_map<std::pair<uint32_t, vm::Key>, size_t, KeyHash, KeyEq> index_;
+  std::vector<uint32_t> vars_;
+};
+
+// How records written under one schema land in tables of another (after a
+// migration that added fields or tables): per stored table, its number in
+// the target and, per stored field, the target field. Identity when equal.
+struct SchemaMap {
+  std::vector<int> table;                 // stored table -> target table
+  std::vector<std::vector<uint32_t>> field;  // stored table, stored field -> target field
+  std::vector<std::vector<uint64_t>> defaults;  // target table's row with defaults (texts owned elsewhere)
+  std::vector<int> var;                   // stored var -> target var
+  const Schema* target = nullptr;
+};
+
+// Applies one entry's payload (written under `stored`) to `tables`; a
+// table (or the vars, index tables.size()) whose image already covers
+// `seq` (covered[t] >= seq) is skipped. Refuses a payload that does not
+// decode, naming the byte.
+// Adds the bytes of each target table's records (vars: at index
+// tables.size()) to `bytes` when given.
+Status apply_payload(std::span<const uint8_t> payload, const Schema& stored, const SchemaMap& map,
+                     uint64_t seq, const std::vector<uint64_t>& covered, Tables& tables,
+                     std::vector<uint64_t>* bytes = nullptr);
+
+// Counts per record kind, for `aup replay --entries`.
+struct PayloadSummary {
+  struct Group {
+    int target = -1;  // -1: vars; else the stored table
+    uint64_t puts = 0, sets = 0, removes = 0, vars = 0, bytes = 0;
+  };
+  std::vector<Group> groups;
+};
+Status summarize_payload(std::span<const uint8_t> payload, const Schema& stored, PayloadSummary& out);
+
+}  // namespace aup::storage

@@ -1,0 +1,37 @@
+// The `schema` file of a store: the tables and vars it was written with.
+//
+//   0   8  magic "AUPSCHEM"
+//   8   4  format version (1), little-endian
+//   12  4  reserved (0)
+//   16  8  body length, little-endian
+//   24  .. body: varint tables, each as in an image (image_format.h); varint
+//          vars, each: name, type byte, initial scalar
+//   end 8  XXH3-64 of the body
+//
+// Written beside (`schema.new`), synced, renamed, directory synced.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "io.h"
+#include "schema.h"
+#include "status.h"
+
+namespace aup::storage {
+
+Status write_schema_file(Io& io, const std::string& dir, const Schema& s);
+// err == ENOENT when there is none.
+Status read_schema_file(Io& io, const std::string& dir, Schema& s);
+
+// How a module's schema differs from a store's. Additions (a table, a var,
+// a field with a default) migrate; anything else is a refusal, one line
+// per difference.
+struct SchemaDiff {
+  std::vector<std::string> additions;
+  std::vector<std::string> refusals;
+  bool same() const { return additions.empty() && refusals.empty(); }
+};
+SchemaDiff compare_schemas(const Schema& stored, const Schema& module);
+
+}  // namespace aup::storage

@@ -1,0 +1,130 @@
+// A store: a directory holding the schema it was written with, an image per
+// table (and one for the vars), and the log (storage.md).
+//
+//   DIR/LOCK            flock'd while a process has the store open
+//   DIR/schema          tables and vars (schema_file.h)
+//   DIR/image-<table>   every row of a table as of a save number (image_format.h)
+//   DIR/image.vars      every var as of a save number
+//   DIR/log-N           log segments (log_format.h)
+//
+// The state is each image plus every log entry after the save number that
+// image covers. Opening loads the images, replays the log, cuts a torn tail,
+// and migrates when the module only adds (tables, vars, defaulted fields):
+// everything is rewritten in the new layout before the schema file changes.
+//
+// Threads: everything here runs on the owner thread except the image
+// writing of a checkpoint, which runs on its own thread from copy-on-write
+// snapshots of the tables (BTree::share): the owner keeps committing.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "io.h"
+#include "log.h"
+#include "records.h"
+#include "schema.h"
+#include "status.h"
+
+namespace aup::storage {
+
+struct StoreOptions {
+  uint64_t segment_bytes = log_format::kDefaultSegmentBytes;
+  // Checkpoint policy (storage.md): a table whose log records since its
+  // image exceed its image's bytes (at least image_min_bytes) gets a new
+  // image; when the whole live log exceeds all images' bytes (at least
+  // log_min_bytes), the table holding the oldest needed entry does.
+  uint64_t image_min_bytes = uint64_t{1} << 20;
+  uint64_t log_min_bytes = uint64_t{64} << 20;
+  bool background = true;  // false: checkpoints run in tick() itself (fault tests)
+};
+
+struct StoreOpenReport {
+  bool created = false;
+  std::vector<std::string> migrated;  // the additions applied
+  uint64_t images = 0;
+  uint64_t image_rows = 0;
+  uint64_t entries = 0;     // log entries read
+  uint64_t last_seq = 0;
+  bool torn = false;
+  std::string torn_where;
+};
+
+struct StoreStats {
+  uint64_t commits = 0;
+  uint64_t log_bytes = 0;      // entry bytes appended
+  uint64_t checkpoints = 0;    // finished
+  uint64_t images_written = 0;
+  uint64_t image_bytes = 0;
+  uint64_t checkpoint_failures = 0;
+};
+
+// Called during a long open: entries replayed, rows loaded so far.
+using OpenProgress = std::function<void(uint64_t entries, uint64_t rows)>;
+
+class Store {
+ public:
+  // Opens (or creates) the store in `dir` for a module whose schema is
+  // `schema`, filling `tables` (empty, in the module's layout). Refuses a
+  // locked, damaged or incompatible store, saying why.
+  static Status open(Io& io, const std::string& dir, const Schema& schema, StoreOptions o, Tables& tables,
+                     std::unique_ptr<Store>& out, StoreOpenReport& report, const OpenProgress& progress);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Writes one batch as one log entry and syncs it. Returns when the entry
+  // is durable. After a write or sync whose outcome is unknown the store is
+  // unavailable until reopened; a refusal that changed nothing (no space
+  // for a new segment) leaves it available.
+  Status commit(BatchEncoder& batch);
+  bool unavailable() const { return !unavailable_.empty(); }
+  const std::string& unavailable_reason() const { return unavailable_; }
+  uint64_t last_seq() const { return last_seq_; }
+
+  // Between batches, on the owner thread: takes in a finished checkpoint
+  // and starts one when the policy asks.
+  void tick();
+  // Waits for a running checkpoint to finish and takes it in.
+  void drain();
+  // Images of every table and the vars, now, on this thread.
+  Status checkpoint_all();
+
+  const StoreStats& stats() const { return stats_; }
+  uint64_t live_log_bytes() const { return log_->live_bytes(); }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  Store(Io& io, std::string dir, const Schema& schema, StoreOptions o, Tables& tables);
+  struct Job;
+  void start_checkpoint(std::vector<uint32_t> tables_to_write);
+  Status finish_checkpoint();
+  void release_covered();
+
+  Io& io_;
+  std::string dir_;
+  Schema schema_;
+  StoreOptions o_;
+  Tables& tables_;
+  int lock_fd_ = -1;
+  std::unique_ptr<Log> log_;
+  uint64_t last_seq_ = 0;
+  std::string unavailable_;
+  // Per table (and, at index tables, the vars): the save number its image
+  // covers, its image's bytes, and log bytes written for it since.
+  std::vector<uint64_t> image_seq_;
+  std::vector<uint64_t> image_bytes_;
+  std::vector<uint64_t> since_image_;
+  std::vector<uint64_t> entry_bytes_;  // scratch for BatchEncoder::encode
+  std::vector<uint8_t> payload_;
+  std::unique_ptr<Job> job_;
+  uint64_t retry_after_ = 0;  // after a failed checkpoint: not before this save number
+  StoreStats stats_;
+};
+
+}  // namespace aup::storage
