@@ -93,6 +93,13 @@ class BTree {
     return at_in(root_, pos, key, where);
   }
   const uint64_t* at_in(const Node* root, size_t pos, Key* key = nullptr, Pos* where = nullptr) const;
+  // Every row under `root`, in key order. Reads only the tree's layout
+  // (fixed at construction) besides the nodes, so another thread may run it
+  // on a snapshot's root while the owner changes the live tree.
+  template <class F>
+  void for_each(const Node* root, F&& f) const {
+    if (root) for_each_in(root, f);
+  }
   // Rows under a root (a snapshot's size).
   static uint64_t rows_under(const Node* root) { return root ? subtree_rows(root) : 0; }
 
@@ -165,6 +172,17 @@ class BTree {
   void retain_leaf_texts(Node* n, uint32_t from, uint32_t to);
   void release_row_texts(uint64_t* row);
 
+  template <class F>
+  void for_each_in(const Node* n, F& f) const {
+    if (n->leaf) {
+      const Key* keys = leaf_keys(n);
+      const uint64_t* rows = leaf_rows(n);
+      for (uint32_t i = 0; i < n->count; ++i) f(keys[i], rows + i * layout_.slots);
+      return;
+    }
+    const Inner* in = static_cast<const Inner*>(n);
+    for (uint32_t i = 0; i < in->count; ++i) for_each_in(in->kids[i], f);
+  }
   Split insert_rec(Node* n, const Key& k, const uint64_t* row);
   Split split_leaf(Node* n, uint32_t at, const Key& k, const uint64_t* row);
   Split split_inner(Inner* n, bool appending);

@@ -48,9 +48,16 @@ size_t State::save_row(uint32_t t, const Value* row) {
   return at;
 }
 
+// The journal outlives the event (a batch commits or rolls back after its
+// events' arenas are gone), so a key from an arena is copied to the heap.
+Key State::journal_key(const Key& k) {
+  Key held = k;
+  if (k.text) held.text = to_heap(k.text);
+  return held;
+}
+
 void State::note_set_field(uint32_t t, const Key& k, uint32_t field, Value old) {
-  retain(k.text);
-  changes_.push_back(Change{Change::Kind::SetField, t, field, old, k, 0});
+  changes_.push_back(Change{Change::Kind::SetField, t, field, old, journal_key(k), 0});
 }
 
 void State::note_set_var(uint32_t v, Value old) {
@@ -58,18 +65,15 @@ void State::note_set_var(uint32_t v, Value old) {
 }
 
 void State::note_insert(uint32_t t, const Key& k) {
-  retain(k.text);
-  changes_.push_back(Change{Change::Kind::Insert, t, 0, 0, k, 0});
+  changes_.push_back(Change{Change::Kind::Insert, t, 0, 0, journal_key(k), 0});
 }
 
 void State::note_remove(uint32_t t, const Key& k, const Value* old_row) {
-  retain(k.text);
-  changes_.push_back(Change{Change::Kind::Remove, t, 0, 0, k, save_row(t, old_row)});
+  changes_.push_back(Change{Change::Kind::Remove, t, 0, 0, journal_key(k), save_row(t, old_row)});
 }
 
 void State::note_replace(uint32_t t, const Key& k, const Value* old_row) {
-  retain(k.text);
-  changes_.push_back(Change{Change::Kind::Replace, t, 0, 0, k, save_row(t, old_row)});
+  changes_.push_back(Change{Change::Kind::Replace, t, 0, 0, journal_key(k), save_row(t, old_row)});
 }
 
 void State::rollback(size_t mark) {

@@ -6,11 +6,12 @@
 // inserted row. A failed event rolls back to its mark, newest change first;
 // a committed batch releases what the journal held (old texts, old rows).
 // The journal is also the list of changes a commit writes to the log
-// (storage/, a later issue).
+// (storage/records.h encodes their net effect).
 //
 // Ownership: texts stored in rows and vars are heap texts. A noted old value
 // or row belongs to the journal until commit (released) or rollback (put
-// back). The journal retains each noted key's text.
+// back). The journal holds each noted key's text on the heap (a key from an
+// event's arena is copied), since a batch's journal outlives its events.
 #pragma once
 
 #include <cstdint>
@@ -66,6 +67,7 @@ class State {
   void release_row(uint32_t t, const Value* row) const;
 
  private:
+  static Key journal_key(const Key& k);
   size_t save_row(uint32_t t, const Value* row);
 
   const Module& module_;

@@ -20,6 +20,8 @@ event add { id: num, name: text }
 on add { rs.add(R { id: add.id, name: add.name, n: 0 }) }
 event tadd { k: text }
 on tadd { ts.add(T { k: tadd.k, v: 1 }) }
+event tbump { k: text }
+on tbump { ts[tbump.k].v = ts[tbump.k].v + 1 }
 event churn { id: num, fail_it: bool }
 on churn {
   let r = rs[churn.id]
@@ -84,6 +86,34 @@ TEST_SUITE("state") {
     CHECK(s.table(0).size() == 1);
     s.commit();
     CHECK(s.changes().empty());
+  }
+
+  TEST_CASE("a batch's journal keeps text keys from events' arenas after the arenas are gone") {
+    // The keys of `ts` come straight from event arguments, which live in an
+    // event's arena; the journal must hold its own copies, since a batch
+    // commits or rolls back after its events have finished.
+    testing::Running run(kModule);
+    State& s = run.state();
+    std::string out;
+    runtime::Service service(run.module(), s, runtime::ServiceOptions{});
+    for (int i = 0; i < 40; ++i) {
+      service.handle(R"({"event":"tadd","args":{"k":"key-)" + std::to_string(i) + R"("}})", 0, out);
+    }
+    for (int i = 0; i < 40; ++i) {
+      service.handle(R"({"event":"tbump","args":{"k":"key-)" + std::to_string(i) + R"("}})", 0, out);
+    }
+    CHECK(s.table(1).size() == 40);
+    size_t with_text_keys = 0;
+    for (const Change& c : s.changes()) {
+      if (c.key.text) {
+        ++with_text_keys;
+        CHECK_FALSE(c.key.text->in_arena);
+        CHECK(c.key.text->view().substr(0, 4) == "key-");
+      }
+    }
+    CHECK(with_text_keys == 80);
+    s.rollback(0);
+    CHECK(s.table(1).size() == 0);
   }
 }
 

@@ -1,0 +1,375 @@
+// The store as `aup run --data` uses it, in-process: reopening gives back
+// exactly the committed state (with checkpoints and segment reuse in
+// between), migrations and refusals, and faults that make it unavailable.
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include "../runtime/harness.h"
+#include "durability.h"
+#include "image.h"
+#include "memory_tables.h"
+#include "schema_file.h"
+#include "store.h"
+
+namespace aup::storage {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/aup-store-test-XXXXXX";
+    path = mkdtemp(tmpl);
+    path += "/store";
+  }
+  ~TempDir() { fs::remove_all(fs::path(path).parent_path()); }
+};
+
+// A module running on a store, committing each batch of lines together.
+class Durable {
+ public:
+  Durable(const std::string& source, const std::string& dir, Io& io, StoreOptions so = small_store()) {
+    auto checked = check_source("test.aup", source);
+    REQUIRE(checked->ok());
+    Diagnostics d;
+    module_ = generate(*checked, d);
+    REQUIRE(module_);
+    module_->prepare();
+    state_ = std::make_unique<vm::State>(*module_);
+    schema_ = runtime::schema_of(*module_);
+    tables_ = std::make_unique<runtime::StateTables>(*state_);
+    status_ = Store::open(io, dir, schema_, so, *tables_, store_, report_, nullptr);
+    if (!status_.ok()) return;
+    service_ = std::make_unique<runtime::Service>(*module_, *state_, runtime::ServiceOptions{});
+    durable_ = std::make_unique<runtime::StoreDurability>(*state_, schema_, *store_);
+  }
+  static StoreOptions small_store() {
+    StoreOptions o;
+    o.segment_bytes = 8192;
+    o.image_min_bytes = 512;
+    o.log_min_bytes = 4096;
+    return o;
+  }
+  const Status& status() const { return status_; }
+  const StoreOpenReport& report() const { return report_; }
+
+  // Applies the lines as one batch; returns the responses (rewritten to
+  // `unavailable` when the commit fails).
+  std::vector<std::string> batch(const std::vector<std::string>& lines) {
+    std::vector<std::string> out;
+    std::vector<bool> applied;
+    for (const std::string& l : lines) {
+      service_->set_refusing(durable_->refusing());
+      std::string r;
+      applied.push_back(service_->handle(l, 1.7e12, r) == runtime::Outcome::EventApplied);
+      out.push_back(r);
+    }
+    std::string error;
+    if (!durable_->commit_batch(error)) {
+      for (size_t i = 0; i < out.size(); ++i) {
+        if (applied[i]) out[i] = "unavailable: " + error;
+      }
+    }
+    durable_->between_batches();
+    return out;
+  }
+  std::string one(const std::string& line) { return batch({line})[0]; }
+  bool unavailable() const { return store_->unavailable(); }
+  Store& store() { return *store_; }
+
+  // Every row of every table and every var, as text.
+  std::string dump() {
+    std::string s;
+    for (size_t t = 0; t < schema_.tables.size(); ++t) {
+      const TableSchema& ts = schema_.tables[t];
+      vm::BTree& tree = state_->table(static_cast<uint32_t>(t));
+      tree.for_each(tree.root(), [&](const vm::Key&, const uint64_t* row) {
+        s += ts.name + ":";
+        for (uint32_t f = 0; f < ts.fields.size(); ++f) {
+          if (ts.fields[f].type == FieldType::Text) {
+            s += std::string(reinterpret_cast<const vm::TextObj*>(row[f])->view()) + ",";
+          } else {
+            s += fmt::format("{:x},", row[f]);
+          }
+        }
+        s += "\n";
+      });
+    }
+    for (uint32_t v = 0; v < schema_.vars.size(); ++v) {
+      uint64_t x = state_->var(v);
+      s += schema_.vars[v].type == FieldType::Text ? std::string(reinterpret_cast<const vm::TextObj*>(x)->view())
+                                                   : fmt::format("{:x}", x);
+      s += "\n";
+    }
+    return s;
+  }
+
+ private:
+  std::unique_ptr<vm::Module> module_;
+  std::unique_ptr<vm::State> state_;
+  Schema schema_;
+  std::unique_ptr<runtime::StateTables> tables_;
+  std::unique_ptr<Store> store_;
+  StoreOpenReport report_;
+  Status status_;
+  std::unique_ptr<runtime::Service> service_;
+  std::unique_ptr<runtime::StoreDurability> durable_;
+};
+
+const char* kModule = R"(
+record Item { id: num, qty: num, tag: text, hot: bool = false }
+record Word { w: text, n: num }
+table items: Item key id
+table words: Word key w
+var ops: num = 0
+var last: text = ""
+event put { id: num, qty: num }
+on put {
+  items.put(Item { id: put.id, qty: put.qty, tag: "t" + text(put.qty), hot: put.qty > 50 })
+  ops = ops + 1
+  last = "put " + text(put.id)
+}
+event bump { id: num, by: num }
+on bump {
+  let it = items[bump.id]
+  it.qty = it.qty + bump.by
+  it.qty = it.qty + bump.by
+  it.tag = it.tag + "!"
+  ops = ops + 1
+}
+event del { id: num }
+on del {
+  items.remove(del.id)
+  last = "del " + text(del.id)
+}
+event word { w: text }
+on word {
+  if words.has(word.w) { words[word.w].n = words[word.w].n + 1 } else { words.add(Word { w: word.w, n: 1 }) }
+}
+event churn { id: num }
+on churn {
+  items.add(Item { id: churn.id, qty: -1, tag: "temp" })
+  items.remove(churn.id)
+}
+)";
+
+std::string random_line(std::mt19937_64& rng) {
+  uint64_t id = rng() % 200;
+  switch (rng() % 6) {
+    case 0:
+    case 1: return fmt::format(R"({{"event":"put","args":{{"id":{},"qty":{}}}}})", id, rng() % 100);
+    case 2: return fmt::format(R"({{"event":"bump","args":{{"id":{},"by":{}}}}})", id, rng() % 5);
+    case 3: return fmt::format(R"({{"event":"del","args":{{"id":{}}}}})", id);
+    case 4: return fmt::format(R"({{"event":"word","args":{{"w":"w{}"}}}})", rng() % 50);
+    default: return fmt::format(R"({{"event":"churn","args":{{"id":{}}}}})", 1000 + id);
+  }
+}
+
+TEST_SUITE("store") {
+  TEST_CASE("reopening after random event counts ends in the same state as one uninterrupted run") {
+    for (uint64_t seed = 1; seed <= 5; ++seed) {
+      CAPTURE(seed);
+      TempDir dir;
+      SystemIo io;
+      testing::Running memory(kModule);
+      std::mt19937_64 rng(seed);
+      auto store = std::make_unique<Durable>(kModule, dir.path, io);
+      REQUIRE_MESSAGE(store->status().ok(), store->status().message);
+      CHECK(store->report().created);
+      for (int step = 0; step < 1500; ++step) {
+        std::vector<std::string> lines;
+        for (uint64_t k = 0, n = 1 + rng() % 8; k < n; ++k) lines.push_back(random_line(rng));
+        std::vector<std::string> got = store->batch(lines);
+        for (size_t k = 0; k < lines.size(); ++k) REQUIRE(got[k] == memory.call(lines[k]) + "\n");
+        if (rng() % 60 == 0) {
+          store.reset();
+          store = std::make_unique<Durable>(kModule, dir.path, io);
+          REQUIRE_MESSAGE(store->status().ok(), store->status().message);
+        }
+      }
+      std::string before = store->dump();
+      CHECK(store->store().stats().checkpoints + store->report().images > 0);
+      store.reset();
+      Durable again(kModule, dir.path, io);
+      REQUIRE(again.status().ok());
+      CHECK(again.dump() == before);
+      // The log stayed bounded: old segments were released and reused.
+      size_t segments = 0;
+      for (auto& e : fs::directory_iterator(dir.path)) segments += e.path().filename().string().rfind("log-", 0) == 0;
+      CHECK(segments <= 8);
+    }
+  }
+
+  TEST_CASE("a store is locked against a second opener") {
+    TempDir dir;
+    SystemIo io;
+    Durable first(kModule, dir.path, io);
+    REQUIRE(first.status().ok());
+    Durable second(kModule, dir.path, io);
+    REQUIRE_FALSE(second.status().ok());
+    CHECK(second.status().message.find("is in use by another aup (pid " + std::to_string(getpid()) + ")") !=
+          std::string::npos);
+  }
+
+  TEST_CASE("a module that adds a table, a var and defaulted fields migrates the store") {
+    TempDir dir;
+    SystemIo io;
+    const char* v1 = R"(
+record A { id: num, name: text }
+table as: A key id
+event add { id: num, name: text }
+on add { as.add(A { id: add.id, name: add.name }) }
+)";
+    const char* v2 = R"(
+record A { id: num, score: num = 7, name: text, tag: text = "new" }
+record B { k: text }
+table as: A key id
+table bs: B key k
+var hits: num = 3
+event add { id: num, name: text }
+on add { as.add(A { id: add.id, name: add.name }) }
+query one(id: num) { return as[id] }
+)";
+    {
+      Durable d(v1, dir.path, io);
+      REQUIRE(d.status().ok());
+      for (int i = 0; i < 30; ++i) d.one(fmt::format(R"({{"event":"add","args":{{"id":{},"name":"n{}"}}}})", i, i));
+    }
+    std::string after;
+    {
+      Durable d(v2, dir.path, io);
+      REQUIRE_MESSAGE(d.status().ok(), d.status().message);
+      REQUIRE(d.report().migrated.size() == 4);
+      CHECK(d.one(R"({"query":"one","args":{"id":12}})") ==
+            "{\"ok\":true,\"result\":{\"id\":12,\"score\":7,\"name\":\"n12\",\"tag\":\"new\"}}\n");
+      CHECK(d.one(R"({"event":"add","args":{"id":100,"name":"later"}})") == "{\"ok\":true}\n");
+      after = d.dump();
+    }
+    // Reopening with the same module is no migration, and the state holds.
+    Durable again(v2, dir.path, io);
+    REQUIRE_MESSAGE(again.status().ok(), again.status().message);
+    CHECK(again.report().migrated.empty());
+    CHECK(again.dump() == after);
+  }
+
+  TEST_CASE("a module that removes or changes what the store holds is refused, with every difference") {
+    TempDir dir;
+    SystemIo io;
+    {
+      Durable d(kModule, dir.path, io);
+      REQUIRE(d.status().ok());
+      d.one(R"({"event":"put","args":{"id":1,"qty":2}})");
+    }
+    const char* changed = R"(
+record Item { id: text, qty: text, hot: bool = false, fresh: num }
+table items: Item key id
+var ops: text = ""
+event nop {}
+on nop { }
+)";
+    Durable d(changed, dir.path, io);
+    REQUIRE_FALSE(d.status().ok());
+    const std::string& m = d.status().message;
+    CHECK(m.find("does not match the module") != std::string::npos);
+    CHECK(m.find("field `id` was `num`, the module's is `text`") != std::string::npos);
+    CHECK(m.find("field `qty` was `num`, the module's is `text`") != std::string::npos);
+    CHECK(m.find("field `tag` is in the store but not in the module") != std::string::npos);
+    CHECK(m.find("new field `fresh` has no default") != std::string::npos);
+    CHECK(m.find("table `words` is in the store but not in the module") != std::string::npos);
+    CHECK(m.find("var `ops` was `num`, the module's is `text`") != std::string::npos);
+    CHECK(m.find("var `last` is in the store but not in the module") != std::string::npos);
+    // Refusing changed nothing: the original module still opens it.
+    Durable back(kModule, dir.path, io);
+    CHECK(back.status().ok());
+  }
+
+  TEST_CASE("a failed sync makes the store unavailable: the batch is undone, events refused, queries answered") {
+    TempDir dir;
+    std::vector<FaultRule> rules;
+    std::string err;
+    // fdatasync 1: creating the store's first segment; 3: the third commit.
+    REQUIRE(parse_fault_plan("fail:fdatasync:3:EIO", rules, err));
+    FaultIo io(std::make_unique<SystemIo>(), rules);
+    std::string module = std::string(kModule) + "\nquery count() { return items.count }\n";
+    Durable d(module, dir.path, io);
+    REQUIRE(d.status().ok());
+    CHECK(d.one(R"({"event":"put","args":{"id":1,"qty":1}})") == "{\"ok\":true}\n");
+    CHECK(d.one(R"({"event":"put","args":{"id":2,"qty":1}})") == "{\"ok\":true}\n");
+    std::vector<std::string> r = d.batch({R"({"event":"put","args":{"id":3,"qty":1}})", R"({"event":"put","args":{"id":4,"qty":1}})"});
+    CHECK(r[0].find("unavailable: ") == 0);
+    CHECK(r[1].find("unavailable: ") == 0);
+    CHECK(d.unavailable());
+    CHECK(d.one(R"({"event":"put","args":{"id":5,"qty":1}})").find(R"("code":"unavailable")") != std::string::npos);
+    CHECK(d.one(R"({"query":"count"})") == "{\"ok\":true,\"result\":2}\n");
+  }
+
+  TEST_CASE("no space for a new segment refuses the batch cleanly and the store carries on") {
+    TempDir dir;
+    std::vector<FaultRule> rules;
+    std::string err;
+    // fallocate 1: the first segment; 2: the segment after it fills.
+    REQUIRE(parse_fault_plan("fail:fallocate:2:ENOSPC", rules, err));
+    FaultIo io(std::make_unique<SystemIo>(), rules);
+    StoreOptions so = Durable::small_store();
+    so.image_min_bytes = so.log_min_bytes = uint64_t{1} << 40;  // no checkpoints: the log must grow
+    Durable d(kModule, dir.path, io, so);
+    REQUIRE(d.status().ok());
+    int refused = 0;
+    for (int i = 0; i < 200; ++i) {
+      std::string r = d.one(fmt::format(R"({{"event":"put","args":{{"id":{},"qty":{}}}}})", i, i));
+      if (r.find("unavailable: ") == 0) {
+        ++refused;
+        CHECK(r.find("no space for a new log segment") != std::string::npos);
+      }
+    }
+    CHECK(refused == 1);
+    CHECK_FALSE(d.unavailable());
+  }
+
+  TEST_CASE("an image damaged on disk is refused by name") {
+    TempDir dir;
+    SystemIo io;
+    {
+      Durable d(kModule, dir.path, io);
+      for (int i = 0; i < 50; ++i) d.one(fmt::format(R"({{"event":"put","args":{{"id":{},"qty":{}}}}})", i, i));
+      REQUIRE(d.store().checkpoint_all().ok());
+    }
+    std::string path = table_image_path(dir.path, "items");
+    {
+      std::FILE* f = std::fopen(path.c_str(), "r+b");
+      REQUIRE(f);
+      std::fseek(f, 100, SEEK_SET);
+      std::fputc(0x5A, f);
+      std::fclose(f);
+    }
+    Durable d(kModule, dir.path, io);
+    REQUIRE_FALSE(d.status().ok());
+    CHECK(d.status().message.find(path + " is damaged") != std::string::npos);
+  }
+
+  TEST_CASE("a missing log segment is detected, not silently skipped") {
+    TempDir dir;
+    SystemIo io;
+    StoreOptions so = Durable::small_store();
+    so.image_min_bytes = so.log_min_bytes = uint64_t{1} << 40;  // keep every entry in the log
+    {
+      Durable d(kModule, dir.path, io, so);
+      for (int i = 0; i < 400; ++i) d.one(fmt::format(R"({{"event":"put","args":{{"id":{},"qty":{}}}}})", i, i));
+    }
+    // Delete the oldest segment by hand.
+    fs::remove(dir.path + "/log-0");
+    Durable d(kModule, dir.path, io, so);
+    REQUIRE_FALSE(d.status().ok());
+    CHECK(d.status().message.find("missing log entries") != std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace aup::storage
