@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""Checks `aup run examples/tpcc/tpcc.aup` answers against a model.
+
+Usage: check_tpcc.py REQUESTS RESPONSES SUMMARY NOW
+
+REQUESTS are the lines sent (load events, transactions, consistency
+queries), RESPONSES the lines aup answered, SUMMARY the generator's
+`run --summary` line, NOW the --fixed-time aup ran with.
+
+The model is an independent transcription of tpcc.md section 3 with the
+module's deviations (integer cents, one district per Delivery, the
+customer's last order for Order-Status). Every response must be ok and
+equal to the model's result, except New-Orders with an unused item, which
+must fail with code `failed` and message `item number is not valid`.
+The number of those must equal the generator's count. Exit status 0 when
+everything matches, 1 otherwise (each problem is printed with its request
+and response).
+"""
+import json
+import math
+import sys
+from collections import deque
+
+ROLLBACK_MESSAGE = "item number is not valid"
+MAX_REPORTS = 20  # enough to see a pattern; the count says the rest
+
+
+def district_key(w, d):
+    return w * 10 + d
+
+
+def customer_key(w, d, c):
+    return district_key(w, d) * 3000 + c
+
+
+def order_key(w, d, o):
+    return district_key(w, d) * 10_000_000 + o
+
+
+def line_key(order, n):
+    return order * 16 + n
+
+
+def stock_key(w, i):
+    return w * 100_000 + i
+
+
+def c_round(x):
+    """C's round(): halves away from zero (aup's round is std::round)."""
+    f = math.floor(abs(x))
+    r = f + 1 if abs(x) - f >= 0.5 else f
+    return r if x >= 0 else -r
+
+
+class Rollback(Exception):
+    pass
+
+
+class Model:
+    def __init__(self, now):
+        self.now = now
+        self.items = {}
+        self.warehouses = {}
+        self.districts = {}
+        self.customers = {}
+        self.orders = {}
+        self.waiting = {}  # district key -> deque of order keys, ascending
+        self.lines = {}  # order key -> [line dict, ...] by number
+        self.stock = {}
+        self.next_history = 1
+
+    # ---- load events: the rows as given ----------------------------------
+
+    def load(self, event, rows):
+        for r in rows:
+            if event == "load_items":
+                self.items[r["id"]] = r
+            elif event == "load_warehouses":
+                self.warehouses[r["id"]] = dict(r)
+            elif event == "load_districts":
+                self.districts[r["id"]] = dict(r)
+            elif event == "load_customers":
+                self.customers[r["id"]] = dict(r, last_order=0)
+            elif event == "load_history":
+                self.next_history = max(self.next_history, r["id"] + 1)
+            elif event == "load_orders":
+                self.orders[r["id"]] = dict(r)
+                cust = self.customers[customer_key(r["w"], r["d"], r["customer"])]
+                cust["last_order"] = max(cust["last_order"], r["id"])
+            elif event == "load_new_orders":
+                o = self.orders[r["id"]]
+                q = self.waiting.setdefault(district_key(o["w"], o["d"]), deque())
+                assert not q or q[-1] < r["id"], "new orders are loaded in ascending order"
+                q.append(r["id"])
+            elif event == "load_order_lines":
+                self.lines.setdefault(r["order"], []).append(dict(r))
+            elif event == "load_stock":
+                self.stock[r["id"]] = dict(r)
+            else:
+                raise ValueError(event)
+        return {"rows": len(rows)}
+
+    # ---- the transactions -------------------------------------------------
+
+    def new_order(self, a):
+        lines = a["lines"]
+        # The module fails on the first unknown item and undoes everything;
+        # so the order's only effect is none at all.
+        if any(l["item"] not in self.items for l in lines):
+            raise Rollback()
+        w, d = a["w"], a["d"]
+        warehouse = self.warehouses[w]
+        district = self.districts[district_key(w, d)]
+        customer = self.customers[customer_key(w, d, a["c"])]
+        o = district["next_order"]
+        district["next_order"] = o + 1
+        key = order_key(w, d, o)
+        all_local = int(all(l["supply"] == w for l in lines))
+        self.orders[key] = {"id": key, "w": w, "d": d, "o": o, "customer": a["c"], "entry": self.now,
+                            "carrier": 0, "lines": len(lines), "all_local": all_local}
+        self.waiting.setdefault(district_key(w, d), deque()).append(key)
+        customer["last_order"] = key
+        total = 0
+        rows = []
+        for n, l in enumerate(lines, 1):
+            price = self.items[l["item"]]["price"]
+            s = self.stock[stock_key(l["supply"], l["item"])]
+            q = l["quantity"]
+            s["quantity"] = s["quantity"] - q if s["quantity"] >= q + 10 else s["quantity"] - q + 91
+            s["ytd"] += q
+            s["order_cnt"] += 1
+            if l["supply"] != w:
+                s["remote_cnt"] += 1
+            amount = q * price
+            rows.append({"id": line_key(key, n), "order": key, "number": n, "item": l["item"],
+                         "supply": l["supply"], "delivery": 0, "quantity": q, "amount": amount})
+            total += amount
+        self.lines[key] = rows
+        rates = (10_000 - customer["discount"]) * (10_000 + warehouse["tax"] + district["tax"])
+        # aup computes in binary64: total * rates is exact (< 2^53), and
+        # Python's int / int is the correctly rounded quotient, as is IEEE's.
+        return {"order": o, "lines": len(lines), "total": c_round(float(total * rates) / 100_000_000)}
+
+    def payment(self, a):
+        amount = a["amount"]
+        self.warehouses[a["w"]]["ytd"] += amount
+        self.districts[district_key(a["w"], a["d"])]["ytd"] += amount
+        c = self.customers[customer_key(a["c_w"], a["c_d"], a["c"])]
+        c["balance"] -= amount
+        c["ytd_payment"] += amount
+        c["payment_cnt"] += 1
+        self.next_history += 1
+        return {"balance": c["balance"], "credit": c["credit"]}
+
+    def order_status(self, a):
+        c = self.customers[customer_key(a["w"], a["d"], a["c"])]
+        o = self.orders[c["last_order"]]
+        return {"balance": c["balance"], "order": o["o"], "entry": o["entry"], "carrier": o["carrier"],
+                "lines": self.lines.get(o["id"], [])}
+
+    def delivery(self, a):
+        q = self.waiting.get(district_key(a["w"], a["d"]))
+        if not q:
+            return {"delivered": False, "order": 0}
+        key = q.popleft()
+        o = self.orders[key]
+        o["carrier"] = a["carrier"]
+        total = 0
+        for l in self.lines.get(key, []):
+            l["delivery"] = self.now
+            total += l["amount"]
+        c = self.customers[customer_key(a["w"], a["d"], o["customer"])]
+        c["balance"] += total
+        c["delivery_cnt"] += 1
+        return {"delivered": True, "order": o["o"]}
+
+    def stock_level(self, a):
+        w, d = a["w"], a["d"]
+        nxt = self.districts[district_key(w, d)]["next_order"]
+        items = set()
+        for o in range(nxt - 20, nxt):
+            for l in self.lines.get(order_key(w, d, o), []):
+                items.add(l["item"])
+        low = sum(1 for i in items if self.stock[stock_key(w, i)]["quantity"] < a["threshold"])
+        return {"low_stock": low}
+
+
+def main():
+    requests_path, responses_path, summary_path, now = sys.argv[1:5]
+    model = Model(float(now))
+    with open(summary_path) as f:
+        summary = json.loads(f.readline())
+    problems = 0
+    rollbacks = 0
+    consistency_checks = 0
+    kinds = {}
+
+    def report(what, request, response):
+        nonlocal problems
+        problems += 1
+        if problems <= MAX_REPORTS:
+            print(f"PROBLEM: {what}\n  request:  {request[:600]}\n  response: {response[:600]}")
+
+    with open(requests_path) as rq, open(responses_path) as rs:
+        for number, request in enumerate(rq, 1):
+            request = request.rstrip("\n")
+            response = rs.readline().rstrip("\n")
+            if not response:
+                report(f"request {number} has no response", request, "")
+                break
+            req = json.loads(request)  # our own generator's output
+            name = req.get("event") or req.get("query")
+            kinds[name] = kinds.get(name, 0) + 1
+            try:
+                resp = json.loads(response)
+            except ValueError as e:
+                report(f"response {number} is not JSON ({e})", request, response)
+                continue
+            if resp.get("id") != req.get("id"):
+                report(f"response {number} answers id {resp.get('id')}", request, response)
+                continue
+            args = req["args"]
+            try:
+                if name.startswith("load_"):
+                    want = model.load(name, args["rows"])
+                elif name == "consistency":
+                    consistency_checks += 1
+                    want = {"ok": True, "problems": []}
+                else:
+                    want = getattr(model, name)(args)
+            except Rollback:
+                error = resp.get("error", {})
+                message = error.get("message", "")
+                if resp.get("ok") is False and error.get("code") == "failed" and (
+                        message == ROLLBACK_MESSAGE or message.startswith(ROLLBACK_MESSAGE + " (")):
+                    rollbacks += 1
+                else:
+                    report("a New-Order with an unused item must fail with `item number is not valid`",
+                           request, response)
+                continue
+            if resp.get("ok") is not True:
+                report("not ok", request, response)
+            elif resp.get("result") != want:
+                report(f"result differs from the model's {json.dumps(want)[:600]}", request, response)
+        if rs.readline():
+            report("more responses than requests", "", "")
+
+    if rollbacks != summary["rollbacks"]:
+        report(f"{rollbacks} rollbacks answered, the generator put in {summary['rollbacks']}", "", "")
+    transactions = sum(kinds.get(k, 0) for k in
+                       ("new_order", "payment", "order_status", "delivery", "stock_level"))
+    if transactions != summary["transactions"]:
+        report(f"{transactions} transactions sent, the generator made {summary['transactions']}", "", "")
+    print(f"requests by name: {json.dumps(kinds, sort_keys=True)}")
+    print(f"rollbacks: {rollbacks} (generator: {summary['rollbacks']}), consistency checks: {consistency_checks}")
+    print(f"{problems} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
