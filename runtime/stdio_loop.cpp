@@ -107,7 +107,7 @@ class Batch {
       std::string error;
       if (!durability_.commit_batch(error)) {
         std::string message;
-        json_append_string(message, "not written: " + error);
+        json_append_string(message, error);  // says whether the batch was written
         for (Pending& p : pending_) {
           if (!p.applied) continue;
           std::string id = p.id.empty() ? "" : fmt::format(R"("id":{},)", p.id);

@@ -6,6 +6,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <random>
 
@@ -387,8 +388,9 @@ Status Log::append(uint64_t seq, std::span<const uint8_t> payload) {
   if (!payload.empty()) std::memcpy(head + lf::kEntryHeaderBytes, payload.data(), payload.size());
   uint64_t digest = entry_digest(s.generation, head, head + lf::kEntryHeaderBytes, payload.size());
   put64(head + 32, digest);
+  unsynced_ = Unsynced{s.fd, s.used, path(s.number)};
   io_.point("log.before_write");
-  Status st = write_all(io_, s.fd, buf_.data(), buf_.size(), s.used, path(s.number));
+  Status st = write_all(io_, s.fd, buf_.data(), buf_.size(), s.used, unsynced_.path);
   if (!st.ok()) {
     broken_ = true;
     return st;
@@ -425,6 +427,20 @@ Status Log::sync() {
     dir_sync_ = false;
   }
   pending_sync_ = false;
+  unsynced_ = Unsynced{};
+  return Status::good();
+}
+
+Status Log::withdraw() {
+  assert(broken_);
+  if (unsynced_.fd < 0) return Status::good();  // nothing was being written
+  uint8_t zeros[lf::kEntryHeaderBytes] = {};
+  Status st = write_all(io_, unsynced_.fd, zeros, sizeof zeros, unsynced_.offset, unsynced_.path);
+  if (!st.ok()) return st;
+  if (int rc = io_.fdatasync(unsynced_.fd); rc < 0) {
+    return Status::error(fmt::format("cannot sync {}: {}", unsynced_.path, std::strerror(-rc)), -rc);
+  }
+  unsynced_ = Unsynced{};
   return Status::good();
 }
 

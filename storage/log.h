@@ -70,6 +70,13 @@ class Log {
   Status append(uint64_t seq, std::span<const uint8_t> payload);
   Status sync();
   bool broken() const { return broken_; }
+  // After a failed append or sync: zeroes the header of the entry not yet
+  // known durable and syncs that. When it succeeds the entry is certainly
+  // not in the log (a zero header ends it at the next open), so its batch
+  // can be answered "not written"; when it fails, whether the entry
+  // survives a restart is unknown. The log stays broken either way: a disk
+  // that failed once is not trusted until the store is reopened.
+  Status withdraw();
 
   uint64_t last_seq() const { return last_seq_; }
   // Bytes of entries in live segments (what recovery would read).
@@ -111,6 +118,12 @@ class Log {
   uint64_t last_seq_ = 0;
   uint64_t last_digest_ = 0;
   bool pending_sync_ = false;
+  // The entry being written or awaiting its sync, for withdraw().
+  struct Unsynced {
+    int fd = -1;
+    uint64_t offset = 0;
+    std::string path;
+  } unsynced_;
   bool dir_sync_ = false;
   bool broken_ = false;
   std::vector<uint8_t> buf_;  // entry being written (reused)

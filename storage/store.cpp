@@ -249,7 +249,7 @@ Status Store::open(Io& io, const std::string& dir, const Schema& schema, StoreOp
 }
 
 Status Store::commit(BatchEncoder& batch) {
-  if (unavailable()) return Status::error(unavailable_);
+  if (unavailable()) return Status::error("not written: " + unavailable_);
   payload_.clear();
   std::fill(entry_bytes_.begin(), entry_bytes_.end(), 0);
   batch.encode(tables_, payload_, entry_bytes_);
@@ -257,23 +257,35 @@ Status Store::commit(BatchEncoder& batch) {
   uint64_t seq = last_seq_ + 1;
   io_.point("commit.before_write");
   Status st = log_->append(seq, payload_);
-  if (!st.ok()) {
-    if (log_->broken()) unavailable_ = "the store refuses writes since a write failed: " + st.message;
-    return st;
+  if (!st.ok() && !log_->broken()) return Status::error("not written: " + st.message, st.err);  // e.g. ENOSPC
+  if (st.ok()) {
+    io_.point("commit.after_write");
+    st = log_->sync();
+    if (st.ok()) {
+      io_.point("commit.after_sync");
+      last_seq_ = seq;
+      for (size_t t = 0; t < entry_bytes_.size(); ++t) since_image_[t] += entry_bytes_[t];
+      ++stats_.commits;
+      stats_.log_bytes += log_format::entry_bytes(payload_.size());
+      return Status::good();
+    }
   }
-  io_.point("commit.after_write");
-  st = log_->sync();
-  if (!st.ok()) {
-    unavailable_ = "the store refuses writes since a sync failed (whether the data reached the disk is unknown): " +
-                   st.message;
-    return st;
-  }
-  io_.point("commit.after_sync");
-  last_seq_ = seq;
-  for (size_t t = 0; t < entry_bytes_.size(); ++t) since_image_[t] += entry_bytes_[t];
-  ++stats_.commits;
-  stats_.log_bytes += log_format::entry_bytes(payload_.size());
-  return Status::good();
+  return fail_commit(st);
+}
+
+// A write or sync failed: the disk's state is uncertain, so the store takes
+// no more events until it is reopened (and recovery reads what is really
+// there). The batch's entry is withdrawn if that still works, so its events
+// can be answered as certainly not written.
+Status Store::fail_commit(const Status& failed) {
+  unavailable_ = "the store takes no events since a write to the log failed (" + failed.message +
+                 "); restart aup to recover";
+  Status w = log_->withdraw();
+  if (w.ok()) return Status::error("not written: " + unavailable_, failed.err);
+  return Status::error(fmt::format("perhaps written: {}; withdrawing the entry failed too ({}), so whether these "
+                                   "events survive the restart is unknown",
+                                   unavailable_, w.message),
+                       failed.err);
 }
 
 void Store::tick() {

@@ -79,9 +79,11 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   // Writes one batch as one log entry and syncs it. Returns when the entry
-  // is durable. After a write or sync whose outcome is unknown the store is
-  // unavailable until reopened; a refusal that changed nothing (no space
-  // for a new segment) leaves it available.
+  // is durable. A refusal's message begins with what became of the batch:
+  // "not written: ..." (certain) or "perhaps written: ..." (a failed sync
+  // whose entry could not be withdrawn either). After a failed write or
+  // sync the store is unavailable until reopened; a refusal that changed
+  // nothing (no space for a new segment) leaves it available.
   Status commit(BatchEncoder& batch);
   bool unavailable() const { return !unavailable_.empty(); }
   const std::string& unavailable_reason() const { return unavailable_; }
@@ -105,6 +107,7 @@ class Store {
   void start_checkpoint(std::vector<uint32_t> tables_to_write);
   Status finish_checkpoint();
   void release_covered();
+  Status fail_commit(const Status& failed);
 
   Io& io_;
   std::string dir_;
