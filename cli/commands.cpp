@@ -164,7 +164,7 @@ int run(const RunOptions& o) {
     // A store in use, or a disk that refuses, is the environment; a
     // damaged or mismatched store is for the user to fix.
     bool environment = st.err == EWOULDBLOCK || st.err == EACCES || st.err == ENOSPC || st.err == EROFS ||
-                       st.err == EDQUOT || st.err == EPERM;
+                       st.err == EDQUOT || st.err == EPERM || st.err == EIO;
     return environment ? kExitUsage : kExitErrors;
   }
   if (report.created) fmt::print(stderr, "aup: created the store {}\n", o.data);

@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -139,12 +140,15 @@ int replay(const ReplayOptions& o, std::FILE* out, std::FILE* err) {
       problem(st.message);
     }
   }
-  if (o.at && dump >= 0 && s.image_seq[static_cast<size_t>(dump)] > *o.at) {
+  // --at asks for a state the store may no longer hold (or never held):
+  // a usage matter, not damage.
+  size_t at_image = dump >= 0 ? static_cast<size_t>(dump) : n;
+  if (o.at && (dump >= 0 || o.vars) && s.image_seq[at_image] > *o.at) {
     fmt::print(err,
-               "aup replay: the image of `{}` covers save {}, later than --at {}: the older state is no longer "
+               "aup replay: the image of {} covers save {}, later than --at {}: the older state is no longer "
                "in the store\n",
-               o.dump, s.image_seq[static_cast<size_t>(dump)], *o.at);
-    return 1;
+               dump >= 0 ? fmt::format("`{}`", o.dump) : std::string("the vars"), s.image_seq[at_image], *o.at);
+    return 2;
   }
 
   // The log.
@@ -197,6 +201,11 @@ int replay(const ReplayOptions& o, std::FILE* out, std::FILE* err) {
   if (!st.ok()) {
     problem(st.message);
     return 1;
+  }
+  uint64_t last_save = std::max(lr.entries ? log->last_seq() : 0, *std::max_element(s.image_seq.begin(), s.image_seq.end()));
+  if (o.at && *o.at > last_save) {
+    fmt::print(err, "aup replay: --at {} is past the store's last save, {}\n", *o.at, last_save);
+    return 2;
   }
   if (lr.entries > 0 && lr.first_prev_seq > 0) {
     for (size_t t = 0; t <= n; ++t) {

@@ -230,9 +230,11 @@ Status Store::open(Io& io, const std::string& dir, const Schema& schema, StoreOp
   s->last_seq_ = std::max(s->log_->last_seq(), *std::max_element(s->image_seq_.begin(), s->image_seq_.end()));
   report.last_seq = s->last_seq_;
 
-  if (fresh) {
+  bool missing_image = std::find(s->image_bytes_.begin(), s->image_bytes_.end(), 0) != s->image_bytes_.end();
+  if (fresh || (missing_image && diff.same())) {
     // Every table starts with an (empty) image, so each one's coverage is
-    // known from the first entry on.
+    // known from the first entry on. (An image can be missing only when a
+    // crash or a failure came while the store was being created.)
     st = s->checkpoint_all();
     if (!st.ok()) return st;
   } else if (!diff.same()) {
@@ -289,7 +291,7 @@ Status Store::fail_commit(const Status& failed) {
 }
 
 void Store::tick() {
-  if (job_ && job_->done.load(std::memory_order_acquire)) (void)finish_checkpoint();  // a failure is reported there
+  if (job_ && job_->done.load(std::memory_order_acquire)) report_background(finish_checkpoint());
   if (job_ || unavailable() || last_seq_ < retry_after_) return;
   size_t n = schema_.tables.size();
   std::vector<uint32_t> chosen;
@@ -370,8 +372,6 @@ Status Store::finish_checkpoint() {
     // The old images and the whole log are still there: nothing is lost.
     // Try again after a while rather than at every batch.
     ++stats_.checkpoint_failures;
-    std::fprintf(stderr, "aup: checkpoint failed (the log keeps everything; retrying later): %s\n",
-                 j.status.message.c_str());
     retry_after_ = last_seq_ + 1000;
     Status failed = j.status;
     job_.reset();
@@ -380,7 +380,14 @@ Status Store::finish_checkpoint() {
 }
 
 void Store::drain() {
-  if (job_) finish_checkpoint();  // joins the thread
+  if (job_) report_background(finish_checkpoint());  // joins the thread
+}
+
+// A background checkpoint that failed costs nothing but log space: say so
+// and carry on (tick() tries again later).
+void Store::report_background(const Status& st) {
+  if (st.ok()) return;
+  std::fprintf(stderr, "aup: checkpoint failed (the log keeps everything; retrying later): %s\n", st.message.c_str());
 }
 
 Status Store::checkpoint_all() {

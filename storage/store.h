@@ -108,6 +108,7 @@ class Store {
   Status finish_checkpoint();
   void release_covered();
   Status fail_commit(const Status& failed);
+  static void report_background(const Status& st);
 
   Io& io_;
   std::string dir_;

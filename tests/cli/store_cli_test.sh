@@ -1,0 +1,156 @@
+#!/bin/sh
+# `aup run --data` and `aup replay` as a user meets them: the default store
+# directory, state that survives a restart, the lock against a second run,
+# a torn tail cut, damage refused by file and offset, schema migration and
+# refusal, and every replay option with its exit codes.
+# Usage: store_cli_test.sh AUP SOURCE_ROOT
+set -u
+aup=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")  # absolute: some steps run elsewhere
+root=$(cd "$2" && pwd)
+tmp=$(mktemp -d)
+trap 'kill $holder 2>/dev/null; rm -rf "$tmp"' EXIT
+holder=""
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+expect_rc() {
+  want=$1; shift
+  "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+  got=$?
+  [ "$got" -eq "$want" ] || fail "$* exited $got, expected $want: $(cat "$tmp/err")"
+}
+# run_in DIR ARGS... <input: aup run inside DIR
+bank=$root/examples/bank/bank.aup
+ft="--fixed-time 1700000000000"
+
+# The default store is ./aup-data, created on the first run.
+mkdir "$tmp/w"
+(cd "$tmp/w" && "$aup" run "$bank" $ft <"$root/examples/bank/demo.ndjson" >"$tmp/demo.out" 2>"$tmp/err") ||
+  fail "run on the default store: $(cat "$tmp/err")"
+[ -f "$tmp/w/aup-data/schema" ] || fail "run without --data creates ./aup-data"
+grep -q "created the store aup-data" "$tmp/err" || fail "run says it created the store"
+cmp -s "$tmp/demo.out" "$root/examples/bank/demo.out.ndjson" || fail "answers on a store equal the golden answers"
+
+# A restart finds the state.
+echo '{"query":"total"}' | (cd "$tmp/w" && "$aup" run "$bank" $ft) >"$tmp/out" 2>"$tmp/err"
+before=$(echo '{"query":"total"}' | "$aup" run "$bank" --memory $ft)
+[ -n "$before" ] || fail "memory run answers"
+grep -q '"ok":true' "$tmp/out" || fail "restart answers a query: $(cat "$tmp/out" "$tmp/err")"
+grep -q "created" "$tmp/err" && fail "a restart does not create the store again"
+echo '{"query":"accounts_all"}' | (cd "$tmp/w" && "$aup" run "$bank" $ft) >"$tmp/after" 2>/dev/null
+grep -q '"owner":"ann"' "$tmp/after" || fail "accounts survive a restart: $(cat "$tmp/after")"
+
+# --memory writes nothing.
+mkdir "$tmp/m"
+(cd "$tmp/m" && "$aup" run "$bank" --memory </dev/null >/dev/null 2>&1) || fail "run --memory"
+[ -e "$tmp/m/aup-data" ] && fail "--memory creates no store"
+
+# A second run on the same store is refused (exit 2) naming the holder.
+store=$tmp/w/aup-data
+mkfifo "$tmp/fifo"
+"$aup" run "$bank" --data "$store" <"$tmp/fifo" >/dev/null 2>&1 &
+holder=$!
+exec 9>"$tmp/fifo"
+tries=0
+until grep -q "$holder" "$store/LOCK" 2>/dev/null || [ $tries -ge 100 ]; do sleep 0.05; tries=$((tries + 1)); done
+expect_rc 2 "$aup" run "$bank" --data "$store"
+grep -q "is in use by another aup (pid $holder)" "$tmp/err" || fail "the lock names the holder: $(cat "$tmp/err")"
+exec 9>&-
+wait $holder || fail "the holder exits cleanly at end of input"
+holder=""
+
+# replay: the summary, --verify, --entries, --dump, --vars, --at.
+expect_rc 0 "$aup" replay --data "$store"
+grep -q "^store $store: 2 tables, 1 var, " "$tmp/out" || fail "replay summary: $(cat "$tmp/out")"
+expect_rc 0 "$aup" replay --data "$store" --verify
+grep -q "^verified: schema, 3 images" "$tmp/out" || fail "replay --verify: $(cat "$tmp/out")"
+expect_rc 0 "$aup" replay --data "$store" --entries
+entries=$(wc -l <"$tmp/out")
+[ "$entries" -ge 1 ] || fail "replay --entries lists entries"
+python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$tmp/out" || fail "--entries is NDJSON"
+expect_rc 0 "$aup" replay --data "$store" --dump accounts
+grep -q '"owner":"ann"' "$tmp/out" || fail "replay --dump accounts: $(cat "$tmp/out")"
+python3 - "$tmp/out" "$tmp/after" <<'PY' || fail "--dump equals the rows the module sees"
+import json, sys
+dump = [json.loads(l) for l in open(sys.argv[1])]
+seen = json.loads(open(sys.argv[2]).read())["result"]
+sys.exit(0 if dump == seen else 1)
+PY
+expect_rc 0 "$aup" replay --data "$store" --vars
+grep -q '"next_transfer":' "$tmp/out" || fail "replay --vars: $(cat "$tmp/out")"
+expect_rc 0 "$aup" replay --data "$store" --dump accounts --at 1
+grep -q '"owner":"ann","balance":70,' "$tmp/out" || fail "--at 1: the state after the first save: $(cat "$tmp/out")"
+expect_rc 2 "$aup" replay --data "$store" --dump nope
+grep -q "no table \`nope\`" "$tmp/err" || fail "unknown table named: $(cat "$tmp/err")"
+expect_rc 2 "$aup" replay --data "$tmp/none"
+grep -q "$tmp/none" "$tmp/err" || fail "a missing store is named"
+expect_rc 2 "$aup" replay --data "$store" --at 99999 --vars
+(cd "$tmp/m" && "$aup" replay >/dev/null 2>"$tmp/err") && fail "replay with no store in ./aup-data fails"
+grep -q "aup-data" "$tmp/err" || fail "replay names the default store: $(cat "$tmp/err")"
+
+# A torn tail: the last entry half written. replay reports it; run cuts it.
+cp -r "$store" "$tmp/torn"
+seg=$(ls "$tmp/torn" | grep '^log-' | sort -t- -k2 -n | tail -1)
+python3 - "$tmp/torn/$seg" <<'PY'
+import struct, sys
+# Find the last entry (log_format.h: 4-byte length, ..., 40-byte header,
+# entries at 8-byte boundaries after the 64-byte segment header) and cut
+# its last payload byte in half by zeroing it and everything after.
+path = sys.argv[1]
+data = bytearray(open(path, "rb").read())
+at, last = 64, None
+while at + 40 <= len(data):
+    n = struct.unpack_from("<I", data, at)[0]
+    if n == 0:
+        break
+    last = (at, n)
+    at += (40 + n + 7) // 8 * 8
+start, n = last
+for i in range(start + 40 + n - 1, len(data)):
+    data[i] = 0
+open(path, "wb").write(data)
+PY
+expect_rc 0 "$aup" replay --data "$tmp/torn" --verify
+grep -q "torn tail: $seg at byte" "$tmp/out" || fail "replay reports the torn tail: $(cat "$tmp/out" "$tmp/err")"
+echo '{"query":"total"}' | "$aup" run "$bank" --data "$tmp/torn" >"$tmp/out" 2>"$tmp/err" || fail "run on a torn log"
+grep -q "torn write" "$tmp/err" || fail "run says it cut a torn write: $(cat "$tmp/err")"
+expect_rc 0 "$aup" replay --data "$tmp/torn" --verify
+grep -q "torn tail\|torn write" "$tmp/out" "$tmp/err" && fail "after the cut the log ends cleanly"
+
+# Damage: an entry in the middle of the log changed. Both commands refuse,
+# exit 1, naming the segment and the byte.
+cp -r "$store" "$tmp/bad"
+seg=$(ls "$tmp/bad" | grep '^log-' | sort -t- -k2 -n | tail -1)
+python3 - "$tmp/bad/$seg" <<'PY'
+import sys
+path = sys.argv[1]
+data = bytearray(open(path, "rb").read())
+data[64 + 40] ^= 0xFF  # the first entry's first payload byte
+open(path, "wb").write(data)
+PY
+expect_rc 1 "$aup" replay --data "$tmp/bad" --verify
+grep -q "$seg at byte 64" "$tmp/err" || fail "replay names the damaged entry: $(cat "$tmp/err")"
+expect_rc 1 "$aup" run "$bank" --data "$tmp/bad"
+grep -q "$seg at byte 64" "$tmp/err" || fail "run names the damaged entry: $(cat "$tmp/err")"
+
+# Schema: an added table migrates; a changed field type is refused with the list.
+sed 's/^var next_transfer: num = 1$/var next_transfer: num = 1\nvar audits: num = 0\nrecord Note { id: num, body: text }\ntable notes: Note key id/' \
+  "$bank" >"$tmp/bank2.aup"
+cp -r "$store" "$tmp/mig"
+expect_rc 0 "$aup" run "$tmp/bank2.aup" --data "$tmp/mig"
+grep -q "migrated $tmp/mig: " "$tmp/err" || fail "migration reported: $(cat "$tmp/err")"
+expect_rc 0 "$aup" replay --data "$tmp/mig" --dump notes
+# The same tables with one field's type changed, and the var gone.
+cat >"$tmp/bank3.aup" <<'AUP'
+record Account { id: num, owner: num, balance: num, opened: num, closed: bool = false }
+record Transfer { id: num, from: num, to: num, amount: num, at: num }
+table accounts: Account key id
+table transfers: Transfer key id
+AUP
+expect_rc 1 "$aup" run "$tmp/bank3.aup" --data "$store"
+grep -q "does not match the module" "$tmp/err" || fail "a changed type is refused: $(cat "$tmp/err")"
+grep -q "owner" "$tmp/err" || fail "the refusal names the field: $(cat "$tmp/err")"
+grep -q "next_transfer" "$tmp/err" || fail "the refusal names the missing var: $(cat "$tmp/err")"
+expect_rc 0 "$aup" replay --data "$store" --verify
+
+[ "$failures" -eq 0 ] || exit 1
+echo ok

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""Crash at every step: `aup run --data` is stopped (AUP_FAULTS=crash:POINT:N,
+the process exits at that point as if killed) before and after each write,
+sync, rename and directory sync of a commit, of a checkpoint and of segment
+reuse. A client sends groups of events, each in one write, and waits for the
+answers. After each crash the store is reopened and must hold exactly the
+groups before the crashed one, or those and the crashed one whole (never a
+part of it), and every answered group; the run then continues to the end
+and must reach the same final state as one uninterrupted run.
+
+Then failures instead of crashes (EIO, a short write, ENOSPC): whatever was
+answered `ok` is in the store after a restart, and whatever was answered
+`unavailable: not written` is not.
+
+usage: crash_test.py AUP MODULE [--groups N] [--seed S]
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from aup_driver import (Aup, FIXED_TIME, SMALL_STORE, crash_events, groups_of, result, run_lines,  # noqa: E402
+                        states_after_groups)
+
+CRASH_EXIT = 86  # storage/io.h kCrashExitCode
+
+# Every named point of storage/ (grep 'point("' storage/*.cpp), and the
+# occurrences to stop at: the first, and later ones once the store has
+# checkpointed and reused segments.
+POINTS = [
+    "commit.before_write", "commit.after_write", "commit.after_sync",
+    "log.before_write", "log.after_write", "log.after_sync", "log.after_dir_sync", "log.before_reuse",
+    "image.before_fsync", "image.before_rename", "image.after_rename", "image.after_dir_sync",
+]
+NTHS = [1, 2, 7, 23]
+
+# Failures: a plan, and whether the store must still take events after it.
+FAILURES = [
+    ("fail:fdatasync:9:EIO", False),
+    ("fail:fdatasync:40:EIO", False),
+    ("fail:pwrite:30:EIO", None),     # a log write (unavailable) or an image write (checkpoint retried)
+    ("short:pwrite:12", None),
+    ("fail:fsync:12:EIO", None),      # an image's fsync or a directory sync
+    ("fail:rename:9:EIO", None),      # an image rename or a segment reuse
+    ("fail:fallocate:2:ENOSPC", True),  # no room for a new segment: a clean refusal
+]
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def store_args(module, d):
+    return [module, "--data", d] + SMALL_STORE + FIXED_TIME
+
+
+def reopen_state(aup, module, d):
+    rc, out, err = run_lines(aup, store_args(module, d), ['{"query":"state"}'])
+    if rc != 0 or len(out) != 1:
+        fail("reopening %s: exit %d, %s" % (d, rc, err.strip()))
+    return json.dumps(result(out[0]))
+
+
+def verify(aup, d):
+    r = subprocess.run([aup, "replay", "--data", d, "--verify"], capture_output=True, text=True)
+    if r.returncode != 0:
+        fail("aup replay --verify on %s: exit %d: %s" % (d, r.returncode, r.stderr.strip()))
+
+
+def crash_case(aup, module, work, point, nth, groups, states):
+    d = os.path.join(work, "store")
+    shutil.rmtree(d, ignore_errors=True)
+    p = Aup(aup, store_args(module, d), {"AUP_FAULTS": "crash:%s:%d" % (point, nth)},
+            stderr_path=os.path.join(work, "stderr"))
+    answered = 0   # groups answered in full
+    partial = False
+    for g in groups:
+        got = p.request(g)
+        if len(got) < len(g):
+            partial = len(got) > 0
+            break
+        for line in got:
+            if line != '{"ok":true}':
+                fail("%s:%d: group %d answered %s" % (point, nth, answered, line))
+        answered += 1
+    rc, rest = p.finish()
+    if rc == 0 and answered == len(groups):
+        return False  # the point was not reached that often
+    if rc != CRASH_EXIT:
+        with open(os.path.join(work, "stderr")) as f:
+            fail("%s:%d: exit %d (expected the crash exit %d): %s" % (point, nth, rc, CRASH_EXIT, f.read()))
+    state = reopen_state(aup, module, d)
+    # The groups the store holds: a whole number of them.
+    held = [g for g in range(answered, min(answered + 2, len(states))) if states[g] == state]
+    if not held:
+        fail("%s:%d: after the crash the store matches neither %d groups (answered) nor %d: %s" %
+             (point, nth, answered, answered + 1, state[:300]))
+    if partial and held[0] != answered + 1:
+        fail("%s:%d: part of group %d was answered, but the store does not hold it" % (point, nth, answered))
+    verify(aup, d)
+    # Carry on to the end: the recovered store takes the rest.
+    rest_lines = [l for g in groups[held[0]:] for l in g] + ['{"query":"state"}']
+    rc, out, err = run_lines(aup, store_args(module, d), rest_lines)
+    if rc != 0 or json.dumps(result(out[-1])) != states[-1]:
+        fail("%s:%d: after recovering, the run did not end in the uninterrupted run's state (exit %d) %s" %
+             (point, nth, rc, err.strip()))
+    if reopen_state(aup, module, d) != states[-1]:
+        fail("%s:%d: the final state did not survive a restart" % (point, nth))
+    return True
+
+
+def failure_case(aup, module, work, plan, must_continue, groups):
+    d = os.path.join(work, "store")
+    shutil.rmtree(d, ignore_errors=True)
+    p = Aup(aup, store_args(module, d), {"AUP_FAULTS": plan}, stderr_path=os.path.join(work, "stderr"))
+    kept, refused = [], 0
+    for g in groups:
+        got = p.request(g)
+        if len(got) != len(g):
+            fail("%s: the process stopped answering" % plan)
+        for line, req in zip(got, g):
+            if line == '{"ok":true}':
+                if refused and must_continue is False:
+                    fail("%s: an event was taken after the store became unavailable" % plan)
+                kept.append(req)
+                continue
+            doc = json.loads(line)
+            err = doc.get("error", {})
+            if err.get("code") != "unavailable" or not err.get("message", "").startswith(
+                    ("not written: ", "the store takes no events")):
+                fail("%s: unexpected answer %s" % (plan, line))
+            refused += 1
+    rc, rest = p.finish()
+    if rc != 0:
+        fail("%s: exit %d" % (plan, rc))
+    if must_continue is not None and refused == 0:
+        fail("%s: the fault never fired" % plan)
+    if must_continue and refused > sum(len(g) for g in groups) // 2:
+        fail("%s: the store did not carry on after a clean refusal (%d refused)" % (plan, refused))
+    # The state after a restart is exactly the events answered ok.
+    rc, out, err = run_lines(aup, [module, "--memory"] + FIXED_TIME, kept + ['{"query":"state"}'])
+    expected = json.dumps(result(out[-1]))
+    if reopen_state(aup, module, d) != expected:
+        fail("%s: after a restart the store does not hold exactly the %d events answered ok" % (plan, len(kept)))
+    verify(aup, d)
+    return refused
+
+
+def failed_creation(aup, module, work, plan, groups, states):
+    """A failure while the store is being created: `aup run` refuses to
+    start, saying why, and the next run finishes the store and works."""
+    d = os.path.join(work, "store")
+    shutil.rmtree(d, ignore_errors=True)
+    p = Aup(aup, store_args(module, d), {"AUP_FAULTS": plan}, stderr_path=os.path.join(work, "stderr"))
+    got = p.request(groups[0])
+    rc, rest = p.finish()
+    with open(os.path.join(work, "stderr")) as f:
+        err = f.read()
+    if got or rc != 2 or "Input/output error" not in err:
+        fail("%s: expected a refusal to start (exit 2, the error named), got exit %d, %r" % (plan, rc, err))
+    lines = [l for g in groups for l in g] + ['{"query":"state"}']
+    rc, out, err = run_lines(aup, store_args(module, d), lines)
+    if rc != 0 or json.dumps(result(out[-1])) != states[-1] or reopen_state(aup, module, d) != states[-1]:
+        fail("%s: the store was not usable after a failed creation: exit %d %s" % (plan, rc, err.strip()))
+    verify(aup, d)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("aup")
+    ap.add_argument("module")
+    ap.add_argument("--groups", type=int, default=260)
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    rng = random.Random(a.seed)
+    groups = groups_of(rng, crash_events(rng, a.groups * 5), 9)[:a.groups]
+    states = states_after_groups(a.aup, a.module, groups)
+    work = tempfile.mkdtemp(prefix="aup-crash-")
+    try:
+        for point in POINTS:
+            fired = [n for n in NTHS if crash_case(a.aup, a.module, work, point, n, groups, states)]
+            if 1 not in fired:
+                fail("%s was never reached: the test does not cover it" % point)
+            print("crash at %-22s occurrences %s: recovered whole groups" % (point, fired))
+        for n in (1, 2, 3, 4):
+            failed_creation(a.aup, a.module, work, "fail:fsync:%d:EIO" % n, groups, states)
+        print("fail:fsync:1..4:EIO         creating the store: refused to start, the next run finished it")
+        for plan, must_continue in FAILURES:
+            refused = failure_case(a.aup, a.module, work, plan, must_continue, groups)
+            print("%-26s %4d events refused; the restarted store holds exactly those answered ok" %
+                  (plan, refused))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
