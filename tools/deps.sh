@@ -2,8 +2,9 @@
 # Installs the Debian 12 packages aup needs to build and test, only those
 # that are missing (so a second run does not touch the network).
 set -eu
+# libsimdjson-dev is only for bench/json, which the build skips without it.
 packages="g++ meson ninja-build pkg-config re2c libfmt-dev libcli11-dev doctest-dev libxxhash-dev
-  python3 hyperfine"
+  python3 hyperfine libsimdjson-dev"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -1,0 +1,50 @@
+// Timing the parsers on request lines: every parser over every line of a
+// corpus is one timed pass; in each repetition the parsers take turns in a
+// rotating order. Before timing, every line is walked by every parser and
+// the per-line checksums must be equal.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "corpus.h"
+#include "numbers.h"
+#include "parsers.h"
+
+namespace aup::bench::json {
+
+struct Options {
+  size_t lines = 200000;     // per corpus
+  uint32_t reps = 7;
+  size_t numbers_per_kind = 2000;
+  uint64_t seed = 92;
+  std::string out_dir;       // json.json and json.md; empty: nowhere
+  std::string command = "json_bench";
+  bool smoke = false;
+};
+
+struct ParserTiming {
+  std::string parser;  // Parser::id()
+  std::string label;
+  std::vector<double> ns_per_line;       // thread CPU time, one per repetition
+  std::vector<double> wall_ns_per_line;  // wall time, same passes
+};
+
+struct CorpusResult {
+  std::string corpus;
+  size_t lines = 0;
+  size_t text_bytes = 0;
+  std::string example;  // the first line
+  std::vector<ParserTiming> parsers;  // in the order given
+};
+
+// Throws std::runtime_error when a parser fails or the checksums differ.
+CorpusResult measure_corpus(const Corpus& c, const std::vector<Parser*>& parsers, const Options& o);
+
+double median(std::vector<double> v);
+// Median over repetitions of a[i] / b[i].
+double ratio_median(const std::vector<double>& a, const std::vector<double>& b);
+
+}  // namespace aup::bench::json
