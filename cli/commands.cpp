@@ -119,6 +119,38 @@ class OpenProgress {
 
 }  // namespace
 
+namespace {
+
+// Bytes this process had the kernel send to storage (/proc/self/io's
+// write_bytes: the log, the images, and what the file system adds), or -1.
+int64_t process_write_bytes() {
+  std::FILE* f = std::fopen("/proc/self/io", "r");
+  if (!f) return -1;
+  char line[128];
+  int64_t bytes = -1;
+  while (std::fgets(line, sizeof line, f)) {
+    long long v = 0;
+    if (std::sscanf(line, "write_bytes: %lld", &v) == 1) bytes = v;
+  }
+  std::fclose(f);
+  return bytes;
+}
+
+void print_stats(storage::Store& store) {
+  store.drain();  // a checkpoint still running counts too
+  const storage::StoreStats& s = store.stats();
+  auto us = [](uint64_t ns) { return static_cast<double>(ns) / 1000.0; };
+  fmt::print(stderr,
+             "aup: stats {{\"commits\":{},\"log_bytes\":{},\"image_bytes\":{},\"images_written\":{},"
+             "\"checkpoints\":{},\"checkpoint_failures\":{},\"commit_p50_us\":{:.1f},\"commit_p99_us\":{:.1f},"
+             "\"commit_max_us\":{:.1f},\"process_write_bytes\":{}}}\n",
+             s.commits, s.log_bytes, s.image_bytes, s.images_written, s.checkpoints, s.checkpoint_failures,
+             us(s.sync.percentile_ns(0.5)), us(s.sync.percentile_ns(0.99)), us(s.sync.max_ns()),
+             process_write_bytes());
+}
+
+}  // namespace
+
 int run(const RunOptions& o) {
   int rc = kExitOk;
   auto m = load(o.module, rc);
@@ -172,7 +204,9 @@ int run(const RunOptions& o) {
   if (report.torn) fmt::print(stderr, "aup: the log ended in a torn write ({}); it was cut\n", report.torn_where);
   runtime::Service service(*m, state, so);
   runtime::StoreDurability durable(state, schema, *store);
-  return runtime::serve_stdio(service, durable, io, STDIN_FILENO, STDOUT_FILENO, stderr);
+  int served = runtime::serve_stdio(service, durable, io, STDIN_FILENO, STDOUT_FILENO, stderr);
+  if (o.stats) print_stats(*store);
+  return served;
 }
 
 }  // namespace aup::cli

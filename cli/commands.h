@@ -29,6 +29,7 @@ struct RunOptions {
   uint64_t image_min_bytes = 0; // 0: the default (1 MiB)
   uint64_t log_min_bytes = 0;   // 0: the default (64 MiB)
   std::optional<double> fixed_time;
+  bool stats = false;           // print the store's figures at exit
 };
 int run(const RunOptions& o);
 

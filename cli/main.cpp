@@ -59,6 +59,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   run_cmd->add_option("--max-line", run.max_line_bytes, "longest request line in bytes (default 16 MiB)")
       ->check(CLI::Range(uint64_t{64}, uint64_t{1} << 30));
+  run_cmd->add_flag("--stats", run.stats,
+                    "at exit, print the store's figures as one JSON line on stderr: commits, bytes written,\n"
+                    "checkpoints, and the latency of commits (write + fdatasync) at p50/p99/max");
   CLI::Option* fixed = run_cmd->add_option(
       "--fixed-time", fixed_time,
       "use this time (ms since the Unix epoch) as `now` for every event and query (for tests)");

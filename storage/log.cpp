@@ -127,6 +127,43 @@ Status read_all(Io& io, int fd, uint64_t size, std::vector<uint8_t>& out, const 
   return Status::good();
 }
 
+// A segment read from its start as far as open needs it: a preallocated
+// segment is mostly unused, and reading all 64 MiB of it would make every
+// open slow. `buf` always holds exactly the bytes read so far.
+class SegmentReader {
+ public:
+  SegmentReader(Io& io, int fd, uint64_t size, const std::string& path, std::vector<uint8_t>& buf)
+      : io_(io), fd_(fd), size_(size), path_(path), buf_(buf) {
+    buf_.clear();
+  }
+  // Reads at least the first n bytes (fewer only at the end of the segment),
+  // in growing steps so a long log is not read in small pieces.
+  Status ensure(uint64_t n) {
+    if (n <= buf_.size() || buf_.size() >= size_) return Status::good();
+    uint64_t want = std::min(size_, std::max({n, 2 * static_cast<uint64_t>(buf_.size()), kFirstRead}));
+    size_t done = buf_.size();
+    buf_.resize(want, 0);
+    while (done < want) {
+      ssize_t got = io_.pread(fd_, buf_.data() + done, want - done, static_cast<off_t>(done));
+      if (got < 0) {
+        return Status::error(fmt::format("cannot read {}: {}", path_, std::strerror(static_cast<int>(-got))),
+                             static_cast<int>(-got));
+      }
+      if (got == 0) break;  // shorter than its header says: the rest reads as zeros
+      done += static_cast<size_t>(got);
+    }
+    return Status::good();
+  }
+
+ private:
+  static constexpr uint64_t kFirstRead = uint64_t{1} << 20;
+  Io& io_;
+  int fd_;
+  uint64_t size_;
+  const std::string& path_;
+  std::vector<uint8_t>& buf_;
+};
+
 Status write_all(Io& io, int fd, const uint8_t* p, size_t n, uint64_t at, const std::string& path) {
   size_t done = 0;
   while (done < n) {
@@ -254,15 +291,24 @@ Status Log::open(Io& io, const std::string& dir, Options o, const Visitor& visit
       }
       continue;
     }
-    Status st = read_all(io, c.fd, c.h.size, buf, c.path);
-    if (!st.ok()) return st;
+    SegmentReader reader(io, c.fd, c.h.size, c.path, buf);
     uint64_t off = lf::kHeaderBytes;
-    while (off + lf::kEntryHeaderBytes <= buf.size()) {
+    for (;;) {
+      Status st = reader.ensure(off + lf::kEntryHeaderBytes);
+      if (!st.ok()) return st;
+      if (off + lf::kEntryHeaderBytes > buf.size()) break;
+      // A zero header is the end marker (written after every entry, and by
+      // a cut or a withdrawal): the log ends here.
+      if (all_zero(buf.data() + off, lf::kEntryHeaderBytes)) break;
+      uint64_t len = get32(buf.data() + off);
+      st = reader.ensure(off + lf::kEntryHeaderBytes + len + lf::kEntryHeaderBytes);
+      if (!st.ok()) return st;
       const uint8_t* head = buf.data() + off;
-      if (all_zero(head, lf::kEntryHeaderBytes)) break;  // the end marker
       std::string why = check_entry(buf, off, c.h.generation, have_last, log->last_seq_, log->last_digest_);
       if (!why.empty()) {
         report.torn_where = fmt::format("log-{} at byte {}: {}", c.number, off, why);
+        st = reader.ensure(c.h.size);  // damage, unless nothing valid follows
+        if (!st.ok()) return st;
         if (valid_entry_after(buf, off + lf::kAlign, c.h.generation)) {
           return Status::error(fmt::format("the log is damaged: {}, and valid entries follow it; "
                                            "refusing to open (aup replay --verify shows where)",
@@ -271,7 +317,6 @@ Status Log::open(Io& io, const std::string& dir, Options o, const Visitor& visit
         stopped = true;
         break;
       }
-      uint32_t len = get32(head);
       LogEntry e;
       e.seq = get64(head + 8);
       e.prev_seq = get64(head + 16);

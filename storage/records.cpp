@@ -130,7 +130,7 @@ Status apply_payload(std::span<const uint8_t> payload, const Schema& stored, con
   const Schema& target = *map.target;
   std::vector<uint64_t> row;
   size_t group_start = 0;
-  int group_target = -1;
+  int group_target = -1;  // -1: nothing to count (no group yet, or one an image covers)
   auto count_group = [&] {
     if (bytes && group_target >= 0) (*bytes)[static_cast<size_t>(group_target)] += d.offset() - group_start;
   };
@@ -141,8 +141,8 @@ Status apply_payload(std::span<const uint8_t> payload, const Schema& stored, con
     uint64_t count = d.varint();
     if (!d.ok()) return bad("truncated group", d.offset());
     if (which == 0) {
-      group_target = static_cast<int>(target.tables.size());
       bool skip = covered[target.tables.size()] >= seq;
+      group_target = skip ? -1 : static_cast<int>(target.tables.size());
       for (uint64_t i = 0; i < count && d.ok(); ++i) {
         uint64_t v = d.varint();
         if (v >= stored.vars.size()) return bad("var out of range", d.offset());
@@ -160,8 +160,8 @@ Status apply_payload(std::span<const uint8_t> payload, const Schema& stored, con
     if (st >= stored.tables.size()) return bad("table out of range", d.offset());
     const TableSchema& ts = stored.tables[st];
     int tt = map.table[st];
-    group_target = tt;
     bool skip = tt < 0 || covered[static_cast<size_t>(tt)] >= seq;
+    group_target = skip ? -1 : tt;
     const TableSchema* target_ts = tt < 0 ? nullptr : &target.tables[static_cast<size_t>(tt)];
     FieldType kt = ts.fields[ts.key_field].type;
     for (uint64_t i = 0; i < count && d.ok(); ++i) {

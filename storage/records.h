@@ -91,7 +91,7 @@ struct SchemaMap {
 // table (or the vars, index tables.size()) whose image already covers
 // `seq` (covered[t] >= seq) is skipped. Refuses a payload that does not
 // decode, naming the byte.
-// Adds the bytes of each target table's records (vars: at index
+// Adds the bytes of each target table's records it applied (vars: at index
 // tables.size()) to `bytes` when given.
 Status apply_payload(std::span<const uint8_t> payload, const Schema& stored, const SchemaMap& map,
                      uint64_t seq, const std::vector<uint64_t>& covered, Tables& tables,

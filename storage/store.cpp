@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "codec.h"
@@ -258,6 +259,7 @@ Status Store::commit(BatchEncoder& batch) {
   if (payload_.empty()) return Status::good();  // nothing changed: nothing to write
   uint64_t seq = last_seq_ + 1;
   io_.point("commit.before_write");
+  auto started = std::chrono::steady_clock::now();
   Status st = log_->append(seq, payload_);
   if (!st.ok() && !log_->broken()) return Status::error("not written: " + st.message, st.err);  // e.g. ENOSPC
   if (st.ok()) {
@@ -265,6 +267,8 @@ Status Store::commit(BatchEncoder& batch) {
     st = log_->sync();
     if (st.ok()) {
       io_.point("commit.after_sync");
+      stats_.sync.add(static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count()));
       last_seq_ = seq;
       for (size_t t = 0; t < entry_bytes_.size(); ++t) since_image_[t] += entry_bytes_[t];
       ++stats_.commits;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "io.h"
+#include "latency.h"
 #include "log.h"
 #include "records.h"
 #include "schema.h"
@@ -62,6 +63,7 @@ struct StoreStats {
   uint64_t images_written = 0;
   uint64_t image_bytes = 0;
   uint64_t checkpoint_failures = 0;
+  LatencyHistogram sync;  // each commit's write + fdatasync, as the client waits for it
 };
 
 // Called during a long open: entries replayed, rows loaded so far.

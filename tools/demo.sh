@@ -1,7 +1,8 @@
 #!/bin/sh
 # The main job on the bundled examples: install what is missing, build,
-# check both modules, build the bank to a module file, and run it in memory
-# on its demo requests.
+# check both modules, build the bank to a module file, run it on a fresh
+# store with its demo requests, restart it to show the state survived, and
+# read the store back with `aup replay`.
 set -eu
 cd "$(dirname "$0")/.."
 sh tools/deps.sh
@@ -10,8 +11,18 @@ for module in examples/bank/bank.aup examples/tpcc/tpcc.aup; do
   ./build/cli/aup check "$module"
 done
 ./build/cli/aup build examples/bank/bank.aup -o build/bank.aupm
-echo "--- aup run build/bank.aupm --memory < examples/bank/demo.ndjson"
-./build/cli/aup run build/bank.aupm --memory < examples/bank/demo.ndjson
+rm -rf build/demo-store
+echo "--- aup run build/bank.aupm --data build/demo-store < examples/bank/demo.ndjson"
+./build/cli/aup run build/bank.aupm --data build/demo-store < examples/bank/demo.ndjson
+echo "--- a second process, after the first has exited: the state survived"
+echo '{"query":"accounts_all"}
+{"query":"total"}' | ./build/cli/aup run build/bank.aupm --data build/demo-store
+echo "--- aup replay --data build/demo-store (read without the module)"
+./build/cli/aup replay --data build/demo-store
+echo "--- aup replay --data build/demo-store --dump accounts"
+./build/cli/aup replay --data build/demo-store --dump accounts
+echo "--- aup replay --data build/demo-store --verify"
+./build/cli/aup replay --data build/demo-store --verify
 echo "--- a module with a mistake, to show a diagnostic:"
 printf 'record Stock { id: num, quantity: num }\ntable stock: Stock key id\nevent take { id: num, n: num }\non take {\n  let s = stock[take.id]\n  s.quantiy = s.quantity - take.n\n}\n' >build/demo-mistake.aup
 ./build/cli/aup check build/demo-mistake.aup || true

@@ -11,9 +11,14 @@ for op in $(sed -n 's/^AUP_OP(\([A-Z0-9_]*\),.*/\1/p' "$root/vm/opcodes.def"); d
   grep -q "| \`$op\` |" "$root/docs/bytecode.md" || fail "docs/bytecode.md does not list $op"
 done
 for code in failed not_found duplicate stale_row out_of_range not_finite bad_number budget \
-            bad_request unknown_event unknown_query bad_args; do
+            bad_request unknown_event unknown_query bad_args unavailable; do
   grep -q "\`$code\`" "$root/docs/protocol.md" || fail "docs/protocol.md does not explain $code"
   grep -rq "\"$code\"" "$root/vm" "$root/runtime" || fail "$code is documented but not in the code"
+done
+for f in storage/log_format.h storage/image_format.h storage/schema_file.h; do
+  magic=$(sed -n 's|^//   0   8  magic "\([A-Z]*\).*|\1|p' "$root/$f" | head -1)
+  [ -n "$magic" ] || fail "$f has no magic line"
+  grep -q "\`$magic" "$root/docs/store-format.md" || fail "docs/store-format.md does not show $f's magic $magic"
 done
 grep -q '^sh tools/demo.sh$' "$root/README.md" || fail "README shows the main-job command"
 grep -q '^sh tools/test.sh$' "$root/README.md" || fail "README shows the test command"

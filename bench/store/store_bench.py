@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""The durable store under load: bank transfers through `aup run --data`
+with commits capped at 1, 16 and 64 events and uncapped, on the volume
+that holds --dir. Reports events/s, bytes written per event and commit
+(write + fdatasync) latency p50/p99, beside two baselines measured in the
+same run: `aup run --memory` on the same input (what durability costs) and
+a bare loop of 128-byte writes each followed by fdatasync on a
+preallocated file in the same directory (the device's floor).
+
+Then the append-only check: every transfer adds a row to `transfers`, a
+table that only grows, so the image bytes per event must stay flat as the
+run gets longer (storage.md's checkpoint policy rewrites an image only
+when its table's log bytes pass the image's size).
+
+usage: store_bench.py AUP BANK_MODULE [--dir DIR] [--reps N] [--out DIR] [--quick]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ACCOUNTS = 1000
+
+
+def setup_lines():
+    out = []
+    for i in range(ACCOUNTS):
+        out.append('{"event":"open","args":{"id":%d,"owner":"o%d"}}' % (i, i))
+        out.append('{"event":"deposit","args":{"id":%d,"amount":1000000000000}}' % i)
+    return out
+
+
+def transfer_lines(n, seed):
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        a = rng.randrange(ACCOUNTS)
+        b = (a + 1 + rng.randrange(ACCOUNTS - 1)) % ACCOUNTS
+        out.append('{"event":"transfer","args":{"from":%d,"to":%d,"amount":%d}}' % (a, b, 1 + rng.randrange(10000)))
+    return out
+
+
+def write_input(path, lines):
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def run_aup(aup, args, input_path):
+    """Runs aup on a file; (wall seconds, stats dict or None)."""
+    with open(input_path, "rb") as inp:
+        t0 = time.perf_counter()
+        r = subprocess.run([aup, "run"] + args, stdin=inp, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        wall = time.perf_counter() - t0
+    if r.returncode != 0:
+        sys.exit("aup run %s failed: %s" % (" ".join(args), r.stderr.decode()))
+    if b'"ok":false' in r.stdout:
+        sys.exit("a transfer was refused: the workload must only succeed")
+    m = re.search(r"aup: stats (\{.*\})", r.stderr.decode())
+    return wall, (json.loads(m.group(1)) if m else None)
+
+
+def fresh_store(aup, module, work, setup_path, name):
+    d = os.path.join(work, name)
+    shutil.rmtree(d, ignore_errors=True)
+    run_aup(aup, [module, "--data", d], setup_path)
+    return d
+
+
+def fdatasync_floor(work, count):
+    """128-byte writes into a preallocated file, each followed by fdatasync."""
+    path = os.path.join(work, "floor")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.posix_fallocate(fd, 0, 64 << 20)
+    os.fsync(fd)
+    block = b"x" * 128
+    lat = []
+    for i in range(count):
+        t0 = time.perf_counter_ns()
+        os.pwrite(fd, block, i * 128)
+        os.fdatasync(fd)
+        lat.append(time.perf_counter_ns() - t0)
+    os.close(fd)
+    os.unlink(path)
+    lat.sort()
+    return {"p50_us": lat[len(lat) // 2] / 1000, "p99_us": lat[int(len(lat) * 0.99)] / 1000, "count": count}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("aup")
+    ap.add_argument("module")
+    ap.add_argument("--dir", default="build/bench-store", help="where the stores go (the volume measured)")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--out", default="bench/results")
+    ap.add_argument("--quick", action="store_true", help="small counts: checks the bench runs (CI smoke)")
+    a = ap.parse_args()
+    os.makedirs(a.dir, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="run-", dir=a.dir)
+    scale = 0.02 if a.quick else 1.0
+    caps = [("1", 1, 4000), ("16", 16, 40000), ("64", 64, 120000), ("uncapped", 0, 200000)]
+    caps = [(name, cap, max(200, int(n * scale))) for name, cap, n in caps]
+    setup_path = os.path.join(work, "setup.ndjson")
+    write_input(setup_path, setup_lines())
+    inputs = {}
+    for name, cap, n in caps:
+        inputs[name] = os.path.join(work, "transfers-%s.ndjson" % name)
+        write_input(inputs[name], transfer_lines(n, 7))
+    df = subprocess.run(["df", "-T", a.dir], capture_output=True, text=True).stdout.splitlines()[-1].split()
+    volume = {"device": df[0], "fs": df[1], "dir": os.path.abspath(a.dir)}
+    print("volume: %s (%s) at %s" % (volume["device"], volume["fs"], volume["dir"]))
+
+    reps = []
+    for rep in range(a.reps):
+        r = {"floor": fdatasync_floor(work, max(100, int(2000 * scale)))}
+        # The memory baseline on the largest input.
+        # (the setup runs first, as on the stores; its time is taken off)
+        big = caps[-1]
+        both = os.path.join(work, "both.ndjson")
+        if not os.path.exists(both):
+            with open(both, "w") as f:
+                f.write(open(setup_path).read() + open(inputs[big[0]]).read())
+        wall_setup, _ = run_aup(a.aup, [a.module, "--memory"], setup_path)
+        wall_both, _ = run_aup(a.aup, [a.module, "--memory"], both)
+        r["memory_events_per_s"] = big[2] / max(1e-9, wall_both - wall_setup)
+        order = caps if rep % 2 == 0 else list(reversed(caps))
+        for name, cap, n in order:
+            d = fresh_store(a.aup, a.module, work, setup_path, "store-" + name)
+            args = [a.module, "--data", d, "--stats"] + (["--max-batch", str(cap)] if cap else [])
+            wall, st = run_aup(a.aup, args, inputs[name])
+            r[name] = {
+                "events": n,
+                "wall_s": wall,
+                "events_per_s": n / wall,
+                "commits": st["commits"],
+                "events_per_commit": n / max(1, st["commits"]),
+                "store_bytes_per_event": (st["log_bytes"] + st["image_bytes"]) / n,
+                "log_bytes_per_event": st["log_bytes"] / n,
+                "device_bytes_per_event": st["process_write_bytes"] / n if st["process_write_bytes"] >= 0 else None,
+                "commit_p50_us": st["commit_p50_us"],
+                "commit_p99_us": st["commit_p99_us"],
+                "checkpoints": st["checkpoints"],
+            }
+            shutil.rmtree(d, ignore_errors=True)
+            print("rep %d, batches %-8s %8.0f events/s  %6.1f events/commit  commit p50 %7.1f us  p99 %7.1f us  "
+                  "%6.1f B/event (store) %7.1f B/event (device)" %
+                  (rep + 1, name, r[name]["events_per_s"], r[name]["events_per_commit"], r[name]["commit_p50_us"],
+                   r[name]["commit_p99_us"], r[name]["store_bytes_per_event"], r[name]["device_bytes_per_event"] or -1))
+        print("rep %d, baselines: aup --memory %.0f events/s; bare fdatasync p50 %.1f us, p99 %.1f us" %
+              (rep + 1, r["memory_events_per_s"], r["floor"]["p50_us"], r["floor"]["p99_us"]))
+        reps.append(r)
+
+    # The append-only check: longer uncapped runs, image bytes per event.
+    growth = []
+    lengths = [50000, 100000, 200000, 400000, 800000]
+    if a.quick:
+        lengths = [500, 1000]
+    for n in lengths:
+        path = os.path.join(work, "grow.ndjson")
+        write_input(path, transfer_lines(n, 11))
+        d = fresh_store(a.aup, a.module, work, setup_path, "store-grow")
+        wall, st = run_aup(a.aup, [a.module, "--data", d, "--stats"], path)
+        growth.append({"events": n, "image_bytes": st["image_bytes"], "images_written": st["images_written"],
+                       "log_bytes": st["log_bytes"], "image_bytes_per_event": st["image_bytes"] / n,
+                       "image_to_log": st["image_bytes"] / max(1, st["log_bytes"])})
+        print("append-only: %7d transfers: %9d image bytes written (%5.1f per event, %.2f of the log bytes), "
+              "%d images" % (n, st["image_bytes"], st["image_bytes"] / n, growth[-1]["image_to_log"],
+                             st["images_written"]))
+        shutil.rmtree(d, ignore_errors=True)
+    shutil.rmtree(work, ignore_errors=True)
+
+    def med(f):
+        return statistics.median(f(r) for r in reps)
+
+    summary = {"floor_p50_us": med(lambda r: r["floor"]["p50_us"]), "floor_p99_us": med(lambda r: r["floor"]["p99_us"]),
+               "memory_events_per_s": med(lambda r: r["memory_events_per_s"])}
+    rows = []
+    for name, cap, n in caps:
+        row = {k: med(lambda r, k=k: r[name][k]) for k in
+               ["events_per_s", "events_per_commit", "commit_p50_us", "commit_p99_us", "store_bytes_per_event",
+                "log_bytes_per_event"]}
+        dev = [r[name]["device_bytes_per_event"] for r in reps if r[name]["device_bytes_per_event"] is not None]
+        row["device_bytes_per_event"] = statistics.median(dev) if dev else None
+        row["vs_memory"] = row["events_per_s"] / summary["memory_events_per_s"]
+        row["p50_vs_floor"] = row["commit_p50_us"] / summary["floor_p50_us"]
+        row["batches"] = name
+        row["events"] = n
+        rows.append(row)
+    print()
+    print("median of %d repetitions:" % a.reps)
+    for row in rows:
+        print("batches %-8s %8.0f events/s (%.3f of --memory)  commit p50 %.1f us (%.2f x bare fdatasync) "
+              "p99 %.1f us  %.1f B/event" % (row["batches"], row["events_per_s"], row["vs_memory"],
+                                             row["commit_p50_us"], row["p50_vs_floor"], row["commit_p99_us"],
+                                             row["store_bytes_per_event"]))
+    if a.quick:
+        return
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    command = "sh bench/store/run.sh"
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "store.json"), "w") as f:
+        json.dump({"generated": stamp, "command": command, "volume": volume, "machine": platform.platform(),
+                   "cpus": os.cpu_count(), "summary": summary, "rows": rows, "repetitions": reps,
+                   "append_only": growth}, f, indent=1)
+    with open(os.path.join(a.out, "store.md"), "w") as f:
+        f.write("# Store benchmark\n\n`%s` (generated %s) on %s (%s), %d repetitions, medians.\n\n" %
+                (command, stamp, volume["device"], volume["fs"], a.reps))
+        f.write("Baselines in the same run: `aup run --memory` %.0f events/s; bare 128-byte write + fdatasync "
+                "p50 %.1f us, p99 %.1f us.\n\n" % (summary["memory_events_per_s"], summary["floor_p50_us"],
+                                                   summary["floor_p99_us"]))
+        f.write("| batches | events | events/s | / --memory | events/commit | commit p50 | p50 / bare fdatasync "
+                "| commit p99 | store B/event | log B/event | device B/event |\n")
+        f.write("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+        for row in rows:
+            dev = "%.0f" % row["device_bytes_per_event"] if row["device_bytes_per_event"] is not None else "n/a"
+            f.write("| %s | %d | %.0f | %.3f | %.1f | %.1f us | %.2f | %.1f us | %.1f | %.1f | %s |\n" %
+                    (row["batches"], row["events"], row["events_per_s"], row["vs_memory"], row["events_per_commit"],
+                     row["commit_p50_us"], row["p50_vs_floor"], row["commit_p99_us"], row["store_bytes_per_event"],
+                     row["log_bytes_per_event"], dev))
+        f.write("\nAppend-only table (`transfers` only grows), uncapped batches:\n\n")
+        f.write("| transfers | image bytes written | per event | image / log bytes | images written |\n")
+        f.write("|---:|---:|---:|---:|---:|\n")
+        for g in growth:
+            f.write("| %d | %d | %.1f | %.2f | %d |\n" % (g["events"], g["image_bytes"], g["image_bytes_per_event"],
+                                                       g["image_to_log"], g["images_written"]))
+    print("wrote %s/store.json and store.md" % a.out)
+
+
+if __name__ == "__main__":
+    main()
