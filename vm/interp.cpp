@@ -108,7 +108,7 @@ RecObj* Vm::new_record(uint32_t record) {
   rec->h = ObjHeader{ObjKind::Record, false};
   rec->count = static_cast<uint16_t>(n);
   rec->desc = record;
-  std::memcpy(rec->fields, record_defaults_[record].data(), n * sizeof(Value));
+  if (n) std::memcpy(rec->fields, record_defaults_[record].data(), n * sizeof(Value));  // (an empty one has no data())
   // An array field's default is a fresh empty array.
   for (uint32_t i : record_aggregates_[record]) {
     if (r.fields[i].has_default) {
@@ -493,7 +493,7 @@ bool Vm::rowval(Value rowv, Value* r) {
   const Value* values = row_read(ref);
   if (!values) return false;
   RecObj* rec = new_record(module_.tables[ref->table].record);
-  std::memcpy(rec->fields, values, rec->count * sizeof(Value));
+  if (rec->count) std::memcpy(rec->fields, values, rec->count * sizeof(Value));
   *r = ptr_value(rec);
   return true;
 }

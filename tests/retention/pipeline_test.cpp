@@ -191,7 +191,10 @@ TEST_SUITE("pipeline") {
 
   TEST_CASE("truncated input fails the run; buffers are still reclaimed") {
     auto f = make_fixture(Shape::small_selection, 6);
-    f.input.resize(f.input.size() - 100);
+    REQUIRE(f.input.size() > 100);
+    // (erase, not resize(size - 100): GCC 12 at -O1 with ASan warns that
+    // the size could wrap)
+    f.input.erase(f.input.end() - 100, f.input.end());
     for (Policy p : kAllPolicies) {
       CAPTURE(policy_name(p));
       auto o = run(f, config(p, 8u << 20, 4, kLongHold));
