@@ -8,16 +8,17 @@
 //
 // --smoke: small inputs, one repetition; checks aup's answers and that the
 // figures are positive numbers; writes nothing (the meson test).
-#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <exception>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "common/program.h"
 #include "measure.h"
 #include "report.h"
 
@@ -25,67 +26,45 @@ namespace {
 
 namespace ev = aup::bench::events;
 
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "events_bench: %s\nusage: events_bench --aup PATH --bank BANK.aup --ledger LEDGER.aup "
-               "[--accounts N] [--transfers N] [--adds N] [--views N] [--reps N] [--seed N] [--out DIR] "
-               "[--keep] [--smoke]\n",
-               why.c_str());
-  std::exit(2);
-}
-
-uint64_t parse_count(const std::string& s, const std::string& flag) {
-  char* end = nullptr;
-  unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-  if (s.empty() || *end != '\0' || v > (1ull << 40)) usage(fmt::format("bad value for {}: `{}`", flag, s));
-  return v;
-}
+constexpr const char* kProgram = "events_bench";
+// The largest value any flag takes; zero is let through here and refused
+// below only where it makes no sense.
+constexpr uint64_t kMaxCount = uint64_t{1} << 40;
 
 ev::Options parse_args(int argc, char** argv) {
+  aup::bench::CommandLine args(argc, argv, kProgram,
+                               "--aup PATH --bank BANK.aup --ledger LEDGER.aup [--accounts N] [--transfers N] "
+                               "[--adds N] [--views N] [--reps N] [--seed N] [--out DIR] [--keep] [--smoke]");
   ev::Options o;
-  std::string command = "events_bench";
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    command += " " + a;
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(a + " needs a value");
-      command += std::string(" ") + argv[i + 1];
-      return argv[++i];
-    };
+  args.parse(o, 0, kMaxCount, [&](const std::string& a) {
     if (a == "--smoke") {
       o.smoke = true;
       o.bank_shape = ev::BankShape{100, 3000};
       o.ledger_shape = ev::LedgerShape{3000, 300, 100};
       o.reps = 1;
     } else if (a == "--aup") {
-      o.aup = value();
+      o.aup = args.value();
     } else if (a == "--bank") {
-      o.bank = value();
+      o.bank = args.value();
     } else if (a == "--ledger") {
-      o.ledger = value();
+      o.ledger = args.value();
     } else if (a == "--accounts") {
-      o.bank_shape.accounts = parse_count(value(), a);
+      o.bank_shape.accounts = args.count_value(0, kMaxCount);
     } else if (a == "--transfers") {
-      o.bank_shape.transfers = parse_count(value(), a);
+      o.bank_shape.transfers = args.count_value(0, kMaxCount);
     } else if (a == "--adds") {
-      o.ledger_shape.adds = parse_count(value(), a);
+      o.ledger_shape.adds = args.count_value(0, kMaxCount);
     } else if (a == "--views") {
-      o.ledger_shape.views = parse_count(value(), a);
-    } else if (a == "--reps") {
-      o.reps = static_cast<uint32_t>(parse_count(value(), a));
-    } else if (a == "--seed") {
-      o.seed = parse_count(value(), a);
-    } else if (a == "--out") {
-      o.out_dir = value();
+      o.ledger_shape.views = args.count_value(0, kMaxCount);
     } else if (a == "--keep") {
       o.keep = true;
     } else {
-      usage("unknown argument `" + a + "`");
+      return false;
     }
-  }
-  if (o.aup.empty() || o.bank.empty() || o.ledger.empty()) usage("--aup, --bank and --ledger are required");
-  if (o.reps == 0 || o.bank_shape.accounts == 0 || o.ledger_shape.adds == 0) usage("counts must be positive");
-  o.command = command;
+    return true;
+  });
+  if (o.aup.empty() || o.bank.empty() || o.ledger.empty()) args.usage("--aup, --bank and --ledger are required");
+  if (o.reps == 0 || o.bank_shape.accounts == 0 || o.ledger_shape.adds == 0) args.usage("counts must be positive");
   return o;
 }
 
@@ -135,8 +114,8 @@ bool sane(const ev::Results& r, const ev::Options& o) {
 
 int main(int argc, char** argv) {
   ev::Options o = parse_args(argc, argv);
-  try {
-    ev::Environment env = ev::environment();
+  return aup::bench::run_benchmark(kProgram, [&] {
+    aup::bench::Environment env = aup::bench::environment();
     TempDir dir;
     if (o.keep) {
       dir.keep();
@@ -152,19 +131,8 @@ int main(int argc, char** argv) {
       dir.track(w.input + ".out");
     }
     ev::Results r = ev::measure(o, workloads);
-    std::string md = ev::to_markdown(env, o, r);
-    if (!o.out_dir.empty()) {
-      ev::write_file(o.out_dir, "events.json", ev::to_json(env, o, r));
-      ev::write_file(o.out_dir, "events.md", md);
-    }
-    std::fputs(md.c_str(), stdout);
-    if (o.smoke && !sane(r, o)) {
-      std::fprintf(stderr, "events_bench: a figure is missing or not a positive number\n");
-      return 1;
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "events_bench: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+    aup::bench::publish(o.out_dir, "events", ev::to_json(env, o, r), ev::to_markdown(env, o, r));
+    if (o.smoke && !sane(r, o)) return aup::bench::smoke_failure(kProgram);
+    return 0;
+  });
 }

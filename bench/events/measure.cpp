@@ -93,11 +93,4 @@ Results measure(const Options& o, const std::vector<Workload>& workloads) {
   return res;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
-
 }  // namespace aup::bench::events

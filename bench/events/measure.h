@@ -8,22 +8,20 @@
 #include <string>
 #include <vector>
 
+#include "common/measure.h"
+#include "common/program.h"
 #include "pipeline.h"
 #include "workload.h"
 
 namespace aup::bench::events {
 
-struct Options {
+// out_dir gets events.json and events.md.
+struct Options : RunOptions {
   std::string aup;     // the aup executable
   std::string bank;    // examples/bank/bank.aup
   std::string ledger;  // bench/events/ledger.aup
   BankShape bank_shape;
   LedgerShape ledger_shape;
-  uint32_t reps = 7;
-  uint64_t seed = 92;
-  std::string out_dir;  // events.json and events.md; empty: nowhere
-  std::string command = "events_bench";
-  bool smoke = false;
   bool keep = false;  // keep the generated inputs (their directory is printed)
 };
 
@@ -49,7 +47,5 @@ struct Results {
 // Checks the answers of one run of each workload, then times them all.
 // Throws std::runtime_error on a wrong answer or a failed process.
 Results measure(const Options& o, const std::vector<Workload>& workloads);
-
-double median(std::vector<double> v);
 
 }  // namespace aup::bench::events

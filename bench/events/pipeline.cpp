@@ -4,24 +4,19 @@
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
 
+#include "common/measure.h"
+
 extern char** environ;
 
 namespace aup::bench::events {
 
 namespace {
-
-double now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-}
 
 double ns(const timeval& tv) { return static_cast<double>(tv.tv_sec) * 1e9 + static_cast<double>(tv.tv_usec) * 1e3; }
 
@@ -87,7 +82,7 @@ Timing run(const Command& c) {
   Fd out(::open(c.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (out.get() < 0) throw std::runtime_error("cannot open " + c.output);
   Timing t;
-  double start = now_ns();
+  double start = now_ns(CLOCK_MONOTONIC);
   pid_t producer = -1;
   pid_t consumer = -1;
   if (c.through_pipe) {
@@ -111,7 +106,7 @@ Timing run(const Command& c) {
   }
   rusage ru = wait_ok(consumer, c.consumer[0]);
   if (producer > 0) wait_ok(producer, "cat");
-  t.wall_ns = now_ns() - start;
+  t.wall_ns = now_ns(CLOCK_MONOTONIC) - start;
   t.consumer_user_ns = ns(ru.ru_utime);
   t.consumer_cpu_ns = ns(ru.ru_utime) + ns(ru.ru_stime);
   t.consumer_max_rss_kb = ru.ru_maxrss;

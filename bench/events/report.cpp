@@ -1,61 +1,13 @@
 #include "report.h"
 
 #include <fmt/format.h>
-#include <sys/utsname.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <ctime>
-#include <fstream>
 #include <functional>
-#include <stdexcept>
-
-#ifndef AUP_BENCH_BUILD
-#define AUP_BENCH_BUILD "unknown"
-#endif
 
 namespace aup::bench::events {
 
 namespace {
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      size_t colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(colon + 2);
-    }
-  }
-  return "unknown CPU";
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-std::string grouped(uint64_t n) {
-  std::string digits = std::to_string(n);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
 
 std::vector<double> field(const std::vector<Timing>& ts, const std::function<double(const Timing&)>& f) {
   std::vector<double> v;
@@ -76,12 +28,8 @@ std::string json_timings(const std::vector<Timing>& ts) {
   return out + "]";
 }
 
-// Median over repetitions of a[i] / b[i].
-double ratio(const std::vector<Timing>& a, const std::vector<Timing>& b) {
-  std::vector<double> q;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) q.push_back(a[i].wall_ns / b[i].wall_ns);
-  return median(q);
-}
+// Median over repetitions of a's wall time over b's.
+double ratio(const std::vector<Timing>& a, const std::vector<Timing>& b) { return ratio_median(walls(a), walls(b)); }
 
 const StartupResult* startup_of(const Results& r, const std::string& module) {
   for (const StartupResult& s : r.startups) {
@@ -151,27 +99,9 @@ double view_us(const Results& r, const Options& o, bool cpu = false) {
 
 }  // namespace
 
-Environment environment() {
-  Environment e;
-  std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  e.date = date;
-  struct utsname u {};
-  uname(&u);
-  e.machine = fmt::format("{}, {} online CPUs, {} {} {}", cpu_model(), sysconf(_SC_NPROCESSORS_ONLN), u.sysname,
-                          u.release, u.machine);
-  e.build = AUP_BENCH_BUILD;
-  double load[1] = {0};
-  if (getloadavg(load, 1) == 1) e.load_average = load[0];
-  return e;
-}
-
 std::string to_json(const Environment& env, const Options& o, const Results& r) {
-  std::string out = "{\n";
-  out += fmt::format("  \"bench\": \"events\",\n  \"date\": {},\n  \"command\": {},\n  \"machine\": {},\n",
-                     json_string(env.date), json_string(o.command), json_string(env.machine));
-  out += fmt::format("  \"aup_build\": {},\n  \"load_average_at_start\": {:.2f},\n", json_string(env.build),
+  std::string out = json_opening("events", env, o.command);
+  out += fmt::format("  \"aup_build\": {},\n  \"load_average_at_start\": {:.2f},\n", json_string(env.build_type),
                      env.load_average);
   out += fmt::format("  \"timing\": \"own: posix_spawn, CLOCK_MONOTONIC from first spawn to last exit, CPU from wait4\",\n");
   out += fmt::format("  \"repetitions\": {},\n  \"seed\": {},\n", o.reps, o.seed);
@@ -205,10 +135,9 @@ std::string to_json(const Environment& env, const Options& o, const Results& r) 
 }
 
 std::string to_markdown(const Environment& env, const Options& o, const Results& r) {
-  std::string md = "# Events on a pipe: `aup run --memory`\n\n";
-  md += fmt::format("Generated {} by `{}`.\n\n", env.date, o.command);
+  std::string md = markdown_opening("Events on a pipe: `aup run --memory`", env, o.command);
   md += fmt::format("Machine: {}; aup built {}; 1-minute load average at the start {:.2f}.\n\n", env.machine,
-                    env.build, env.load_average);
+                    env.build_type, env.load_average);
   md += fmt::format(
       "Timing: this program's own (not hyperfine): each command is started with posix_spawn, no shell; wall "
       "time from the first spawn to the last exit, aup's CPU time from wait4. {} repetitions; in each, a "
@@ -251,18 +180,6 @@ std::string to_markdown(const Environment& env, const Options& o, const Results&
                     "(ledger_views − ledger_adds, per repetition, over the queries).\n",
                     view_us(r, o), view_us(r, o, true));
   return md;
-}
-
-void write_file(const std::string& dir, const std::string& name, const std::string& text) {
-  std::string path = dir + "/" + name;
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot rename " + tmp + " to " + path);
 }
 
 }  // namespace aup::bench::events

@@ -7,15 +7,14 @@
 //
 // --smoke: a few thousand lines, one repetition; checks that the parsers
 // agree on every line and every number, writes nothing (the meson test).
-#include <fmt/format.h>
-
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "common/program.h"
 #include "corpus.h"
 #include "measure.h"
 #include "numbers.h"
@@ -26,52 +25,29 @@ namespace {
 
 namespace bj = aup::bench::json;
 
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "json_bench: %s\nusage: json_bench [--lines N] [--reps N] [--numbers N] [--seed N] [--out DIR] "
-               "[--smoke]\n",
-               why.c_str());
-  std::exit(2);
-}
-
-uint64_t parse_count(const std::string& s, const std::string& flag) {
-  char* end = nullptr;
-  unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-  if (s.empty() || *end != '\0' || v == 0 || v > (1ull << 32)) usage(fmt::format("bad value for {}: `{}`", flag, s));
-  return v;
-}
+constexpr const char* kProgram = "json_bench";
+// The largest value any flag takes.
+constexpr uint64_t kMaxCount = uint64_t{1} << 32;
 
 bj::Options parse_args(int argc, char** argv) {
+  aup::bench::CommandLine args(argc, argv, kProgram,
+                               "[--lines N] [--reps N] [--numbers N] [--seed N] [--out DIR] [--smoke]");
   bj::Options o;
-  std::string command = "json_bench";
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    command += " " + a;
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(a + " needs a value");
-      command += std::string(" ") + argv[i + 1];
-      return argv[++i];
-    };
+  args.parse(o, 1, kMaxCount, [&](const std::string& a) {
     if (a == "--smoke") {
       o.smoke = true;
       o.lines = 2000;
       o.reps = 1;
       o.numbers_per_kind = 300;
     } else if (a == "--lines") {
-      o.lines = parse_count(value(), a);
-    } else if (a == "--reps") {
-      o.reps = static_cast<uint32_t>(parse_count(value(), a));
+      o.lines = args.count_value(1, kMaxCount);
     } else if (a == "--numbers") {
-      o.numbers_per_kind = parse_count(value(), a);
-    } else if (a == "--seed") {
-      o.seed = parse_count(value(), a);
-    } else if (a == "--out") {
-      o.out_dir = value();
+      o.numbers_per_kind = args.count_value(1, kMaxCount);
     } else {
-      usage("unknown argument `" + a + "`");
+      return false;
     }
-  }
-  o.command = command;
+    return true;
+  });
   return o;
 }
 
@@ -91,8 +67,8 @@ bool sane(const bj::Results& r, const bj::Options& o) {
 
 int main(int argc, char** argv) {
   bj::Options o = parse_args(argc, argv);
-  try {
-    bj::Environment env = bj::environment();
+  return aup::bench::run_benchmark(kProgram, [&] {
+    aup::bench::Environment env = aup::bench::environment();
     size_t padding = bj::simdjson_padding();
     bj::AupParser aup;
     std::unique_ptr<bj::Parser> ondemand = bj::make_ondemand_parser();
@@ -118,16 +94,8 @@ int main(int argc, char** argv) {
     r.number_values = values.size();
     r.numbers = bj::check_numbers(values, parsers, padding);
 
-    std::string md = bj::to_markdown(env, o, r);
-    if (!o.out_dir.empty()) {
-      bj::write_file(o.out_dir, "json.json", bj::to_json(env, o, r));
-      bj::write_file(o.out_dir, "json.md", md);
-    }
-    std::fputs(md.c_str(), stdout);
-    if (o.smoke && !sane(r, o)) {
-      std::fprintf(stderr, "json_bench: a figure is missing or not a positive number\n");
-      return 1;
-    }
+    aup::bench::publish(o.out_dir, "json", bj::to_json(env, o, r), bj::to_markdown(env, o, r));
+    if (o.smoke && !sane(r, o)) return aup::bench::smoke_failure(kProgram);
     // aup's reader must read every number exactly; simdjson's mismatches
     // are a finding to report, not a failure of this program.
     for (const bj::NumberResult& n : r.numbers) {
@@ -136,9 +104,6 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "json_bench: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+    return 0;
+  });
 }

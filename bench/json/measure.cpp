@@ -1,20 +1,12 @@
 #include "measure.h"
 
 #include <fmt/format.h>
-#include <time.h>
 
-#include <algorithm>
 #include <stdexcept>
 
 namespace aup::bench::json {
 
 namespace {
-
-double now_ns(clockid_t clock) {
-  timespec ts{};
-  clock_gettime(clock, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-}
 
 // Every parser must accept every line and agree on its checksum.
 void verify(const Corpus& c, const std::vector<Parser*>& parsers) {
@@ -59,31 +51,15 @@ CorpusResult measure_corpus(const Corpus& c, const std::vector<Parser*>& parsers
   for (uint32_t rep = 0; rep < o.reps; ++rep) {
     for (size_t k = 0; k < parsers.size(); ++k) {
       size_t p = (k + rep) % parsers.size();
-      double c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-      double w0 = now_ns(CLOCK_MONOTONIC);
-      uint64_t sum = pass(c, *parsers[p]);
-      double w1 = now_ns(CLOCK_MONOTONIC);
-      double c1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+      uint64_t sum = 0;
+      Elapsed e = elapsed([&] { return pass(c, *parsers[p]); }, sum);
       if (rep == 0 && k == 0) expected = sum;
       if (sum != expected) throw std::runtime_error(fmt::format("{}: checksum changed between passes", c.name));
-      r.parsers[p].ns_per_line.push_back((c1 - c0) / n);
-      r.parsers[p].wall_ns_per_line.push_back((w1 - w0) / n);
+      r.parsers[p].ns_per_line.push_back(e.cpu_ns / n);
+      r.parsers[p].wall_ns_per_line.push_back(e.wall_ns / n);
     }
   }
   return r;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
-
-double ratio_median(const std::vector<double>& a, const std::vector<double>& b) {
-  std::vector<double> q;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) q.push_back(a[i] / b[i]);
-  return median(std::move(q));
 }
 
 }  // namespace aup::bench::json

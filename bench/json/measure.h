@@ -9,20 +9,18 @@
 #include <string>
 #include <vector>
 
+#include "common/measure.h"
+#include "common/program.h"
 #include "corpus.h"
 #include "numbers.h"
 #include "parsers.h"
 
 namespace aup::bench::json {
 
-struct Options {
-  size_t lines = 200000;     // per corpus
-  uint32_t reps = 7;
+// out_dir gets json.json and json.md.
+struct Options : RunOptions {
+  size_t lines = 200000;  // per corpus
   size_t numbers_per_kind = 2000;
-  uint64_t seed = 92;
-  std::string out_dir;       // json.json and json.md; empty: nowhere
-  std::string command = "json_bench";
-  bool smoke = false;
 };
 
 struct ParserTiming {
@@ -42,9 +40,5 @@ struct CorpusResult {
 
 // Throws std::runtime_error when a parser fails or the checksums differ.
 CorpusResult measure_corpus(const Corpus& c, const std::vector<Parser*>& parsers, const Options& o);
-
-double median(std::vector<double> v);
-// Median over repetitions of a[i] / b[i].
-double ratio_median(const std::vector<double>& a, const std::vector<double>& b);
 
 }  // namespace aup::bench::json

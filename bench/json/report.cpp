@@ -1,21 +1,11 @@
 #include "report.h"
 
 #include <fmt/format.h>
-#include <sys/utsname.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <ctime>
-#include <fstream>
-#include <stdexcept>
 
 #include "parsers.h"
 
-#ifndef AUP_BENCH_BUILD
-#define AUP_BENCH_BUILD "unknown"
-#endif
 #ifndef AUP_SIMDJSON_VERSION
 #define AUP_SIMDJSON_VERSION "unknown"
 #endif
@@ -24,48 +14,8 @@ namespace aup::bench::json {
 
 namespace {
 
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      size_t colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(colon + 2);
-    }
-  }
-  return "unknown CPU";
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-std::string json_numbers(const std::vector<double>& v) {
-  std::string out = "[";
-  for (size_t i = 0; i < v.size(); ++i) out += fmt::format("{}{:.3f}", i ? ", " : "", v[i]);
-  return out + "]";
-}
-
-std::string grouped(uint64_t n) {
-  std::string digits = std::to_string(n);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
+// The simdjson this program was built against.
+std::string simdjson_version() { return fmt::format("simdjson {}", AUP_SIMDJSON_VERSION); }
 
 const ParserTiming* timing(const CorpusResult& c, const std::string& parser) {
   for (const ParserTiming& t : c.parsers) {
@@ -76,34 +26,10 @@ const ParserTiming* timing(const CorpusResult& c, const std::string& parser) {
 
 }  // namespace
 
-Environment environment() {
-  Environment e;
-  std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  e.date = date;
-  struct utsname u {};
-  uname(&u);
-  e.machine = fmt::format("{}, {} online CPUs, {} {} {}", cpu_model(), sysconf(_SC_NPROCESSORS_ONLN), u.sysname,
-                          u.release, u.machine);
-  e.compiler = fmt::format("g++ {}", __VERSION__);
-#ifdef NDEBUG
-  e.build = fmt::format("{}, asserts off", AUP_BENCH_BUILD);
-#else
-  e.build = fmt::format("{}, asserts on", AUP_BENCH_BUILD);
-#endif
-  e.simdjson = fmt::format("simdjson {}", AUP_SIMDJSON_VERSION);
-  double load[1] = {0};
-  if (getloadavg(load, 1) == 1) e.load_average = load[0];
-  return e;
-}
-
 std::string to_json(const Environment& env, const Options& o, const Results& r) {
-  std::string out = "{\n";
-  out += fmt::format("  \"bench\": \"json\",\n  \"date\": {},\n  \"command\": {},\n  \"machine\": {},\n",
-                     json_string(env.date), json_string(o.command), json_string(env.machine));
+  std::string out = json_opening("json", env, o.command);
   out += fmt::format("  \"compiler\": {},\n  \"build\": {},\n  \"simdjson\": {},\n", json_string(env.compiler),
-                     json_string(env.build), json_string(env.simdjson));
+                     json_string(env.build), json_string(simdjson_version()));
   out += fmt::format("  \"load_average_at_start\": {:.2f},\n  \"repetitions\": {},\n  \"seed\": {},\n",
                      env.load_average, o.reps, o.seed);
   out += "  \"corpora\": [\n";
@@ -139,10 +65,9 @@ std::string to_json(const Environment& env, const Options& o, const Results& r) 
 }
 
 std::string to_markdown(const Environment& env, const Options& o, const Results& r) {
-  std::string md = "# JSON parsing: aup's parser against simdjson\n\n";
-  md += fmt::format("Generated {} by `{}`.\n\n", env.date, o.command);
+  std::string md = markdown_opening("JSON parsing: aup's parser against simdjson", env, o.command);
   md += fmt::format("Machine: {}; {}; build {}; {}; 1-minute load average at the start {:.2f}.\n\n", env.machine,
-                    env.compiler, env.build, env.simdjson, env.load_average);
+                    env.compiler, env.build, simdjson_version(), env.load_average);
   md += fmt::format(
       "Each parser parses every line of a corpus and visits every field (numbers read as binary64, strings "
       "and member names as views), folding them into a checksum; every parser must give the same checksum "
@@ -212,18 +137,6 @@ std::string to_markdown(const Environment& env, const Options& o, const Results&
     }
   }
   return md;
-}
-
-void write_file(const std::string& dir, const std::string& name, const std::string& text) {
-  std::string path = dir + "/" + name;
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot rename " + tmp + " to " + path);
 }
 
 }  // namespace aup::bench::json

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <malloc.h>
-#include <time.h>
 
 #include <algorithm>
 #include <functional>
@@ -21,26 +20,6 @@ namespace {
 size_t heap_bytes() {
   struct mallinfo2 mi = mallinfo2();
   return mi.uordblks + mi.hblkhd;
-}
-
-double now_ns(clockid_t clock) {
-  timespec ts{};
-  clock_gettime(clock, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-}
-
-struct Elapsed {
-  double cpu_ns = 0;   // this thread's CPU time: excludes time other processes ran
-  double wall_ns = 0;
-};
-
-Elapsed elapsed(const std::function<uint64_t()>& f, uint64_t& checksum) {
-  double c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-  double w0 = now_ns(CLOCK_MONOTONIC);
-  checksum = f();
-  double w1 = now_ns(CLOCK_MONOTONIC);
-  double c1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-  return Elapsed{c1 - c0, w1 - w0};
 }
 
 void require_equal(uint64_t a, uint64_t b, const std::string& what) {
@@ -190,17 +169,6 @@ SizeResult measure_size(size_t rows, const Options& o) {
   return res;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
-
-double ratio_median(const OpResult& r) {
-  std::vector<double> q;
-  for (size_t i = 0; i < r.aup_ns.size() && i < r.base_ns.size(); ++i) q.push_back(r.aup_ns[i] / r.base_ns[i]);
-  return median(std::move(q));
-}
+double ratio_median(const OpResult& r) { return bench::ratio_median(r.aup_ns, r.base_ns); }
 
 }  // namespace aup::bench::table

@@ -9,16 +9,16 @@
 #include <string>
 #include <vector>
 
+#include "common/measure.h"
+#include "common/program.h"
+
 namespace aup::bench::table {
 
-struct Options {
+// reps counts repetitions of every pair; out_dir gets table.json and
+// table.md.
+struct Options : RunOptions {
   std::vector<size_t> sizes{1000, 30000, 300000, 1000000};
-  uint32_t reps = 7;                    // repetitions of every pair
-  size_t probes = size_t{1} << 20;      // operations per timed batch (find, set, rank)
-  uint64_t seed = 92;
-  std::string out_dir;                  // where table.json/table.md go; empty: nowhere
-  std::string command = "table_bench";  // the command line, for the report
-  bool smoke = false;
+  size_t probes = size_t{1} << 20;  // operations per timed batch (find, set, rank)
 };
 
 struct OpResult {
@@ -48,8 +48,8 @@ struct SizeResult {
 // Throws std::runtime_error when the two sides disagree.
 SizeResult measure_size(size_t rows, const Options& o);
 
-double median(std::vector<double> v);
-// The median over repetitions of aup / baseline within a repetition.
+// The median over repetitions of aup / baseline within a repetition
+// (medians of single series: median() in common/measure.h).
 double ratio_median(const OpResult& r);
 
 }  // namespace aup::bench::table

@@ -1,55 +1,10 @@
 #include "report.h"
 
 #include <fmt/format.h>
-#include <sys/utsname.h>
-#include <unistd.h>
-
-#include <cstdio>
-#include <cstdlib>
-#include <ctime>
-#include <fstream>
-#include <stdexcept>
-
-#ifndef AUP_BENCH_BUILD
-#define AUP_BENCH_BUILD "unknown"
-#endif
 
 namespace aup::bench::table {
 
 namespace {
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      size_t colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(colon + 2);
-    }
-  }
-  return "unknown CPU";
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-std::string json_numbers(const std::vector<double>& v) {
-  std::string out = "[";
-  for (size_t i = 0; i < v.size(); ++i) out += fmt::format("{}{:.3f}", i ? ", " : "", v[i]);
-  return out + "]";
-}
 
 // Seed 092's random-seek table ("안내 노드"): before and after its guide
 // nodes, on a Raspberry Pi 5 with seed 092's own C B+tree.
@@ -68,17 +23,6 @@ const SeedFigure* seed_figure(size_t rows) {
   return nullptr;
 }
 
-// 1000000 -> "1,000,000".
-std::string grouped(size_t n) {
-  std::string digits = std::to_string(n);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 const OpResult* find_op(const SizeResult& s, const std::string& name) {
   for (const OpResult& r : s.ops) {
     if (r.name == name) return &r;
@@ -88,33 +32,9 @@ const OpResult* find_op(const SizeResult& s, const std::string& name) {
 
 }  // namespace
 
-Environment environment() {
-  Environment e;
-  std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  e.date = date;
-  struct utsname u {};
-  uname(&u);
-  e.machine = fmt::format("{}, {} online CPUs, {} {} {}", cpu_model(), sysconf(_SC_NPROCESSORS_ONLN), u.sysname,
-                          u.release, u.machine);
-  e.compiler = fmt::format("g++ {}", __VERSION__);
-#ifdef NDEBUG
-  e.build = fmt::format("{}, asserts off", AUP_BENCH_BUILD);
-#else
-  e.build = fmt::format("{}, asserts on", AUP_BENCH_BUILD);
-#endif
-  double load[1] = {0};
-  if (getloadavg(load, 1) == 1) e.load_average = load[0];
-  return e;
-}
-
 std::string to_json(const Environment& env, const Options& o, const std::vector<SizeResult>& sizes) {
-  std::string out = "{\n";
-  out += fmt::format("  \"bench\": \"table\",\n  \"date\": {},\n  \"command\": {},\n", json_string(env.date),
-                     json_string(o.command));
-  out += fmt::format("  \"machine\": {},\n  \"compiler\": {},\n  \"build\": {},\n", json_string(env.machine),
-                     json_string(env.compiler), json_string(env.build));
+  std::string out = json_opening("table", env, o.command);
+  out += fmt::format("  \"compiler\": {},\n  \"build\": {},\n", json_string(env.compiler), json_string(env.build));
   out += fmt::format("  \"load_average_at_start\": {:.2f},\n", env.load_average);
   out += fmt::format("  \"slots_per_row\": 4,\n  \"repetitions\": {},\n  \"probes_per_batch\": {},\n  \"seed\": {},\n",
                      o.reps, o.probes, o.seed);
@@ -149,8 +69,7 @@ std::string to_json(const Environment& env, const Options& o, const std::vector<
 }
 
 std::string to_markdown(const Environment& env, const Options& o, const std::vector<SizeResult>& sizes) {
-  std::string md = "# Table seek: aup's B+tree against std::map\n\n";
-  md += fmt::format("Generated {} by `{}`.\n\n", env.date, o.command);
+  std::string md = markdown_opening("Table seek: aup's B+tree against std::map", env, o.command);
   md += fmt::format("Machine: {}; {}; build {}; 1-minute load average at the start {:.2f}.\n\n", env.machine,
                     env.compiler, env.build, env.load_average);
   md += fmt::format(
@@ -208,18 +127,6 @@ std::string to_markdown(const Environment& env, const Options& o, const std::vec
         "64-byte lines of a buffer as large as aup's tree, each load waiting for the one before; it is the "
         "price of one cache and TLB miss at that working set, and the unit to read the seek times in.\n";
   return md;
-}
-
-void write_file(const std::string& dir, const std::string& name, const std::string& text) {
-  std::string path = dir + "/" + name;
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot rename " + tmp + " to " + path);
 }
 
 }  // namespace aup::bench::table
