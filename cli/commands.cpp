@@ -16,6 +16,7 @@
 #include "state.h"
 #include "durability.h"
 #include "io.h"
+#include "server.h"
 #include "stdio_loop.h"
 #include "store.h"
 
@@ -141,7 +142,7 @@ void print_stats(storage::Store& store) {
   const storage::StoreStats& s = store.stats();
   auto us = [](uint64_t ns) { return static_cast<double>(ns) / 1000.0; };
   fmt::print(stderr,
-             "aup: stats {{\"commits\":{},\"log_bytes\":{},\"image_bytes\":{},\"images_written\":{},"
+             "aup: totals {{\"commits\":{},\"log_bytes\":{},\"image_bytes\":{},\"images_written\":{},"
              "\"checkpoints\":{},\"checkpoint_failures\":{},\"commit_p50_us\":{:.1f},\"commit_p99_us\":{:.1f},"
              "\"commit_max_us\":{:.1f},\"process_write_bytes\":{}}}\n",
              s.commits, s.log_bytes, s.image_bytes, s.images_written, s.checkpoints, s.checkpoint_failures,
@@ -165,10 +166,25 @@ int run(const RunOptions& o) {
   io.max_batch = o.max_batch;
   // A closed stdout must be an error we report, not a silent death.
   std::signal(SIGPIPE, SIG_IGN);
+  runtime::ServerOptions server;
+  server.listen = o.listen;
+  if (o.io_threads) server.io_threads = o.io_threads;
+  if (o.max_connections) server.max_connections = o.max_connections;
+  if (o.max_pending) server.max_pending = o.max_pending;
+  if (o.max_output_bytes) server.max_output_bytes = o.max_output_bytes;
+  server.max_line_bytes = io.max_line_bytes;
+  server.max_batch = o.max_batch;
+  server.fixed_now = o.fixed_time;
+  server.stats = o.stats;
+  server.service = so;
+  auto serve = [&](runtime::Service& service, runtime::Durability& d) {
+    return o.listen.empty() ? runtime::serve_stdio(service, d, io, STDIN_FILENO, STDOUT_FILENO, stderr)
+                            : runtime::serve_socket(service, state, d, server, stderr);
+  };
   if (o.memory) {
     runtime::Service service(*m, state, so);
     runtime::MemoryDurability memory(state);
-    return runtime::serve_stdio(service, memory, io, STDIN_FILENO, STDOUT_FILENO, stderr);
+    return serve(service, memory);
   }
 
   std::string error;
@@ -204,7 +220,7 @@ int run(const RunOptions& o) {
   if (report.torn) fmt::print(stderr, "aup: the log ended in a torn write ({}); it was cut\n", report.torn_where);
   runtime::Service service(*m, state, so);
   runtime::StoreDurability durable(state, schema, *store);
-  int served = runtime::serve_stdio(service, durable, io, STDIN_FILENO, STDOUT_FILENO, stderr);
+  int served = serve(service, durable);
   if (o.stats) print_stats(*store);
   return served;
 }

@@ -29,7 +29,13 @@ struct RunOptions {
   uint64_t image_min_bytes = 0; // 0: the default (1 MiB)
   uint64_t log_min_bytes = 0;   // 0: the default (64 MiB)
   std::optional<double> fixed_time;
-  bool stats = false;           // print the store's figures at exit
+  bool stats = false;           // print the store's figures at exit (and, serving, a line a second)
+  // --listen: serve connections instead of stdin.
+  std::string listen;
+  uint32_t io_threads = 0;      // 0: the default
+  uint32_t max_connections = 0;
+  uint32_t max_pending = 0;
+  uint64_t max_output_bytes = 0;
 };
 int run(const RunOptions& o);
 

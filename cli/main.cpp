@@ -59,9 +59,30 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   run_cmd->add_option("--max-line", run.max_line_bytes, "longest request line in bytes (default 16 MiB)")
       ->check(CLI::Range(uint64_t{64}, uint64_t{1} << 30));
+  run_cmd->add_option("--listen", run.listen,
+                      "serve many connections instead of stdin: unix:PATH (mode 0600), HOST:PORT, or :PORT\n"
+                      "(loopback); the address is printed on stderr")
+      ->type_name("ADDR");
+  run_cmd->add_option("--io-threads", run.io_threads,
+                      "with --listen: threads that read, write and run queries (default 2)")
+      ->check(CLI::Range(1u, 64u));
+  run_cmd->add_option("--max-connections", run.max_connections,
+                      "with --listen: connections at once; more are answered `unavailable` (default 1024)")
+      ->check(CLI::Range(1u, 1000000u));
+  run_cmd->add_option("--max-pending", run.max_pending,
+                      "with --listen: requests of one connection read but not yet answered; past it the\n"
+                      "connection is not read until answers are taken (default 1024)")
+      ->check(CLI::Range(1u, 1000000u));
+  run_cmd->add_option("--max-output", run.max_output_bytes,
+                      "with --listen: bytes of answers waiting for one connection before it is no longer\n"
+                      "read (default 16 MiB)")
+      ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 40));
   run_cmd->add_flag("--stats", run.stats,
-                    "at exit, print the store's figures as one JSON line on stderr: commits, bytes written,\n"
-                    "checkpoints, and the latency of commits (write + fdatasync) at p50/p99/max");
+                    "at exit, print the store's figures as one JSON line on stderr (`aup: totals {...}`):\n"
+                    "commits, bytes written, checkpoints, commit latency (write + fdatasync) p50/p99/max;\n"
+                    "with --listen also a line a second (`aup: stats {...}`): events/s, queries/s, batch\n"
+                    "size, commit p50/p99, the owner thread's share of a core, snapshot nodes copied and\n"
+                    "recycled, log bytes, connections");
   CLI::Option* fixed = run_cmd->add_option(
       "--fixed-time", fixed_time,
       "use this time (ms since the Unix epoch) as `now` for every event and query (for tests)");

@@ -32,6 +32,8 @@ class Durability {
   virtual void between_batches() {}
   // At shutdown.
   virtual void close() {}
+  // Log bytes written so far (for --stats; 0 in memory).
+  virtual uint64_t log_bytes() const { return 0; }
 };
 
 // --memory: an applied event is done.
@@ -74,6 +76,7 @@ class StoreDurability : public Durability {
   }
   void between_batches() override { store_.tick(); }
   void close() override { store_.drain(); }
+  uint64_t log_bytes() const override { return store_.stats().log_bytes; }
 
  private:
   vm::State& state_;

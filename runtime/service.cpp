@@ -25,7 +25,7 @@ std::string known_names(const List& list, Keep keep) {
 }
 }  // namespace
 
-Service::Service(const vm::Module& m, vm::State& s, ServiceOptions o) : module_(m), state_(s), vm_(m, s) {
+Service::Service(const vm::Module& m, vm::State& s, ServiceOptions o) : module_(m), state_(&s), vm_(m, s) {
   vm_.set_step_budget(o.step_budget);
 }
 
@@ -154,10 +154,10 @@ Outcome Service::event(std::string_view name, uint32_t args, double now) {
     reply_error("bad_args", reader.error());
     return Outcome::Invalid;
   }
-  size_t mark = state_.mark();
+  size_t mark = state_->mark();
   vm::Value result = 0;
   if (!vm_.run(ed.handler, &rec, 1, now, &result)) {
-    state_.rollback(mark);
+    state_->rollback(mark);
     ++counters_.events_failed;
     reply_error(vm::error_code_name(vm_.failure().code), vm_.failure().message);
     return Outcome::EventFailed;
@@ -173,7 +173,7 @@ Outcome Service::event(std::string_view name, uint32_t args, double now) {
   body_.clear();
   ValueToJson writer(vm_);
   if (!writer.write(result, type, body_)) {
-    state_.rollback(mark);
+    state_->rollback(mark);
     ++counters_.events_failed;
     reply_error(vm::error_code_name(writer.code()), writer.error());
     return Outcome::EventFailed;

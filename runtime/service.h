@@ -72,6 +72,15 @@ class Service {
 
   const ServiceCounters& counters() const { return counters_; }
   vm::Vm& vm() { return vm_; }
+  // Answers later requests from another state of the module (a query
+  // thread moving to the newest snapshot). Between requests only.
+  void rebind(vm::State& s) {
+    state_ = &s;
+    vm_.rebind(s);
+  }
+  // What the prepared request is: an event goes to the owner thread; a
+  // query or an invalid request can be finished where it was read.
+  bool prepared_event() const { return is_event_ && problem_.empty() && parse_error_.empty(); }
 
  private:
   Outcome event(std::string_view name, uint32_t args, double now);
@@ -80,7 +89,7 @@ class Service {
   void reply_error(std::string_view code, std::string_view message);
 
   const vm::Module& module_;
-  vm::State& state_;
+  vm::State* state_;
   vm::Vm vm_;
   JsonDoc doc_;
   ServiceCounters counters_;

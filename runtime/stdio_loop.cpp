@@ -1,7 +1,5 @@
 #include "stdio_loop.h"
 
-#include "json.h"
-
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
@@ -14,15 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "json.h"
+#include "lines.h"
+
 namespace aup::runtime {
 
 namespace {
-
-double now_ms() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<double>(ts.tv_sec) * 1000.0 + static_cast<double>(ts.tv_nsec / 1000000);
-}
 
 bool write_all(int fd, const std::string& s, std::string& error) {
   size_t done = 0;
@@ -38,37 +33,6 @@ bool write_all(int fd, const std::string& s, std::string& error) {
   return true;
 }
 
-bool blank(std::string_view s) {
-  for (char c : s) {
-    if (c != ' ' && c != '\t' && c != '\r') return false;
-  }
-  return true;
-}
-
-// SIGINT and SIGTERM arrive on a file descriptor while this lives; the
-// previous signal mask comes back when it ends.
-class SignalFd {
- public:
-  SignalFd() {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set_, &old_);
-    fd_ = signalfd(-1, &set_, SFD_CLOEXEC);
-  }
-  ~SignalFd() {
-    if (fd_ >= 0) close(fd_);
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  SignalFd(const SignalFd&) = delete;
-  SignalFd& operator=(const SignalFd&) = delete;
-  int fd() const { return fd_; }
-
- private:
-  sigset_t set_;
-  sigset_t old_;
-  int fd_ = -1;
-};
 
 }  // namespace
 
@@ -154,9 +118,7 @@ int serve_stdio(Service& service, Durability& durability, const StdioOptions& o,
   };
   auto too_long = [&](double now) {
     (void)now;
-    batch.add(fmt::format(R"({{"ok":false,"error":{{"code":"bad_request","message":"line longer than {} bytes"}}}})",
-                          o.max_line_bytes) +
-              "\n");
+    batch.add(too_long_answer(o.max_line_bytes));
   };
 
   while (!eof && !stop) {

@@ -27,7 +27,13 @@ BTree::BTree(RowLayout layout) : layout_(std::move(layout)) {
   leaf_cap_ = static_cast<uint32_t>(std::clamp<size_t>(cap, 4, 255));
 }
 
+BTree::BTree(const BTree& source, const Node* root)
+    : layout_(source.layout_), leaf_cap_(source.leaf_cap_), root_(const_cast<Node*>(root)), view_(true) {
+  size_ = rows_under(root);
+}
+
 BTree::~BTree() {
+  if (view_) return;  // the snapshot owns the root
   if (root_) unref(root_);
   for (Node* n : spare_leaves_) std::free(n);
   for (Inner* n : spare_inners_) std::free(n);
@@ -95,9 +101,11 @@ uint64_t BTree::subtree_rows(const Node* n) {
 
 Node* BTree::new_leaf() {
   Node* n;
+  assert(!view_);
   if (!spare_leaves_.empty()) {
     n = spare_leaves_.back();
     spare_leaves_.pop_back();
+    ++recycled_;
   } else {
     n = static_cast<Node*>(xmalloc(leaf_bytes()));
     node_bytes_ += leaf_bytes();
@@ -110,9 +118,11 @@ Node* BTree::new_leaf() {
 
 Inner* BTree::new_inner() {
   Inner* n;
+  assert(!view_);
   if (!spare_inners_.empty()) {
     n = spare_inners_.back();
     spare_inners_.pop_back();
+    ++recycled_;
   } else {
     n = static_cast<Inner*>(xmalloc(sizeof(Inner)));
     node_bytes_ += sizeof(Inner);
@@ -142,6 +152,7 @@ void BTree::release_row_texts(uint64_t* row) {
 // A private copy of a shared node: it takes its own references to the
 // children and texts it points to.
 Node* BTree::clone(Node* n) {
+  ++copied_;
   if (n->leaf) {
     Node* c = new_leaf();
     std::memcpy(static_cast<void*>(c), n, leaf_bytes());
@@ -206,6 +217,7 @@ Node* BTree::own(Node*& slot) {
 }
 
 Node* BTree::share() {
+  assert(!view_);
   assert(root_ == nullptr || root_->refs > 0);
   ++version_;
   if (root_) ++root_->refs;
@@ -213,6 +225,7 @@ Node* BTree::share() {
 }
 
 void BTree::drop_root(Node* root) {
+  assert(!view_);
   if (root) unref(root);
 }
 
@@ -232,6 +245,7 @@ const uint64_t* BTree::find_in(const Node* root, const Key& k, Pos* pos) const {
 }
 
 uint64_t* BTree::find_mut(const Key& k, Pos* pos) {
+  assert(!view_);
   if (!root_) return nullptr;
   // One read-only descent first: a missing key must not copy anything, and
   // when no node on the path is shared (the common case) it is the only one.
@@ -299,6 +313,7 @@ const uint64_t* BTree::at_in(const Node* root, size_t pos, Key* key, Pos* where)
 // ---- insert ----------------------------------------------------------------------
 
 bool BTree::insert(const Key& k, const uint64_t* row) {
+  assert(!view_);
   if (!root_) root_ = new_leaf();
   if (find(k)) return false;
   Node* root = own(root_);
@@ -409,6 +424,7 @@ BTree::Split BTree::split_inner(Inner* n, bool appending) {
 // ---- erase ------------------------------------------------------------------------
 
 bool BTree::erase(const Key& k, uint64_t* out) {
+  assert(!view_);
   if (!root_ || !find(k)) return false;
   Node* root = own(root_);
   bool erased = erase_rec(root, k, out);

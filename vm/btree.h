@@ -56,6 +56,12 @@ inline constexpr uint32_t kMaxDepth = 48;
 class BTree {
  public:
   explicit BTree(RowLayout layout);
+  // A read-only tree over a snapshot's root (a root `source.share()` gave):
+  // the source's layout, the rows under `root`, no ownership. Every read
+  // works on it, on any thread; nothing may change it. The snapshot keeps
+  // the root referenced (and gives it back to the source, on the owner
+  // thread) until the view is gone.
+  BTree(const BTree& source, const Node* root);
   ~BTree();
   BTree(const BTree&) = delete;
   BTree& operator=(const BTree&) = delete;
@@ -145,6 +151,11 @@ class BTree {
 
   // Memory held by nodes (bytes), for stats.
   size_t node_bytes() const { return node_bytes_; }
+  bool is_view() const { return view_; }
+  // Nodes copied because a snapshot shared them, and nodes taken from the
+  // spares instead of malloc (seed 107), since the tree was made.
+  uint64_t nodes_copied() const { return copied_; }
+  uint64_t nodes_recycled() const { return recycled_; }
 
  private:
   struct Split {
@@ -194,6 +205,9 @@ class BTree {
   size_t size_ = 0;
   uint64_t version_ = 1;
   size_t node_bytes_ = 0;
+  bool view_ = false;
+  uint64_t copied_ = 0;
+  uint64_t recycled_ = 0;
   // Freed nodes kept for reuse (seed 107): allocation was most of the cost
   // of copy-on-write. Bounded so a shrinking table gives memory back.
   static constexpr size_t kMaxSpares = 64;

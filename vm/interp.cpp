@@ -60,7 +60,7 @@ bool is_aggregate_type(const Module& m, uint32_t type) {
 
 }  // namespace
 
-Vm::Vm(const Module& m, State& s) : module_(m), state_(s) {
+Vm::Vm(const Module& m, State& s) : module_(m), state_(&s) {
   // Every frame fits: kMaxCallDepth frames of at most kMaxRegisters each.
   regs_.resize(static_cast<size_t>(kMaxCallDepth + 1) * kMaxRegisters);
   frames_.reserve(kMaxCallDepth);
@@ -290,7 +290,7 @@ RowRef* Vm::make_row(uint32_t table, BTree::Pos pos, const Key& key) {
   auto* r = arena_.make<RowRef>();
   r->table = table;
   r->private_path = false;
-  r->version = state_.table(table).version();
+  r->version = state_->table(table).version();
   r->pos = pos;
   r->key = key;
   return r;
@@ -299,7 +299,7 @@ RowRef* Vm::make_row(uint32_t table, BTree::Pos pos, const Key& key) {
 // The row's values for reading: the cached position while the table has not
 // moved rows since, else a fresh seek by key.
 const Value* Vm::row_read(RowRef* r) {
-  BTree& t = state_.table(r->table);
+  BTree& t = state_->table(r->table);
   if (r->version != t.version()) {
     BTree::Pos pos;
     if (!t.find(r->key, &pos)) {
@@ -317,7 +317,7 @@ const Value* Vm::row_read(RowRef* r) {
 // The row's values for writing: in place when its path is known private
 // (found by find_mut at the current version), else made private first.
 Value* Vm::row_write(RowRef* r) {
-  BTree& t = state_.table(r->table);
+  BTree& t = state_->table(r->table);
   if (r->version == t.version() && r->private_path) return t.row_at_mut(r->pos);
   BTree::Pos pos;
   Value* row = t.find_mut(r->key, &pos);
@@ -354,7 +354,7 @@ bool Vm::stored(uint32_t type, Value v, Value* out, Where where) {
 bool Vm::tget(uint32_t table, Value* r) {
   Key k = key_of(table, *r);
   BTree::Pos pos;
-  if (!state_.table(table).find(k, &pos)) {
+  if (!state_->table(table).find(k, &pos)) {
     return fail(ErrorCode::NotFound, fmt::format("`{}` has no key {}", module_.tables[table].name,
                                                  key_text(table, k)));
   }
@@ -371,7 +371,7 @@ bool Vm::tadd(uint32_t table, Value recv, bool replace) {
   for (uint32_t i = 0; i < n; ++i) {
     auto where = [&] { return fmt::format("`{}` of `{}`", rd.fields[i].name, td.name); };
     if (!stored(rd.fields[i].type, rec->fields[i], &row[i], where)) {
-      state_.release_row(table, row.data());
+      state_->release_row(table, row.data());
       return false;
     }
   }
@@ -379,18 +379,18 @@ bool Vm::tadd(uint32_t table, Value recv, bool replace) {
   if (rd.fields[td.key_field].type == kTypeNum && row[td.key_field] == num_value(-0.0)) {
     row[td.key_field] = num_value(0.0);
   }
-  BTree& t = state_.table(table);
+  BTree& t = state_->table(table);
   Key k = key_of(table, row[td.key_field]);
   if (t.insert(k, row.data())) {
-    state_.note_insert(table, k);
+    state_->note_insert(table, k);
     return true;
   }
   if (!replace) {
-    state_.release_row(table, row.data());
+    state_->release_row(table, row.data());
     return fail(ErrorCode::Duplicate, fmt::format("`{}` already has key {}", td.name, key_text(table, k)));
   }
   Value* old = t.find_mut(k);
-  state_.note_replace(table, k, old);  // the journal takes the old row's texts
+  state_->note_replace(table, k, old);  // the journal takes the old row's texts
   std::memcpy(old, row.data(), n * sizeof(Value));
   return true;
 }
@@ -398,16 +398,16 @@ bool Vm::tadd(uint32_t table, Value recv, bool replace) {
 bool Vm::tdel(uint32_t table, Value key) {
   Key k = key_of(table, key);
   std::array<Value, 256> row;
-  if (!state_.table(table).erase(k, row.data())) {
+  if (!state_->table(table).erase(k, row.data())) {
     return fail(ErrorCode::NotFound, fmt::format("`{}` has no key {} to remove",
                                                  module_.tables[table].name, key_text(table, k)));
   }
-  state_.note_remove(table, k, row.data());
+  state_->note_remove(table, k, row.data());
   return true;
 }
 
 bool Vm::tat(uint32_t table, Value* r) {
-  BTree& t = state_.table(table);
+  BTree& t = state_->table(table);
   double p = as_num(*r);
   if (!(p >= 0 && p == std::floor(p) && p < static_cast<double>(t.size()))) {
     return fail(ErrorCode::NotFound, fmt::format("`{}` has no row at position {} (it has {})",
@@ -421,7 +421,7 @@ bool Vm::tat(uint32_t table, Value* r) {
 }
 
 bool Vm::tend(uint32_t table, bool last, Value* r) {
-  BTree& t = state_.table(table);
+  BTree& t = state_->table(table);
   if (t.size() == 0) {
     return fail(ErrorCode::NotFound, fmt::format("`{}` is empty", module_.tables[table].name));
   }
@@ -445,12 +445,12 @@ ViewObj* Vm::make_view(uint32_t table, Value lo, Value hi) {
 
 uint64_t Vm::view_count(const ViewObj* v) const {
   if (v->empty) return 0;
-  const BTree& t = state_.table(v->table);
+  const BTree& t = state_->table(v->table);
   return t.rank(v->hi) - t.rank(v->lo);
 }
 
 bool Vm::view_end(const ViewObj* v, bool last, Value* r) {
-  BTree& t = state_.table(v->table);
+  BTree& t = state_->table(v->table);
   size_t lo = v->empty ? 0 : t.rank(v->lo);
   size_t hi = v->empty ? 0 : t.rank(v->hi);
   if (lo >= hi) {
@@ -483,7 +483,7 @@ bool Vm::rset(Value rowv, uint32_t field, Value v) {
     if (fd.type == kTypeText) release(as_ptr<TextObj>(nv));
     return false;
   }
-  state_.note_set_field(ref->table, ref->key, field, row[field]);
+  state_->note_set_field(ref->table, ref->key, field, row[field]);
   row[field] = nv;
   return true;
 }
@@ -503,8 +503,8 @@ bool Vm::setv(uint32_t var, Value v) {
   Value nv = 0;
   auto where = [&] { return fmt::format("var `{}`", vd.name); };
   if (!stored(vd.type, v, &nv, where)) return false;
-  state_.note_set_var(var, state_.var(var));
-  state_.set_var_raw(var, nv);
+  state_->note_set_var(var, state_->var(var));
+  state_->set_var_raw(var, nv);
   return true;
 }
 
@@ -512,7 +512,7 @@ const Value* Vm::row_values(RowRef* r) { return row_read(r); }
 
 void Vm::view_rows(const ViewObj* v, std::vector<const Value*>& out) {
   if (v->empty) return;
-  BTree& t = state_.table(v->table);
+  BTree& t = state_->table(v->table);
   BTree::Cursor c;
   c.seek(t, &v->lo);
   for (; c.valid() && key_less(c.key(), v->hi); c.next(t)) out.push_back(t.row_at(c.pos()));
@@ -521,7 +521,7 @@ void Vm::view_rows(const ViewObj* v, std::vector<const Value*>& out) {
 Value Vm::varr(const ViewObj* v) {
   ArrayObj* out = new_array(true);
   if (v->empty) return ptr_value(out);
-  BTree& t = state_.table(v->table);
+  BTree& t = state_->table(v->table);
   uint32_t record = module_.tables[v->table].record;
   BTree::Cursor c;
   c.seek(t, &v->lo);
@@ -540,7 +540,7 @@ bool Vm::next(IterObj* it, Value* item) {
     *item = it->array->items[it->index++];
     return true;
   }
-  BTree& t = state_.table(it->table);
+  BTree& t = state_->table(it->table);
   // Advance lazily, at the start of the next round: the body may have
   // changed rows (a copy-on-write moves them), which the cursor notices.
   if (it->started) {
@@ -749,19 +749,19 @@ bool Vm::execute(const Function* fn, Value* R, Value* result) {
     goto failed;
   }
 
-  VM_CASE(GETV) { R[A] = state_.var(BX); VM_NEXT; }
+  VM_CASE(GETV) { R[A] = state_->var(BX); VM_NEXT; }
   VM_CASE(SETV) { CHECK(setv(BX, R[A])); VM_NEXT; }
 
   VM_CASE(TGET) { CHECK(tget(BX, &R[A])); VM_NEXT; }
   VM_CASE(THAS) {
-    R[A] = bool_value(state_.table(BX).find(key_of(BX, R[A])) != nullptr);
+    R[A] = bool_value(state_->table(BX).find(key_of(BX, R[A])) != nullptr);
     VM_NEXT;
   }
   VM_CASE(TADD) { CHECK(tadd(BX, R[A], false)); VM_NEXT; }
   VM_CASE(TPUT) { CHECK(tadd(BX, R[A], true)); VM_NEXT; }
   VM_CASE(TDEL) { CHECK(tdel(BX, R[A])); VM_NEXT; }
   VM_CASE(TAT) { CHECK(tat(BX, &R[A])); VM_NEXT; }
-  VM_CASE(TCOUNT) { R[A] = num_value(static_cast<double>(state_.table(BX).size())); VM_NEXT; }
+  VM_CASE(TCOUNT) { R[A] = num_value(static_cast<double>(state_->table(BX).size())); VM_NEXT; }
   VM_CASE(TFIRST) { CHECK(tend(BX, false, &R[A])); VM_NEXT; }
   VM_CASE(TLAST) { CHECK(tend(BX, true, &R[A])); VM_NEXT; }
   VM_CASE(TVIEW) { R[A] = ptr_value(make_view(BX, R[A], R[A + 1])); VM_NEXT; }
@@ -769,7 +769,7 @@ bool Vm::execute(const Function* fn, Value* R, Value* result) {
     auto* it = arena_.make<IterObj>();
     it->kind = IterKind::Rows;
     it->table = BX;
-    it->cursor.seek(state_.table(BX), nullptr);
+    it->cursor.seek(state_->table(BX), nullptr);
     R[A] = ptr_value(it);
     VM_NEXT;
   }
@@ -792,7 +792,7 @@ bool Vm::execute(const Function* fn, Value* R, Value* result) {
     if (v->empty) {
       it->hi = v->lo;  // nothing is below lo and at least lo
     }
-    it->cursor.seek(state_.table(v->table), &v->lo);
+    it->cursor.seek(state_->table(v->table), &v->lo);
     R[A] = ptr_value(it);
     VM_NEXT;
   }

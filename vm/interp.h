@@ -79,7 +79,10 @@ class Vm {
   void view_rows(const ViewObj* v, std::vector<const Value*>& out);
 
   const Module& module() const { return module_; }
-  State& state() { return state_; }
+  State& state() { return *state_; }
+  // Runs later functions against another state of the same module (a
+  // query thread moving to the newest snapshot). Not during a run.
+  void rebind(State& s) { state_ = &s; }
 
  private:
   struct Frame {
@@ -123,7 +126,7 @@ class Vm {
   Value varr(const ViewObj* v);
 
   const Module& module_;
-  State& state_;
+  State* state_;
   Arena arena_;
   std::vector<Value> regs_;
   std::vector<Frame> frames_;

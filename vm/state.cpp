@@ -30,7 +30,14 @@ State::State(const Module& m) : module_(m) {
   }
 }
 
+State::State(const State& live, const std::vector<Node*>& roots, std::vector<Value> vars)
+    : module_(live.module_), text_fields_(live.text_fields_), vars_(std::move(vars)), view_(true) {
+  assert(roots.size() == live.tables_.size() && vars_.size() == live.vars_.size());
+  for (size_t t = 0; t < roots.size(); ++t) tables_.push_back(std::make_unique<BTree>(*live.tables_[t], roots[t]));
+}
+
 State::~State() {
+  if (view_) return;  // borrowed roots and vars
   rollback(0);
   for (uint32_t v = 0; v < vars_.size(); ++v) {
     if (text_var(v)) release(as_ptr<TextObj>(vars_[v]));
@@ -57,22 +64,27 @@ Key State::journal_key(const Key& k) {
 }
 
 void State::note_set_field(uint32_t t, const Key& k, uint32_t field, Value old) {
+  assert(!view_);
   changes_.push_back(Change{Change::Kind::SetField, t, field, old, journal_key(k), 0});
 }
 
 void State::note_set_var(uint32_t v, Value old) {
+  assert(!view_);
   changes_.push_back(Change{Change::Kind::SetVar, v, 0, old, Key{}, 0});
 }
 
 void State::note_insert(uint32_t t, const Key& k) {
+  assert(!view_);
   changes_.push_back(Change{Change::Kind::Insert, t, 0, 0, journal_key(k), 0});
 }
 
 void State::note_remove(uint32_t t, const Key& k, const Value* old_row) {
+  assert(!view_);
   changes_.push_back(Change{Change::Kind::Remove, t, 0, 0, journal_key(k), save_row(t, old_row)});
 }
 
 void State::note_replace(uint32_t t, const Key& k, const Value* old_row) {
+  assert(!view_);
   changes_.push_back(Change{Change::Kind::Replace, t, 0, 0, journal_key(k), save_row(t, old_row)});
 }
 

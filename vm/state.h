@@ -37,7 +37,14 @@ struct Change {
 class State {
  public:
   explicit State(const Module& m);
+  // A read-only state over a snapshot of `live`: per table a root that
+  // live.table(t).share() gave, and the vars' values then. Borrows both:
+  // whoever took the snapshot gives them back after this is gone (the
+  // owner thread: reference counts are not atomic). Queries run on it from
+  // any thread; nothing may change it.
+  State(const State& live, const std::vector<Node*>& roots, std::vector<Value> vars);
   ~State();
+  bool is_view() const { return view_; }
   State(const State&) = delete;
   State& operator=(const State&) = delete;
 
@@ -76,6 +83,7 @@ class State {
   std::vector<Value> vars_;
   std::vector<Change> changes_;
   std::vector<Value> saved_rows_;
+  bool view_ = false;
 };
 
 }  // namespace aup::vm

@@ -64,7 +64,7 @@ def run_aup(aup, args, input_path):
         sys.exit("aup run %s failed: %s" % (" ".join(args), r.stderr.decode()))
     if b'"ok":false' in r.stdout:
         sys.exit("a transfer was refused: the workload must only succeed")
-    m = re.search(r"aup: stats (\{.*\})", r.stderr.decode())
+    m = re.search(r"aup: totals (\{.*\})", r.stderr.decode())
     return wall, (json.loads(m.group(1)) if m else None)
 
 

@@ -1,0 +1,65 @@
+// Small pieces both request loops (stdio_loop.cpp, server.cpp) share.
+#pragma once
+
+#include <fmt/format.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace aup::runtime {
+
+// The wall clock in milliseconds since the Unix epoch (an event's `now`).
+inline double now_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) * 1000.0 + static_cast<double>(ts.tv_nsec / 1000000);
+}
+
+// Whether a request line holds nothing (ignored, not answered).
+inline bool blank(std::string_view s) {
+  for (char c : s) {
+    if (c != ' ' && c != '\t' && c != '\r') return false;
+  }
+  return true;
+}
+
+// The answer to a line over the limit (it is skipped up to its newline).
+inline std::string too_long_answer(size_t max_line_bytes) {
+  return fmt::format(R"({{"ok":false,"error":{{"code":"bad_request","message":"line longer than {} bytes"}}}})",
+                     max_line_bytes) +
+         "\n";
+}
+
+// SIGINT and SIGTERM arrive on a file descriptor while this lives; the
+// previous signal mask comes back when it ends. Threads started while it
+// lives inherit the blocked mask, so the signals reach only the descriptor.
+class SignalFd {
+ public:
+  SignalFd() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+    fd_ = signalfd(-1, &set_, SFD_CLOEXEC);
+  }
+  ~SignalFd() {
+    if (fd_ >= 0) close(fd_);
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SignalFd(const SignalFd&) = delete;
+  SignalFd& operator=(const SignalFd&) = delete;
+  int fd() const { return fd_; }
+
+ private:
+  sigset_t set_;
+  sigset_t old_;
+  int fd_ = -1;
+};
+
+}  // namespace aup::runtime

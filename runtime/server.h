@@ -1,0 +1,78 @@
+// `aup run --listen`: the request protocol over many connections
+// (runtime.md, docs/protocol.md).
+//
+// Threads:
+//   - the owner (the calling thread) applies every event, in the order the
+//     I/O threads handed them over, commits them in batches (one log entry,
+//     one fdatasync) and publishes a snapshot before any answer leaves;
+//   - a fixed set of I/O threads, each with its own epoll, owns its
+//     connections: reads and splits lines, answers bad requests and runs
+//     queries itself (against the newest snapshot, never on the owner),
+//     hands events to the owner, and writes answers in request order.
+//
+// Group commit: the owner takes every event waiting when it is free, up to
+// --max-batch. It never waits on purpose to gather more: whatever arrives
+// while it applies and syncs a batch is the next batch, so a slow disk
+// makes batches large and a fast one (or --memory) never leaves the owner
+// idle while work waits.
+//
+// A connection's requests are handled in order: an event is answered once
+// its batch is durable; a query waits until the events before it on the
+// same connection are answered, then reads a snapshot that holds them (and
+// every event answered to anyone before it arrived); nothing after a
+// waiting query is read until it has run. An event whose client has gone
+// still commits; its answer is dropped.
+//
+// Limits: connections (more are answered `unavailable` and closed), line
+// size (bad_request, the line skipped), requests read but not yet answered
+// per connection, and answer bytes waiting for a client: past either of
+// the last two the connection is not read until it drains (back-pressure),
+// so a client that never reads holds at most that much memory.
+//
+// SIGINT/SIGTERM: stop accepting and reading; the events already handed to
+// the owner are committed and answered; answers are flushed (for at most a
+// few seconds); exit 0.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "durability.h"
+#include "service.h"
+#include "stdio_loop.h"
+
+namespace aup::runtime {
+
+struct ServerOptions {
+  std::string listen;                  // "unix:PATH", "HOST:PORT", ":PORT"
+  uint32_t io_threads = 2;
+  uint32_t max_connections = 1024;
+  uint32_t max_pending = 1024;         // per connection: read, not yet answered
+  size_t max_output_bytes = size_t{16} << 20;  // per connection: answers not yet taken
+  size_t max_line_bytes = kDefaultMaxLineBytes;
+  uint32_t max_batch = 0;              // events per commit; 0: every one waiting
+  std::optional<double> fixed_now;
+  bool stats = false;                  // a line a second on `err`
+  ServiceOptions service;
+};
+
+// Where to listen, parsed: a Unix socket path, or a host and port (a bare
+// ":PORT" is loopback). False with a message when it cannot be.
+struct ListenAddress {
+  bool unix_socket = false;
+  std::string path;  // unix
+  std::string host;  // tcp
+  uint16_t port = 0;
+};
+bool parse_listen_address(const std::string& spec, ListenAddress& out, std::string& error);
+
+// Serves until SIGINT/SIGTERM. `owner` applies events to `state`;
+// `durability` commits them. Returns the exit code: 0 after a signal, 2
+// when the address cannot be listened on (the reason on `err`).
+int serve_socket(Service& owner, vm::State& state, Durability& durability, const ServerOptions& o,
+                 std::FILE* err);
+
+}  // namespace aup::runtime

@@ -1,0 +1,75 @@
+#include "snapshots.h"
+
+#include <cassert>
+
+namespace aup::runtime {
+
+Snapshots::Snapshots(vm::State& live) : live_(live) { current_ = take(); }
+
+Snapshots::~Snapshots() {
+  reclaim();
+  assert(retired_.empty());  // a lease outlived the server
+  if (current_) {
+    assert(current_->leases.load() == 0);
+    give_back_to_tables(*current_);
+  }
+}
+
+std::unique_ptr<Snapshot> Snapshots::take() {
+  auto s = std::make_unique<Snapshot>();
+  s->number = ++published_;
+  const vm::Module& m = live_.module();
+  for (uint32_t t = 0; t < m.tables.size(); ++t) s->roots.push_back(live_.table(t).share());
+  for (uint32_t v = 0; v < m.vars.size(); ++v) {
+    vm::Value x = live_.var(v);
+    if (live_.text_var(v)) vm::retain(vm::as_ptr<vm::TextObj>(x));
+    s->vars.push_back(x);
+  }
+  s->view = std::make_unique<vm::State>(live_, s->roots, s->vars);
+  return s;
+}
+
+void Snapshots::give_back_to_tables(Snapshot& s) {
+  s.view.reset();
+  for (uint32_t t = 0; t < s.roots.size(); ++t) live_.table(t).drop_root(s.roots[t]);
+  for (uint32_t v = 0; v < s.vars.size(); ++v) {
+    if (live_.text_var(v)) vm::release(vm::as_ptr<vm::TextObj>(s.vars[v]));
+  }
+  s.roots.clear();
+  s.vars.clear();
+}
+
+void Snapshots::publish() {
+  std::unique_ptr<Snapshot> fresh = take();
+  std::unique_ptr<Snapshot> old;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    old = std::move(current_);
+    current_ = std::move(fresh);
+  }
+  // No new lease can reach `old` now; the ones it has are given back with
+  // a decrement that reclaim() sees.
+  retired_.push_back(std::move(old));
+  reclaim();
+}
+
+void Snapshots::reclaim() {
+  size_t kept = 0;
+  for (auto& s : retired_) {
+    if (s->leases.load(std::memory_order_acquire) == 0) {
+      give_back_to_tables(*s);
+      s.reset();
+    } else {
+      retired_[kept++] = std::move(s);
+    }
+  }
+  retired_.resize(kept);
+}
+
+Snapshot* Snapshots::lease() {
+  std::lock_guard<std::mutex> lock(mu_);
+  current_->leases.fetch_add(1, std::memory_order_relaxed);
+  return current_.get();
+}
+
+}  // namespace aup::runtime

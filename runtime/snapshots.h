@@ -1,0 +1,69 @@
+// Read-only snapshots of the state, for queries on other threads
+// (runtime.md, seed 107).
+//
+// After each commit the owner publishes the state as it is: per table a
+// root reference (BTree::share, so the owner's next change to any node of
+// it copies that node first) and the vars' values. Query threads lease the
+// newest snapshot, run against a read-only vm::State over it, and give the
+// lease back. Node and text reference counts are not atomic, so a snapshot
+// is given back to the tables (its roots dropped, its texts released) only
+// by the owner, in reclaim(), once no lease holds it; nodes it was the last
+// to hold go to the tables' spares and are reused by the next copies.
+//
+// A lease is taken under a mutex held for a pointer copy and an increment;
+// it is given back with one atomic decrement. A reader never waits for the
+// owner, and the owner never waits for a reader.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "state.h"
+
+namespace aup::runtime {
+
+struct Snapshot {
+  uint64_t number = 0;                  // publications so far, this one included
+  std::vector<vm::Node*> roots;          // per table, from share()
+  std::vector<vm::Value> vars;           // texts retained
+  std::unique_ptr<vm::State> view;       // queries read this
+  std::atomic<uint32_t> leases{0};
+};
+
+class Snapshots {
+ public:
+  // Publishes the state as it is now (the first snapshot).
+  explicit Snapshots(vm::State& live);
+  // Owner thread, with no lease outstanding.
+  ~Snapshots();
+  Snapshots(const Snapshots&) = delete;
+  Snapshots& operator=(const Snapshots&) = delete;
+
+  // Owner thread, after a commit that changed the state.
+  void publish();
+  // Owner thread: gives back every replaced snapshot no lease holds.
+  void reclaim();
+
+  // Any thread: the newest snapshot, held until give_back().
+  Snapshot* lease();
+  static void give_back(Snapshot* s) { s->leases.fetch_sub(1, std::memory_order_release); }
+
+  uint64_t published() const { return published_; }
+  // Replaced snapshots still held by a lease (owner thread).
+  size_t held_back() const { return retired_.size(); }
+
+ private:
+  std::unique_ptr<Snapshot> take();
+  void give_back_to_tables(Snapshot& s);
+
+  vm::State& live_;
+  std::mutex mu_;                   // guards current_ (the pointer)
+  std::unique_ptr<Snapshot> current_;
+  std::vector<std::unique_ptr<Snapshot>> retired_;  // owner thread only
+  uint64_t published_ = 0;
+};
+
+}  // namespace aup::runtime
