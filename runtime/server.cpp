@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -245,6 +246,8 @@ class IoThread {
   int wakefd_ = -1;
   int listen_fd_ = -1;
   int signal_fd_ = -1;
+  bool listener_paused_ = false;  // out of descriptors: accept again after listener_resume_
+  std::chrono::steady_clock::time_point listener_resume_;
   std::thread thread_;
   std::mutex inbox_mu_;
   std::vector<int> new_fds_;
@@ -388,7 +391,15 @@ void IoThread::run() {
       for (auto& [id, c] : conns_) pending = pending || (!c->dead && c->out_at < c->out.size());
       if (!pending || std::chrono::steady_clock::now() > flush_deadline) break;
     }
-    int n = ::epoll_wait(epfd_, events, kEvents, server_.stopping() ? 50 : -1);
+    if (listener_paused_ && !server_.stopping() && std::chrono::steady_clock::now() > listener_resume_) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = kListenerTag;
+      ::epoll_ctl(epfd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+      listener_paused_ = false;
+    }
+    int n = ::epoll_wait(epfd_, events, kEvents, server_.stopping() || listener_paused_ ? 50 : -1);
+    // (a paused listener is retried within 50 ms of its resume time)
     if (n < 0 && errno != EINTR) break;
     for (int i = 0; i < n; ++i) {
       uint64_t tag = events[i].data.u64;
@@ -455,7 +466,17 @@ void IoThread::accept_all() {
   const ServerOptions& o = server_.options();
   for (;;) {
     int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;  // EAGAIN, or a connection that went away meanwhile
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // Out of descriptors: the waiting connection would make the
+        // listener ready again at once. Stop watching it for a moment
+        // (run() puts it back) instead of spinning.
+        ::epoll_ctl(epfd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
+        listener_paused_ = true;
+        listener_resume_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+      }
+      return;  // EAGAIN, or a connection that went away meanwhile
+    }
     if (server_.stopping()) {
       ::close(fd);
       continue;
@@ -487,7 +508,7 @@ void IoThread::add_conn(int fd) {
   auto c = std::make_unique<Conn>();
   c->fd = fd;
   c->id = next_conn_++;
-  c->in.resize(64 * 1024);
+  c->in.resize(16 * 1024);  // grows with long lines; idle connections stay small
   Conn& ref = *c;
   conns_.emplace(c->id, std::move(c));
   epoll_event ev{};
@@ -868,6 +889,17 @@ int serve_socket(Service& owner, vm::State& state, Durability& durability, const
   if (fd < 0) {
     fmt::print(err, "aup run: {}\n", error);
     return 2;
+  }
+  // Room for the connections: the soft descriptor limit is often 1024,
+  // less than --max-connections plus the store's files.
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &nofile);
+  }
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < o.max_connections + 64u) {
+    fmt::print(err, "aup: warning: {} file descriptors allowed; fewer than --max-connections {} can be served\n",
+               nofile.rlim_cur, o.max_connections);
   }
   int rc;
   {
