@@ -1,0 +1,35 @@
+// What the server benchmark is told: where aup and the bank module are,
+// which stores to compare with the in-memory baseline, and the shape of
+// the load. main.cpp fills it from the command line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/program.h"
+
+namespace aup::bench::server {
+
+// A durable store's place: each run gets a fresh directory inside `dir`,
+// removed after the run.
+struct StoreDir {
+  std::string label;  // "shm", "disk": names the rows of the report
+  std::string dir;
+};
+
+struct Options : RunOptions {
+  Options() { reps = 3; }
+  std::string aup;                         // the aup executable
+  std::string bank;                        // examples/bank/bank.aup
+  std::vector<StoreDir> stores;            // durable stores, each against --memory
+  std::vector<uint32_t> connections{1, 16, 64};
+  double seconds = 5;                      // the timed phase of one run
+  double warmup = 1;                       // load before the timed phase
+  uint32_t accounts = 10000;               // opened and funded before the load
+  uint32_t window = 64;                    // requests outstanding per connection
+  uint32_t io_threads = 2;                 // the server's --io-threads
+  std::string name = "server";             // results go to bench/results/NAME.{json,md}
+};
+
+}  // namespace aup::bench::server
