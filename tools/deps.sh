@@ -2,9 +2,11 @@
 # Installs the Debian 12 packages aup needs to build and test, only those
 # that are missing (so a second run does not touch the network).
 set -eu
-# libsimdjson-dev is only for bench/json, which the build skips without it.
+# libsimdjson-dev is only for bench/json, which the build skips without it;
+# libsqlite3-dev and gnuplot-nox are for the TPC-C comparison (bench/tpcc)
+# and its plots.
 packages="g++ meson ninja-build pkg-config re2c libfmt-dev libcli11-dev doctest-dev libxxhash-dev
-  python3 hyperfine libsimdjson-dev"
+  python3 hyperfine libsimdjson-dev libsqlite3-dev gnuplot-nox"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -1,0 +1,19 @@
+// aup as the system under test: `aup run tpcc.aup --listen unix:PATH --data
+// DIR/store` started as a child process (pinned with taskset when asked),
+// one connection per terminal, each sending a transaction's request line and
+// waiting for its answer; load events pipelined on one connection; the
+// consistency and sizes queries; the rows read back with `aup replay --dump`
+// once the server has stopped.
+#pragma once
+
+#include <memory>
+
+#include "backend.h"
+
+namespace aup::tpcc {
+
+// config.kind is "aup"; the store is config.dir/store (created by load(),
+// opened when present).
+std::unique_ptr<Backend> make_aup_backend(const BackendConfig& config);
+
+}  // namespace aup::tpcc

@@ -1,0 +1,276 @@
+// aup-tpcc: TPC-C on aup and on SQLite, side by side (docs/benchmarks.md,
+// "TPC-C").
+//
+//   aup-tpcc load        --backend KIND --dir DIR [--warehouses W]
+//   aup-tpcc run         --backend KIND --dir DIR [--warehouses W] [--terminals N] [--seconds S]
+//   aup-tpcc consistency --backend KIND --dir DIR [--warehouses W]
+//   aup-tpcc same-state  [--warehouses W] [--transactions N] [--sqlite KIND] [--dir DIR]
+//   aup-tpcc matrix      [--ram DIR] [--disk DIR] [--seconds S] [--out DIR]
+//
+// Exit status: 0 done (and consistent, and the same state), 1 a check failed
+// or a backend failed, 2 usage.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+#include "backend.h"
+#include "cpus.h"
+#include "matrix.h"
+#include "measure.h"
+#include "same_state.h"
+
+#ifndef AUP_TPCC_DEFAULT_AUP
+#define AUP_TPCC_DEFAULT_AUP "aup"
+#endif
+#ifndef AUP_TPCC_DEFAULT_MODULE
+#define AUP_TPCC_DEFAULT_MODULE "examples/tpcc/tpcc.aup"
+#endif
+
+namespace aup::tpcc {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+// Bounds on what a command line may ask: the module's warehouse ids, the
+// server's connection limit, and an hour per timed run.
+constexpr double kMaxSeconds = 3600;
+constexpr uint64_t kMaxSameStateTransactions = 100'000'000;
+
+// What every command that talks to a backend is told.
+struct Common {
+  std::string backend = "aup";
+  std::string dir;
+  int64_t warehouses = 1;
+  uint64_t seed = 1;
+  std::string aup = AUP_TPCC_DEFAULT_AUP;
+  std::string module = AUP_TPCC_DEFAULT_MODULE;
+  uint32_t io_threads = 2;
+  std::string cpus = "auto";
+};
+
+void add_common(CLI::App* cmd, Common& c, bool with_backend) {
+  if (with_backend) {
+    cmd->add_option("--backend", c.backend, "aup, sqlite, sqlite-tuned or sqlite-grouped (default aup)")
+        ->check(CLI::IsMember(backend_kinds()));
+    cmd->add_option("--dir", c.dir, "the backend's data directory (made when missing)")->required();
+  }
+  cmd->add_option("--warehouses", c.warehouses, "warehouses W (default 1)")
+      ->check(CLI::Range(int64_t{1}, kMaxWarehouses));
+  cmd->add_option("--seed", c.seed, "seed of the population and the transactions (default 1)");
+  cmd->add_option("--aup", c.aup, "the aup executable (default: the one built beside this program)");
+  cmd->add_option("--module", c.module, "the TPC-C module (default: examples/tpcc/tpcc.aup)");
+  cmd->add_option("--io-threads", c.io_threads, "the aup server's --io-threads (default 2)")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--cpus", c.cpus,
+                  "CLIENT:SERVER CPU lists: the terminals on CLIENT, the system under test on SERVER\n"
+                  "(SQLite runs in this process, so all of it goes on SERVER); `auto` (default) is 0:1\n"
+                  "with two or more CPUs, `none` pins nothing");
+}
+
+// Whether `dir` lies on a block device rather than in memory (tmpfs): the
+// tuned SQLite uses 1 KiB pages on disk only.
+bool on_block_device(const std::string& dir) {
+  std::filesystem::path p = std::filesystem::absolute(dir);
+  return p.string().rfind("/dev/shm", 0) != 0 && p.string().rfind("/run/", 0) != 0;
+}
+
+BackendConfig backend_config(const Common& c, const std::string& kind, const std::string& dir, uint32_t terminals) {
+  BackendConfig b;
+  b.kind = kind;
+  b.dir = dir;
+  b.warehouses = c.warehouses;
+  b.terminals = terminals;
+  b.on_disk = on_block_device(dir);
+  b.aup = c.aup;
+  b.module = c.module;
+  b.io_threads = c.io_threads;
+  return b;
+}
+
+void progress_line(const std::string& line) {
+  std::fprintf(stderr, "\raup-tpcc: %-70s", line.c_str());
+  std::fflush(stderr);
+}
+
+void end_progress() { std::fprintf(stderr, "\n"); }
+
+int do_load(const Common& c) {
+  std::unique_ptr<Backend> b = make_backend(backend_config(c, c.backend, c.dir, 1));
+  auto started = std::chrono::steady_clock::now();
+  b->load(LoadConfig{c.warehouses, c.seed, kDefaultBatchRows, kDefaultLoadTimeMs},
+          [](uint64_t rows) { progress_line(fmt::format("load: {} rows", rows)); });
+  b->close();
+  end_progress();
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::printf("loaded %lld warehouse(s) into %s (%s) in %.1f s\n", static_cast<long long>(c.warehouses),
+              c.dir.c_str(), c.backend.c_str(), s);
+  return kExitOk;
+}
+
+int do_run(const Common& c, const RunSpec& spec_in, const std::string& json_path) {
+  RunSpec spec = spec_in;
+  spec.warehouses = c.warehouses;
+  spec.seed = c.seed;
+  Measured m = measure(backend_config(c, c.backend, c.dir, spec.terminals), spec, parse_cpu_plan(c.cpus),
+                       progress_line);
+  end_progress();
+  std::printf("%s, W=%lld, %u terminals: %s", c.backend.c_str(), static_cast<long long>(c.warehouses),
+              spec.terminals, measured_text(m).c_str());
+  if (!json_path.empty()) {
+    std::string labels = fmt::format("\"backend\":\"{}\",\"warehouses\":{},\"terminals\":{}", c.backend,
+                                     c.warehouses, spec.terminals);
+    std::FILE* f = std::fopen(json_path.c_str(), "w");
+    if (!f) throw std::runtime_error("cannot write " + json_path);
+    std::string json = measured_json(m, labels) + "\n";
+    bool ok = std::fwrite(json.data(), 1, json.size(), f) == json.size();
+    if (std::fclose(f) != 0 || !ok) throw std::runtime_error("cannot write " + json_path);
+  }
+  return m.problems.empty() ? kExitOk : kExitFailed;
+}
+
+int do_consistency(const Common& c) {
+  std::unique_ptr<Backend> b = make_backend(backend_config(c, c.backend, c.dir, 1));
+  std::vector<std::string> problems = b->consistency(c.warehouses);
+  b->close();
+  for (const std::string& p : problems) std::printf("%s\n", p.c_str());
+  std::printf("%s, W=%lld: consistency conditions 1-4 (clause 3.3.2.1-3.3.2.4) %s\n", c.backend.c_str(),
+              static_cast<long long>(c.warehouses), problems.empty() ? "hold" : "do NOT hold");
+  return problems.empty() ? kExitOk : kExitFailed;
+}
+
+// A fresh directory for same-state when none is given; removed afterwards.
+std::string temporary_dir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/aup-tpcc-XXXXXX";
+  if (!mkdtemp(pattern.data())) throw std::runtime_error("cannot make a directory like " + pattern);
+  return pattern;
+}
+
+int do_same_state(const Common& c, uint64_t transactions, const std::string& sqlite_kind) {
+  bool temporary = c.dir.empty();
+  std::string dir = temporary ? temporary_dir() : c.dir;
+  SameStateOptions o;
+  o.warehouses = c.warehouses;
+  o.transactions = transactions;
+  o.seed = c.seed;
+  o.aup = backend_config(c, "aup", dir + "/aup", 1);
+  o.sqlite = backend_config(c, sqlite_kind, dir + "/" + sqlite_kind, 1);
+  uint64_t differences = 0;
+  try {
+    differences = same_state(o, stdout);
+  } catch (...) {
+    if (temporary) std::filesystem::remove_all(dir);
+    throw;
+  }
+  if (temporary) std::filesystem::remove_all(dir);
+  return differences == 0 ? kExitOk : kExitFailed;
+}
+
+int main_impl(int argc, char** argv) {
+  CLI::App app{"aup-tpcc: TPC-C on aup (`aup run --listen`) and on SQLite (in this process), the same\n"
+               "transactions from the same seeded generator, measured side by side."};
+  app.require_subcommand(1);
+  app.footer("Exit status: 0 done, 1 a check or a backend failed, 2 usage.\n"
+             "Run `aup-tpcc COMMAND --help` for a command's options.");
+
+  Common common;
+  CLI::App* load_cmd = app.add_subcommand("load", "Load the initial population of W warehouses into an empty store.");
+  add_common(load_cmd, common, true);
+
+  RunSpec spec;
+  spec.seconds = 20;
+  spec.warmup_s = 2;
+  std::string json_path;
+  CLI::App* run_cmd = app.add_subcommand(
+      "run", "Run N terminals against a loaded store for a warm-up and a timed phase, then check consistency.");
+  add_common(run_cmd, common, true);
+  run_cmd->add_option("--terminals", spec.terminals, "terminals N, each waiting for its answer (default 1)")
+      ->check(CLI::Range(uint32_t{1}, kMaxTerminals - 24));
+  run_cmd->add_option("--seconds", spec.seconds, "length of the timed phase (default 20)")
+      ->check(CLI::Range(0.1, kMaxSeconds));
+  run_cmd->add_option("--warmup", spec.warmup_s, "warm-up before it (default 2)")->check(CLI::Range(0.0, kMaxSeconds));
+  run_cmd->add_option("--json", json_path, "also write the figures as one JSON object to this file");
+
+  CLI::App* consistency_cmd = app.add_subcommand(
+      "consistency", "Check TPC-C consistency conditions 1-4 (clause 3.3.2.1-3.3.2.4) on a store.");
+  add_common(consistency_cmd, common, true);
+
+  uint64_t transactions = 20'000;
+  std::string sqlite_kind = "sqlite";
+  CLI::App* same_cmd = app.add_subcommand(
+      "same-state",
+      "Load W warehouses into aup and into SQLite, run the same transactions on one terminal on each,\n"
+      "and compare every answer and every row of the nine tables (timestamps aside).");
+  add_common(same_cmd, common, false);
+  same_cmd->add_option("--transactions", transactions, "transactions (default 20000)")
+      ->check(CLI::Range(uint64_t{1}, kMaxSameStateTransactions));
+  same_cmd->add_option("--sqlite", sqlite_kind, "the SQLite configuration (default sqlite)")
+      ->check(CLI::IsMember(std::vector<std::string>{"sqlite", "sqlite-tuned", "sqlite-grouped"}));
+  same_cmd->add_option("--dir", common.dir, "where both stores go (default: a temporary directory, removed)");
+
+  MatrixOptions matrix;
+  std::string ram_dir = "/dev/shm", disk_dir;
+  bool ram_only = false;
+  CLI::App* matrix_cmd = app.add_subcommand(
+      "matrix",
+      "The comparison: RAM and disk, W=1 and W=4, aup at 16 and 64 terminals, sqlite and sqlite-tuned\n"
+      "at 1 and 4, sqlite-grouped at 16 and 64; results to bench/results/tpcc.{json,md,*.svg}.");
+  add_common(matrix_cmd, common, false);
+  matrix_cmd->add_option("--ram", ram_dir, "a directory in memory (default /dev/shm)");
+  matrix_cmd->add_option("--disk", disk_dir, "a directory on the work volume (default: build/tpcc-bench)");
+  matrix_cmd->add_flag("--ram-only", ram_only, "leave the disk rows out");
+  matrix_cmd->add_option("--warehouse-counts", matrix.warehouses, "the W values (default 1 4)");
+  matrix_cmd->add_option("--seconds", matrix.seconds, "timed phase per run (default 20)")
+      ->check(CLI::Range(0.1, kMaxSeconds));
+  matrix_cmd->add_option("--warmup", matrix.warmup, "warm-up per run (default 2)")->check(CLI::Range(0.0, kMaxSeconds));
+  matrix_cmd->add_option("--reps", matrix.reps, "repetitions of every run (default 1)")->check(CLI::Range(1, 100));
+  matrix_cmd->add_option("--out", matrix.out_dir, "where tpcc.json, tpcc.md and the plots go (default: none)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  try {
+    parse_cpu_plan(common.cpus);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "aup-tpcc: %s\n", e.what());
+    return kExitUsage;
+  }
+  try {
+    if (load_cmd->parsed()) return do_load(common);
+    if (run_cmd->parsed()) return do_run(common, spec, json_path);
+    if (consistency_cmd->parsed()) return do_consistency(common);
+    if (same_cmd->parsed()) return do_same_state(common, transactions, sqlite_kind);
+    if (matrix_cmd->parsed()) {
+      matrix.media.push_back(MatrixMedium{"ram", ram_dir, false});
+      if (!ram_only) matrix.media.push_back(MatrixMedium{"disk", disk_dir.empty() ? "build/tpcc-bench" : disk_dir, true});
+      matrix.cells = default_cells();
+      matrix.seed = common.seed;
+      matrix.aup = common.aup;
+      matrix.module = common.module;
+      matrix.io_threads = common.io_threads;
+      matrix.cpus = parse_cpu_plan(common.cpus);
+      for (int i = 0; i < argc; ++i) matrix.command += (i ? " " : "") + std::string(argv[i]);
+      return run_matrix(matrix);
+    }
+  } catch (const std::exception& e) {
+    end_progress();
+    std::fprintf(stderr, "aup-tpcc: %s\n", e.what());
+    return kExitFailed;
+  }
+  return kExitUsage;
+}
+
+}  // namespace
+}  // namespace aup::tpcc
+
+int main(int argc, char** argv) { return aup::tpcc::main_impl(argc, argv); }
