@@ -922,7 +922,8 @@ bool Checker::check_arg_count(Expr* call, std::string_view callee, size_t min, s
   if (min == max) {
     want = fmt::format("{} argument{}", min, min == 1 ? "" : "s");
   } else if (max == stdlib::kVariadic) {
-    want = fmt::format("{} or more arguments", min);
+    // The count is an 8-bit operand (CALLB's C), so "or more" stops there.
+    want = n > max ? fmt::format("at most {} arguments", max) : fmt::format("{} or more arguments", min);
   } else {
     want = fmt::format("{} to {} arguments", min, max);
   }

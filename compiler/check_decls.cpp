@@ -1,6 +1,7 @@
 // Declarations: the global namespace, records, tables, vars, events,
 // function signatures; then the closing of state effects over calls.
 #include <algorithm>
+#include <deque>
 
 #include "checker_impl.h"
 
@@ -106,16 +107,18 @@ void Checker::declare(Decl* d) {
                       str(d->name), at(g->pos), kind_noun(g->kind)));
     return;
   }
-  auto too_many = [&](size_t n) {
+  // Records and events share one numbering (an event's arguments are a
+  // record), as do queries and helpers; the message names the pool.
+  auto too_many = [&](size_t n, std::string_view pool) {
     if (n < kMaxDeclsPerKind) return false;
-    error(d->name_pos, d->name_width, fmt::format("more than {} {}s", kMaxDeclsPerKind, what));
+    error(d->name_pos, d->name_width, fmt::format("more than {} {}", kMaxDeclsPerKind, pool));
     return true;
   };
   uint32_t index = 0;
   switch (d->kind) {
     case DeclKind::Record:
     case DeclKind::Event: {
-      if (too_many(program_.records.size())) return;
+      if (too_many(program_.records.size(), "records and events")) return;
       auto r = std::make_unique<RecordInfo>();
       r->index = static_cast<uint32_t>(program_.records.size());
       r->name = d->name;
@@ -127,7 +130,7 @@ void Checker::declare(Decl* d) {
       if (d->kind == DeclKind::Record) {
         index = r->index;
       } else {
-        if (too_many(program_.events.size())) return;
+        if (too_many(program_.events.size(), "events")) return;
         auto e = std::make_unique<EventInfo>();
         e->index = index = static_cast<uint32_t>(program_.events.size());
         e->name = d->name;
@@ -140,7 +143,7 @@ void Checker::declare(Decl* d) {
       break;
     }
     case DeclKind::Table: {
-      if (too_many(program_.tables.size())) return;
+      if (too_many(program_.tables.size(), "tables")) return;
       auto t = std::make_unique<TableInfo>();
       t->index = index = static_cast<uint32_t>(program_.tables.size());
       t->name = d->name;
@@ -150,7 +153,7 @@ void Checker::declare(Decl* d) {
       break;
     }
     case DeclKind::Var: {
-      if (too_many(program_.vars.size())) return;
+      if (too_many(program_.vars.size(), "vars")) return;
       auto v = std::make_unique<VarInfo>();
       v->index = index = static_cast<uint32_t>(program_.vars.size());
       v->name = d->name;
@@ -162,7 +165,7 @@ void Checker::declare(Decl* d) {
     }
     case DeclKind::Query:
     case DeclKind::Fn: {
-      if (too_many(program_.functions.size())) return;
+      if (too_many(program_.functions.size(), "queries and functions")) return;
       auto f = std::make_unique<FunctionInfo>();
       f->index = index = static_cast<uint32_t>(program_.functions.size());
       f->kind = d->kind == DeclKind::Query ? FnKind::Query : FnKind::Helper;
@@ -295,17 +298,38 @@ void Checker::resolve_record_fields(RecordInfo& r) {
 // A record may not contain itself through record-typed fields: its values
 // would be infinite. (Through an array it may: arrays can be empty.) The
 // message shows the whole cycle, `A.b -> B.a -> A`.
+//
+// Depth first on an explicit stack, not by recursion: records may chain
+// through fields up to kMaxDeclsPerKind deep (R0 { r: R1 }, R1 { r: R2 },
+// ...), far deeper than the C++ stack allows.
 void Checker::check_record_cycles() {
   enum class Mark : uint8_t { None, Active, Done };
   std::vector<Mark> mark(program_.records.size(), Mark::None);
+  struct Visit {
+    RecordInfo* r;
+    size_t next_field;
+  };
+  std::vector<Visit> stack;
+  // path[i]: the field followed out of stack[i] (one fewer than the stack).
   std::vector<std::pair<RecordInfo*, FieldInfo*>> path;
-  auto visit = [&](auto&& self, RecordInfo& r) -> void {
-    mark[r.index] = Mark::Active;
-    for (FieldInfo& f : r.fields) {
+  for (auto& root : program_.records) {
+    if (mark[root->index] != Mark::None) continue;
+    mark[root->index] = Mark::Active;
+    stack.push_back(Visit{root.get(), 0});
+    while (!stack.empty()) {
+      Visit& v = stack.back();
+      if (v.next_field == v.r->fields.size()) {
+        mark[v.r->index] = Mark::Done;
+        stack.pop_back();
+        if (!path.empty()) path.pop_back();
+        continue;
+      }
+      RecordInfo& r = *v.r;
+      FieldInfo& f = r.fields[v.next_field++];
       if (!f.type->is(TypeKind::Record)) continue;
       RecordInfo& inner = *program_.records[f.type->record->index];
-      path.emplace_back(&r, &f);
       if (mark[inner.index] == Mark::Active) {
+        path.emplace_back(&r, &f);
         std::string cycle;
         size_t from = 0;
         while (path[from].first != &inner) ++from;
@@ -317,15 +341,13 @@ void Checker::check_record_cycles() {
                                  "itself (keep a key, or an array, instead)",
                                  str(inner.name), cycle));
         f.type = types_.error();  // cut the cycle so later passes terminate
+        path.pop_back();
       } else if (mark[inner.index] == Mark::None) {
-        self(self, inner);
+        path.emplace_back(&r, &f);
+        mark[inner.index] = Mark::Active;
+        stack.push_back(Visit{&inner, 0});  // `v` may dangle from here
       }
-      path.pop_back();
     }
-    mark[r.index] = Mark::Done;
-  };
-  for (auto& r : program_.records) {
-    if (mark[r->index] == Mark::None) visit(visit, *r);
   }
 }
 
@@ -487,15 +509,24 @@ void Checker::resolve_signature(FunctionInfo& f) {
 // effects
 
 // Close writes and row-membership changes over calls: a function that
-// calls one that writes, writes. The loop ends because each round adds at
-// least one (function, effect) pair and there are finitely many.
+// calls one that writes, writes. A worklist: when a function gains an
+// effect, only its callers are looked at again, and each (function,
+// effect) pair is added once, so the work is the call sites times the
+// effects. (Sweeping every call site until nothing changed took one sweep
+// per link of a call chain: minutes for 65,535 helpers calling each other.)
 void Checker::close_effects() {
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (const CallSite& c : calls_) {
-      FunctionInfo& caller = *c.caller;
-      const FunctionInfo& callee = *c.callee;
+  std::vector<std::vector<const CallSite*>> callers(program_.functions.size());
+  for (const CallSite& c : calls_) callers[c.callee->index].push_back(&c);
+  std::deque<const FunctionInfo*> work;
+  for (const auto& f : program_.functions) {
+    if (f->writes || !f->membership.empty()) work.push_back(f.get());
+  }
+  while (!work.empty()) {
+    const FunctionInfo& callee = *work.front();
+    work.pop_front();
+    for (const CallSite* c : callers[callee.index]) {
+      FunctionInfo& caller = *c->caller;
+      bool changed = false;
       if (callee.writes && !caller.writes) {
         caller.writes = true;
         caller.write_site = callee.write_site;
@@ -509,6 +540,7 @@ void Checker::close_effects() {
           changed = true;
         }
       }
+      if (changed) work.push_back(&caller);
     }
   }
 }

@@ -54,6 +54,10 @@ class ModuleGen {
   Diagnostics& diags_;
   bool failed_ = false;
   std::map<const Type*, uint32_t> ids_;
+  // out_.types and out_.shapes by content: found by search, 65,536 object
+  // shapes took seconds to compile (quadratic).
+  std::map<std::pair<vm::TypeCode, uint32_t>, uint32_t> type_index_;
+  std::map<std::pair<std::vector<std::string>, std::vector<uint32_t>>, uint32_t> shape_index_;
 };
 
 class FnGen {
@@ -68,8 +72,12 @@ class FnGen {
  private:
   // ---- emitting ----
   void emit(Instr i);
-  void abc(Op op, uint32_t a, uint32_t b = 0, uint32_t c = 0) { emit(vm::make_abc(op, a, b, c)); }
-  void abx(Op op, uint32_t a, uint32_t bx) { emit(vm::make_abx(op, a, bx)); }
+  // Once registers ran out (reported by alloc; this function's code is
+  // dropped) operands computed from them may pass 255: clamp them, so the
+  // rest is still emitted well-formed instead of failing an assertion.
+  uint32_t r8(uint32_t x) const { return too_many_registers_ ? std::min<uint32_t>(x, vm::kMaxRegisters - 1) : x; }
+  void abc(Op op, uint32_t a, uint32_t b = 0, uint32_t c = 0) { emit(vm::make_abc(op, r8(a), r8(b), r8(c))); }
+  void abx(Op op, uint32_t a, uint32_t bx) { emit(vm::make_abx(op, r8(a), bx)); }
   size_t jump(Op op, uint32_t a = 0);
   void patch(size_t at, size_t target);
   void jump_to(Op op, uint32_t a, size_t target);
@@ -144,12 +152,12 @@ class FnGen {
 // ---------------------------------------------------------------------------
 // module
 
+// Records, rows, views, arrays and objects (the four first types are set
+// in run() and never come here).
 uint32_t ModuleGen::add_type(vm::TypeDesc d) {
-  for (size_t i = 0; i < out_.types.size(); ++i) {
-    if (out_.types[i] == d) return static_cast<uint32_t>(i);
-  }
-  out_.types.push_back(d);
-  return static_cast<uint32_t>(out_.types.size() - 1);
+  auto [it, added] = type_index_.try_emplace({d.code, d.index}, static_cast<uint32_t>(out_.types.size()));
+  if (added) out_.types.push_back(d);
+  return it->second;
 }
 
 uint32_t ModuleGen::type_id(const Type* t) {
@@ -170,14 +178,10 @@ uint32_t ModuleGen::type_id(const Type* t) {
         shape.names.emplace_back(m_.names.str(f.name));
         shape.types.push_back(type_id(f.type));
       }
-      uint32_t index = static_cast<uint32_t>(out_.shapes.size());
-      for (size_t i = 0; i < out_.shapes.size(); ++i) {
-        if (out_.shapes[i].names == shape.names && out_.shapes[i].types == shape.types) {
-          index = static_cast<uint32_t>(i);
-        }
-      }
-      if (index == out_.shapes.size()) out_.shapes.push_back(std::move(shape));
-      id = add_type({vm::TypeCode::Object, index});
+      auto [at, added] = shape_index_.try_emplace(std::make_pair(shape.names, shape.types),
+                                                  static_cast<uint32_t>(out_.shapes.size()));
+      if (added) out_.shapes.push_back(std::move(shape));
+      id = add_type({vm::TypeCode::Object, at->second});
       break;
     }
     default: break;  // Void; Error, Range and Table never reach code
@@ -282,7 +286,7 @@ uint32_t FnGen::alloc() {
 
 size_t FnGen::jump(Op op, uint32_t a) {
   size_t at = f_.code.size();
-  emit(vm::make_asbx(op, a, 0));
+  emit(vm::make_asbx(op, r8(a), 0));
   return at;
 }
 
@@ -335,7 +339,7 @@ void FnGen::load_num(uint32_t dst, double d) {
   // Small integers ride in the instruction; -0 keeps its sign bit in K.
   bool minus_zero = d == 0 && std::signbit(d);
   if (d == std::floor(d) && d >= -vm::kSBxBias && d <= vm::kSBxBias && !minus_zero) {
-    emit(vm::make_asbx(Op::LOADI, dst, static_cast<int32_t>(d)));
+    emit(vm::make_asbx(Op::LOADI, r8(dst), static_cast<int32_t>(d)));
   } else {
     abx(Op::LOADK, dst, konst_num(d));
   }
@@ -919,6 +923,12 @@ void FnGen::object_lit(const Expr* e, uint32_t dst) {
   const Type* t = e->type;
   uint32_t obj = refers_to(e, dst) ? alloc() : dst;
   const vm::TypeDesc& d = mg_.out().types[mg_.type_id(t)];
+  if (d.index > vm::kMaxBx) {  // NEWOBJ names the shape in its 16-bit Bx
+    mg_.error(e->pos, fmt::format("more than {} object shapes (distinct sets of object fields) in the "
+                                  "module; use a record type for some",
+                                  vm::kMaxBx + 1));
+    return;
+  }
   abx(Op::NEWOBJ, obj, d.index);
   for (const FieldInit& f : e->fields) {
     uint32_t mark = top_;

@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "text.h"  // vm::kMaxTextBytes
+
 namespace aup {
 namespace {
 
@@ -326,6 +328,12 @@ void Lexer::lex_text() {
       $ { unterminated_text(); break; }
       * { error(start, 1, fmt::format("invalid UTF-8 byte 0x{:02X} in text", *start)); continue; }
     */
+  }
+  // Every text has at most vm::kMaxTextBytes (a constant is loaded as one).
+  if (value.size() > vm::kMaxTextBytes) {
+    error(tok_, 1, fmt::format("text literal is longer than {} MiB ({} bytes), the limit for a text",
+                               vm::kMaxTextBytes >> 20, vm::kMaxTextBytes));
+    value.resize(vm::kMaxTextBytes);
   }
   emit_at(start_pos, Tok::Text, names_.intern(value));
 }

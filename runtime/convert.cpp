@@ -89,7 +89,7 @@ bool JsonToValue::value(uint32_t n, uint32_t type, Value* out) {
         Value v;
         if (!value(i, t.index, &v)) return false;
         path_.pop_back();
-        if (!vm_.push(a, v)) return fail("array longer than the limit");
+        if (!vm_.push(a, v)) return fail(fmt::format("array longer than {} items", vm::kMaxArrayItems));
       }
       *out = vm::ptr_value(a);
       return true;

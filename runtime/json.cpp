@@ -9,6 +9,17 @@
 
 namespace aup::runtime {
 
+namespace {
+// A byte of the input as an error message shows it: itself when it is
+// printable ASCII, else its value. A message is sent back in an answer, and
+// a lone byte of a longer UTF-8 sequence (or a control character) would
+// make that answer itself invalid.
+std::string shown(char c) {
+  auto b = static_cast<unsigned char>(c);
+  return b > 0x20 && b < 0x7F ? fmt::format("`{}`", c) : fmt::format("byte 0x{:02X}", b);
+}
+}  // namespace
+
 class JsonParser {
  public:
   JsonParser(JsonDoc& doc, std::string_view text) : doc_(doc), s_(text) {}
@@ -24,7 +35,7 @@ class JsonParser {
     }
     skip_ws();
     if (i_ != s_.size()) {
-      error = fmt::format("unexpected `{}` after the value at byte {}", s_[i_], i_);
+      error = fmt::format("unexpected {} after the value at byte {}", shown(s_[i_]), i_);
       return false;
     }
     return true;
@@ -65,7 +76,7 @@ class JsonParser {
       case 'n': return literal("null", JsonNode::Kind::Null);
       default:
         if (s_[i_] == '-' || (s_[i_] >= '0' && s_[i_] <= '9')) return number();
-        return bad(fmt::format("unexpected `{}`", s_[i_]));
+        return bad(fmt::format("unexpected {}", shown(s_[i_])));
     }
   }
 
@@ -280,7 +291,7 @@ class JsonParser {
             put_utf8(sc, cp);
             break;
           }
-          default: return bad(fmt::format("unknown escape `\\{}`", e));
+          default: return bad(fmt::format("unknown escape: {} after `\\`", shown(e)));
         }
         run = i_;
         continue;

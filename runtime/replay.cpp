@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 
@@ -107,6 +108,7 @@ int replay(const ReplayOptions& o, std::FILE* out, std::FILE* err) {
 
   // Images.
   uint64_t image_rows = 0;
+  std::vector<bool> unreadable(n + 1, false);  // a damaged image: its rows are unknown
   for (size_t t = 0; t < n; ++t) {
     storage::ImageRead info;
     uint64_t rows = 0;
@@ -115,6 +117,7 @@ int replay(const ReplayOptions& o, std::FILE* out, std::FILE* err) {
     if (!st.ok() && st.err == ENOENT) continue;
     if (!st.ok()) {
       problem(st.message);
+      unreadable[t] = true;
       continue;
     }
     s.image_seq[t] = info.seq;
@@ -138,6 +141,7 @@ int replay(const ReplayOptions& o, std::FILE* out, std::FILE* err) {
       s.has_image[n] = true;
     } else if (st.err != ENOENT) {
       problem(st.message);
+      unreadable[n] = true;
     }
   }
   // --at asks for a state the store may no longer hold (or never held):
@@ -162,16 +166,38 @@ int replay(const ReplayOptions& o, std::FILE* out, std::FILE* err) {
     map.defaults.emplace_back(schema.tables[t].fields.size(), 0);
   }
   for (size_t v = 0; v < schema.vars.size(); ++v) map.var.push_back(static_cast<int>(v));
-  uint64_t all_covered = *std::min_element(s.image_seq.begin(), s.image_seq.end());
+  // The log is read and verified whole, but not applied to a table whose
+  // image is damaged: its records would meet rows that are not there and
+  // blame the log for the image's damage.
+  std::vector<uint64_t> apply_after = s.image_seq;
+  for (size_t t = 0; t <= n; ++t) {
+    if (unreadable[t]) apply_after[t] = UINT64_MAX;
+  }
+  uint64_t all_covered = *std::min_element(apply_after.begin(), apply_after.end());
   uint64_t last_seq = *std::max_element(s.image_seq.begin(), s.image_seq.end());
   std::unique_ptr<storage::Log> log;
   storage::LogOpenReport lr;
   storage::Log::Options lo;
   lo.read_only = true;
   std::string line;
+  uint64_t visited = 0;
+  bool missing = false;
   st = storage::Log::open(
       io, dir, lo,
       [&](const storage::LogEntry& e) -> Status {
+        // Images must reach back to the log's first entry, else entries
+        // are missing: said at once, and the log is then only read and
+        // verified, not applied (its records would meet rows not there).
+        if (++visited == 1) {
+          for (size_t t = 0; t <= n; ++t) {
+            if (apply_after[t] < e.prev_seq) {
+              problem(fmt::format("log entries are missing: the oldest follows save {}, an image covers only up to {}",
+                                  e.prev_seq, apply_after[t]));
+              missing = true;
+              break;
+            }
+          }
+        }
         last_seq = std::max(last_seq, e.seq);
         if (o.entries) {
           storage::PayloadSummary sum;
@@ -192,8 +218,8 @@ int replay(const ReplayOptions& o, std::FILE* out, std::FILE* err) {
           line += "}}\n";
           std::fputs(line.c_str(), out);
         }
-        if (e.seq <= all_covered || (o.at && e.seq > *o.at)) return Status::good();
-        Status a = storage::apply_payload(e.payload, schema, map, e.seq, s.image_seq, *s.tables);
+        if (missing || e.seq <= all_covered || (o.at && e.seq > *o.at)) return Status::good();
+        Status a = storage::apply_payload(e.payload, schema, map, e.seq, apply_after, *s.tables);
         if (!a.ok()) return Status::error(fmt::format("log-{} at byte {}: {}", e.segment, e.offset, a.message));
         return Status::good();
       },
@@ -206,15 +232,6 @@ int replay(const ReplayOptions& o, std::FILE* out, std::FILE* err) {
   if (o.at && *o.at > last_save) {
     fmt::print(err, "aup replay: --at {} is past the store's last save, {}\n", *o.at, last_save);
     return 2;
-  }
-  if (lr.entries > 0 && lr.first_prev_seq > 0) {
-    for (size_t t = 0; t <= n; ++t) {
-      if (s.image_seq[t] < lr.first_prev_seq) {
-        problem(fmt::format("log entries are missing: the oldest follows save {}, an image covers only up to {}",
-                            lr.first_prev_seq, s.image_seq[t]));
-        break;
-      }
-    }
   }
 
   if (dump >= 0) {

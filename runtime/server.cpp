@@ -196,6 +196,7 @@ struct Conn {
   double parked_now = 0;
   std::string out;
   size_t out_at = 0;
+  size_t done_bytes = 0;  // answers in done slots, not yet moved to `out`
   uint32_t interest = 0;
   bool registered = true;  // in the thread's epoll
 };
@@ -233,6 +234,10 @@ class IoThread {
   void handle_line(Conn& c, std::string_view line);
   void run_query(Conn& c, uint64_t slot, double now);
   Slot& slot(Conn& c, uint64_t number) { return c.slots[number - c.first_slot]; }
+  // Answer bytes held for the client and not yet taken by it, whether
+  // already in `out` or still in slots waiting for an earlier answer
+  // (bounded by --max-output: past it nothing more is read).
+  static size_t waiting_bytes(const Conn& c) { return c.out.size() - c.out_at + c.done_bytes; }
   void flush(Conn& c);
   void settle(Conn& c);  // after any change: run a parked query, read on, write, close
   void update_interest(Conn& c);
@@ -453,6 +458,7 @@ void IoThread::take_inbox() {
     Slot& s = slot(c, a.slot);
     s.text = std::move(a.text);
     s.done = true;
+    c.done_bytes += s.text.size();
     --c.events_in_flight;
     if (touched.empty() || touched.back() != a.conn) touched.push_back(a.conn);
   }
@@ -556,13 +562,20 @@ void IoThread::read_some(Conn& c) {
 bool IoThread::pump(Conn& c) {
   const ServerOptions& o = server_.options();
   bool progress = false;
-  while (!c.dead && !c.parked && !server_.stopping() && c.slots.size() < o.max_pending) {
+  // Each query answered here adds to what waits for the client; stopping
+  // at --max-output bounds that (to the limit plus one answer) even when
+  // many small requests ask for large answers.
+  while (!c.dead && !c.parked && !server_.stopping() && c.slots.size() < o.max_pending &&
+         waiting_bytes(c) <= o.max_output_bytes) {
     const char* base = c.in.data();
     const char* nl = static_cast<const char*>(std::memchr(base + c.begin, '\n', c.end - c.begin));
     if (!nl) {
       if (c.end - c.begin > o.max_line_bytes) {
         // An unfinished line already over the limit: answer now, drop its bytes.
-        if (!c.skipping) c.slots.push_back(Slot{too_long_answer(o.max_line_bytes), true});
+        if (!c.skipping) {
+          c.slots.push_back(Slot{too_long_answer(o.max_line_bytes), true});
+          c.done_bytes += c.slots.back().text.size();
+        }
         c.skipping = true;
         c.begin = c.end = 0;
         progress = true;
@@ -586,6 +599,7 @@ bool IoThread::pump(Conn& c) {
     }
     if (line.size() > o.max_line_bytes) {
       c.slots.push_back(Slot{too_long_answer(o.max_line_bytes), true});
+      c.done_bytes += c.slots.back().text.size();
       continue;
     }
     handle_line(c, line);
@@ -616,6 +630,7 @@ void IoThread::handle_line(Conn& c, std::string_view line) {
     Slot& s = slot(c, number);
     service_->finish(t, s.text);  // a bad request: answered here
     s.done = true;
+    c.done_bytes += s.text.size();
   }
 }
 
@@ -626,11 +641,13 @@ void IoThread::run_query(Conn& c, uint64_t number, double t) {
   service_->finish(t, s.text);
   Snapshots::give_back(snap);
   s.done = true;
+  c.done_bytes += s.text.size();
   server_.queries.fetch_add(1, std::memory_order_relaxed);
 }
 
 void IoThread::flush(Conn& c) {
   while (!c.slots.empty() && c.slots.front().done) {
+    c.done_bytes -= c.slots.front().text.size();
     if (!c.dead) c.out += c.slots.front().text;
     c.slots.pop_front();
     ++c.first_slot;
@@ -693,7 +710,7 @@ void IoThread::update_interest(Conn& c) {
     return;
   }
   uint32_t want = 0;
-  bool backlog = c.slots.size() >= o.max_pending || c.out.size() - c.out_at > o.max_output_bytes;
+  bool backlog = c.slots.size() >= o.max_pending || waiting_bytes(c) > o.max_output_bytes;
   if (!c.eof && !c.parked && !server_.stopping() && !backlog) want |= EPOLLIN | EPOLLRDHUP;
   if (c.out_at < c.out.size()) want |= EPOLLOUT;
   if (want == c.interest) return;

@@ -168,6 +168,11 @@ bool decode_table_schema(Decoder& d, TableSchema& t) {
     if (!decode_field_type(d.u8(), f.type)) return false;
     f.has_default = d.u8() != 0;
     if (f.has_default) f.default_value = d.scalar();
+    // Columns are matched by name when loaded: a name twice (which no
+    // record has) would load two columns into one field.
+    for (const FieldSchema& g : t.fields) {
+      if (g.name == f.name) return false;
+    }
     t.fields.push_back(std::move(f));
   }
   uint64_t key = d.varint();
@@ -186,21 +191,31 @@ Status load(Io& io, const std::string& path, uint8_t want_kind, std::vector<uint
   int64_t size = io.file_size(fd);
   if (size < imf::kHeaderBytes + 8) {
     io.close(fd);
-    return Status::error(fmt::format("{} is damaged: {} bytes, shorter than an empty image", path, size));
+    return Status::error(
+        fmt::format("{} is damaged: it ends at byte {}, shorter than an empty image ({} bytes)", path, size,
+                    imf::kHeaderBytes + 8));
   }
   bytes.resize(static_cast<size_t>(size));
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = io.pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
-    if (n <= 0) break;
+    if (n < 0) {  // an I/O error, not damage: the open exits 2, not 1
+      io.close(fd);
+      int e = static_cast<int>(-n);
+      return Status::error(fmt::format("cannot read {}: {}", path, err_text(e)), e);
+    }
+    if (n == 0) break;
     done += static_cast<size_t>(n);
   }
   io.close(fd);
   if (done != bytes.size()) return Status::error(fmt::format("cannot read {}", path));
   const uint8_t* h = bytes.data();
-  if (std::memcmp(h, imf::kMagic, 8) != 0) return Status::error(fmt::format("{} is not an aup image", path));
+  if (std::memcmp(h, imf::kMagic, 8) != 0) {
+    return Status::error(fmt::format("{} is damaged or not an aup image: no image magic at byte 0", path));
+  }
   if (get32(h + 8) != imf::kVersion) {
-    return Status::error(fmt::format("{} has image format {}, this aup reads {}", path, get32(h + 8), imf::kVersion));
+    return Status::error(
+        fmt::format("{} has image format {} at byte 8, this aup reads {}", path, get32(h + 8), imf::kVersion));
   }
   if (get64(h + 56) != XXH3_64bits(h, 56)) {
     return Status::error(fmt::format("{} is damaged: header checksum mismatch at byte 56", path));
@@ -208,14 +223,19 @@ Status load(Io& io, const std::string& path, uint8_t want_kind, std::vector<uint
   info.seq = get64(h + 16);
   info.rows = get64(h + 24);
   uint64_t body_len = get64(h + 32);
-  if (h[40] != want_kind) return Status::error(fmt::format("{} is not the kind of image expected", path));
+  if (h[40] != want_kind) {
+    return Status::error(fmt::format("{} is not the kind of image expected (kind {} at byte 40)", path, h[40]));
+  }
   if (body_len != bytes.size() - imf::kHeaderBytes - 8) {
-    return Status::error(fmt::format("{} is damaged: the header promises {} bytes of rows, the file holds {}", path,
-                                     body_len, bytes.size() - imf::kHeaderBytes - 8));
+    return Status::error(fmt::format("{} is damaged: the header promises {} bytes of rows, the file holds {} "
+                                     "(it ends at byte {})",
+                                     path, body_len, bytes.size() - imf::kHeaderBytes - 8, bytes.size()));
   }
   body = std::span<const uint8_t>(h + imf::kHeaderBytes, body_len);
   if (XXH3_64bits(body.data(), body.size()) != get64(h + imf::kHeaderBytes + body_len)) {
-    return Status::error(fmt::format("{} is damaged: the digest of its {} bytes of rows does not match", path, body_len));
+    return Status::error(fmt::format("{} is damaged: the digest at byte {} does not match its body, bytes {}..{}",
+                                     path, imf::kHeaderBytes + body_len, imf::kHeaderBytes,
+                                     imf::kHeaderBytes + body_len - 1));
   }
   info.bytes = bytes.size();
   return Status::good();
@@ -288,10 +308,12 @@ Status read_table_image(Io& io, const std::string& path, ImageRead& info,
     for (uint32_t f = 0; f < t.fields.size(); ++f) {
       if (f != t.key_field) row[f] = d.value(t.fields[f].type);
     }
-    vm::Key k = key_of_slot(kt, row[t.key_field]);
+    // The key only once the row decoded: a text that did not is null.
+    vm::Key k;
     bool ordered = r == 0;
-    if (r > 0 && d.ok()) {
-      ordered = kt == FieldType::Text ? std::string_view(last_text) < k.text->view() : last_ord < k.ord;
+    if (d.ok()) {
+      k = key_of_slot(kt, row[t.key_field]);
+      if (r > 0) ordered = kt == FieldType::Text ? std::string_view(last_text) < k.text->view() : last_ord < k.ord;
     }
     if (!d.ok() || !ordered) {
       for (uint32_t f = 0; f < t.fields.size(); ++f) {
@@ -305,7 +327,10 @@ Status read_table_image(Io& io, const std::string& path, ImageRead& info,
     st = row_fn(row.data());
     if (!st.ok()) return st;
   }
-  if (!d.done()) return Status::error(fmt::format("{} is damaged: bytes after the last row", path));
+  if (!d.done()) {
+    return Status::error(fmt::format("{} is damaged: bytes after the last row (byte {})", path,
+                                     imf::kHeaderBytes + d.offset()));
+  }
   return Status::good();
 }
 
@@ -317,17 +342,24 @@ Status read_vars_image(Io& io, const std::string& path, ImageRead& info,
   if (!st.ok()) return st;
   Decoder d(body.data(), body.size());
   uint64_t n = d.varint();
-  if (n != info.rows || n > 65536) return Status::error(fmt::format("{} is damaged: var count", path));
+  if (n != info.rows || n > 65536) {
+    return Status::error(fmt::format("{} is damaged: var count {} at byte {}", path, n, imf::kHeaderBytes));
+  }
   for (uint64_t i = 0; i < n && d.ok(); ++i) {
     VarSchema v;
     v.name = std::string(d.text());
-    if (!decode_field_type(d.u8(), v.type)) return Status::error(fmt::format("{} is damaged: var type", path));
+    if (!decode_field_type(d.u8(), v.type)) {
+      return Status::error(fmt::format("{} is damaged: var type at byte {}", path, imf::kHeaderBytes + d.offset() - 1));
+    }
     uint64_t value = d.value(v.type);
     if (!d.ok()) break;
     info.vars.push_back(v);
     var(v, value);
   }
-  if (!d.ok() || !d.done()) return Status::error(fmt::format("{} is damaged: vars do not decode", path));
+  if (!d.ok() || !d.done()) {
+    return Status::error(
+        fmt::format("{} is damaged: vars do not decode (byte {})", path, imf::kHeaderBytes + d.offset()));
+  }
   return Status::good();
 }
 
@@ -337,6 +369,12 @@ Status load_table_image(Io& io, const std::string& path, const TableSchema& targ
   // The image's columns to the target's, worked out at its first row.
   std::vector<int> column_field;
   std::vector<bool> given;
+  // A refused row's texts are still this callee's to release.
+  auto release_texts = [](const TableSchema& layout, const uint64_t* slots) {
+    for (uint32_t f = 0; f < layout.fields.size(); ++f) {
+      if (layout.fields[f].type == FieldType::Text) vm::release(reinterpret_cast<vm::TextObj*>(slots[f]));
+    }
+  };
   return read_table_image(io, path, info, [&](uint64_t* row) -> Status {
     const TableSchema& cols = info.table;
     if (column_field.empty()) {
@@ -349,6 +387,7 @@ Status load_table_image(Io& io, const std::string& path, const TableSchema& targ
         if (same) given[f] = true;
       }
       if (!given[target.key_field]) {
+        release_texts(cols, row);
         return Status::error(fmt::format("{} lacks the key field `{}`", path, target.fields[target.key_field].name));
       }
     }
@@ -367,7 +406,10 @@ Status load_table_image(Io& io, const std::string& path, const TableSchema& targ
                                                   : reinterpret_cast<uint64_t>(vm::heap_text(fs.default_value.text));
     }
     vm::Key k = key_of_slot(target.fields[target.key_field].type, converted[target.key_field]);
-    if (!tree.insert(k, converted.data())) return Status::error(fmt::format("{} is damaged: a key appears twice", path));
+    if (!tree.insert(k, converted.data())) {
+      release_texts(target, converted.data());
+      return Status::error(fmt::format("{} is damaged: a key appears twice", path));
+    }
     ++rows;
     return Status::good();
   });

@@ -4,10 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
 namespace aup::storage {
 
@@ -60,6 +62,7 @@ int64_t SystemIo::file_size(int fd) {
 // Every rule about `what` counts this occurrence; the first whose count
 // comes due fires.
 FaultRule* FaultIo::hit(std::string_view what) {
+  std::lock_guard<std::mutex> lock(mu_);
   FaultRule* fired = nullptr;
   for (FaultRule& r : rules_) {
     if (r.what != what) continue;
@@ -71,6 +74,16 @@ FaultRule* FaultIo::hit(std::string_view what) {
       std::_Exit(kCrashExitCode);
     }
     fired = &r;
+  }
+  if (fired && announce_) {
+    const auto nth = static_cast<unsigned long long>(fired->nth);
+    if (fired->action == FaultRule::Action::Short) {
+      std::fprintf(stderr, "aup: fault plan: short write at %.*s (%llu)\n", static_cast<int>(what.size()),
+                   what.data(), nth);
+    } else {
+      std::fprintf(stderr, "aup: fault plan: %.*s (%llu) fails: %s\n", static_cast<int>(what.size()), what.data(),
+                   nth, std::strerror(fired->err));
+    }
   }
   return fired;
 }
@@ -85,6 +98,10 @@ ssize_t FaultIo::pwrite(int fd, const void* data, size_t n, off_t at) {
     return -r->err;
   }
   return inner_->pwrite(fd, data, n, at);
+}
+ssize_t FaultIo::pread(int fd, void* data, size_t n, off_t at) {
+  if (FaultRule* r = hit("pread")) return -r->err;
+  return inner_->pread(fd, data, n, at);
 }
 int FaultIo::fdatasync(int fd) {
   if (FaultRule* r = hit("fdatasync")) return -r->err;
@@ -148,6 +165,20 @@ bool parse_fault_plan(std::string_view spec, std::vector<FaultRule>& out, std::s
       return false;
     }
     r.what = std::string(parts[1]);
+    // A misspelt call would make a rule that never fires, and a test that
+    // tests nothing. (Crash rules name points, which are not listed here.)
+    static constexpr std::string_view kCalls[] = {"open",      "pread",           "pwrite",    "fdatasync", "fsync",
+                                                  "fallocate", "sync_file_range", "ftruncate", "rename",    "unlink"};
+    if (r.action != FaultRule::Action::Crash &&
+        std::find(std::begin(kCalls), std::end(kCalls), parts[1]) == std::end(kCalls)) {
+      error = "unknown call `" + r.what +
+              "` (open, pread, pwrite, fdatasync, fsync, fallocate, sync_file_range, ftruncate, rename, unlink)";
+      return false;
+    }
+    if (r.action == FaultRule::Action::Short && r.what != "pwrite") {
+      error = "only pwrite can be short";
+      return false;
+    }
     r.nth = std::strtoull(std::string(parts[2]).c_str(), nullptr, 10);
     if (r.nth == 0) {
       error = "a fault rule's N counts from 1";
@@ -155,7 +186,11 @@ bool parse_fault_plan(std::string_view spec, std::vector<FaultRule>& out, std::s
     }
     if (parts.size() > 3) {
       std::string e(parts[3]);
-      r.err = e == "EIO" ? EIO : e == "ENOSPC" ? ENOSPC : e == "EDQUOT" ? EDQUOT : std::atoi(e.c_str());
+      r.err = e == "EIO"      ? EIO
+              : e == "ENOSPC" ? ENOSPC
+              : e == "EDQUOT" ? EDQUOT
+              : e == "EROFS"  ? EROFS
+                              : std::atoi(e.c_str());
       if (r.err <= 0) {
         error = "unknown errno `" + e + "`";
         return false;
@@ -175,7 +210,7 @@ std::unique_ptr<Io> io_from_environment(std::string& error) {
   if (!spec || !*spec) return std::make_unique<SystemIo>();
   std::vector<FaultRule> rules;
   if (!parse_fault_plan(spec, rules, error)) return nullptr;
-  return std::make_unique<FaultIo>(std::make_unique<SystemIo>(), std::move(rules));
+  return std::make_unique<FaultIo>(std::make_unique<SystemIo>(), std::move(rules), /*announce=*/true);
 }
 
 }  // namespace aup::storage

@@ -12,14 +12,21 @@
 //   AUP_FAULTS="fail:fdatasync:2:EIO"         the 2nd fdatasync returns EIO
 //   AUP_FAULTS="short:pwrite:1"               the 1st pwrite writes half and stops
 //
-// Several rules may be joined with commas. Operating errors come back as
-// negative errno values, never exceptions.
+// Several rules may be joined with commas. A fail rule names a call of Io
+// (open, pread, pwrite, fdatasync, fsync, fallocate, sync_file_range,
+// ftruncate, rename, unlink) and an errno (EIO, ENOSPC, EDQUOT, EROFS or a
+// number); a short rule names pwrite. A plan from AUP_FAULTS says on stderr
+// when a fail or short rule fires (`aup: fault plan: ...`), so a test can
+// tell a fault that fired from one never reached. Rules count calls from
+// every thread (the owner's and a checkpoint's) under one lock.
+// Operating errors come back as negative errno values, never exceptions.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,13 +83,14 @@ struct FaultRule {
 
 class FaultIo : public Io {
  public:
-  FaultIo(std::unique_ptr<Io> inner, std::vector<FaultRule> rules)
-      : inner_(std::move(inner)), rules_(std::move(rules)) {}
+  // `announce`: say on stderr when a fail or short rule fires.
+  FaultIo(std::unique_ptr<Io> inner, std::vector<FaultRule> rules, bool announce = false)
+      : inner_(std::move(inner)), rules_(std::move(rules)), announce_(announce) {}
 
   int open(const std::string& path, int flags, int mode) override;
   int close(int fd) override { return inner_->close(fd); }
   ssize_t pwrite(int fd, const void* data, size_t n, off_t at) override;
-  ssize_t pread(int fd, void* data, size_t n, off_t at) override { return inner_->pread(fd, data, n, at); }
+  ssize_t pread(int fd, void* data, size_t n, off_t at) override;
   int fdatasync(int fd) override;
   int fsync(int fd) override;
   int fallocate(int fd, off_t at, off_t n) override;
@@ -97,7 +105,9 @@ class FaultIo : public Io {
   // The rule that fires now for `what`, if any (crash rules exit here).
   FaultRule* hit(std::string_view what);
   std::unique_ptr<Io> inner_;
+  std::mutex mu_;  // guards the rules' counts: a checkpoint's thread makes calls too
   std::vector<FaultRule> rules_;
+  bool announce_;
 };
 
 // Parses a plan ("crash:POINT:N,fail:CALL:N:ERRNO,short:CALL:N"); false with

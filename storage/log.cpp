@@ -52,15 +52,21 @@ void encode_header(const Header& h, uint8_t* p) {
   put64(p + 56, XXH3_64bits(p, 56));
 }
 
-bool decode_header(const uint8_t* p, Header& h) {
-  if (std::memcmp(p, lf::kMagic, 8) != 0) return false;
-  if (get32(p + 8) != lf::kVersion || get32(p + 12) != lf::kHeaderBytes) return false;
-  if (get64(p + 56) != XXH3_64bits(p, 56)) return false;
+// Why a header is not a valid segment header (naming the byte), or "".
+std::string decode_header(const uint8_t* p, Header& h) {
+  if (std::memcmp(p, lf::kMagic, 8) != 0) return "no log magic at byte 0";
+  if (get32(p + 8) != lf::kVersion) {
+    return fmt::format("format version {} at byte 8, this aup reads {}", get32(p + 8), lf::kVersion);
+  }
+  if (get32(p + 12) != lf::kHeaderBytes) return fmt::format("header size {} at byte 12", get32(p + 12));
+  if (get64(p + 56) != XXH3_64bits(p, 56)) return "the header checksum at byte 56 does not match bytes 0..55";
   h.number = get64(p + 16);
   h.generation = get64(p + 24);
   h.predecessor = get64(p + 32);
   h.size = get64(p + 40);
-  return h.generation != 0 && h.size >= lf::kHeaderBytes;
+  if (h.generation == 0) return "generation 0 at byte 24";
+  if (h.size < lf::kHeaderBytes) return fmt::format("segment size {} at byte 40", h.size);
+  return "";
 }
 
 // Two one-shot hashes (no hashing state to allocate): the header's 32
@@ -82,38 +88,51 @@ uint64_t random_generation() {
   return g ? g : 1;
 }
 
-// Why an entry at `off` is not a valid continuation, or "" if it is.
-std::string check_entry(const std::vector<uint8_t>& buf, uint64_t off, uint64_t generation,
-                        bool have_last, uint64_t last_seq, uint64_t last_digest) {
+// Why an entry at `off` is not a valid continuation ("" if it is), and
+// whether it is whole (its digest matches: this generation wrote it whole).
+struct EntryCheck {
+  std::string why;
+  bool whole = false;
+};
+EntryCheck check_entry(const std::vector<uint8_t>& buf, uint64_t off, uint64_t generation, bool have_last,
+                       uint64_t last_seq, uint64_t last_digest) {
   const uint8_t* head = buf.data() + off;
   uint64_t room = buf.size() - off - lf::kEntryHeaderBytes;
   uint32_t len = get32(head);
-  if (len > room || len > lf::kMaxPayloadBytes) return "entry longer than the segment (incomplete)";
+  if (len > room || len > lf::kMaxPayloadBytes) return {"entry longer than the segment (incomplete)", false};
   if (entry_digest(generation, head, head + lf::kEntryHeaderBytes, len) != get64(head + 32)) {
-    return "digest mismatch";
+    return {"digest mismatch", false};
   }
   uint64_t seq = get64(head + 8), prev = get64(head + 16);
-  if (seq <= prev) return "save number not after its predecessor";
+  if (seq <= prev) return {"save number not after its predecessor", true};
   if (have_last && (prev != last_seq || get64(head + 24) != last_digest)) {
-    return "does not chain to the entry before it";
+    return {"does not chain to the entry before it", true};
   }
-  return "";
+  return {"", true};
 }
 
-// Whether a valid entry of this generation starts anywhere at or after
-// `from` (8-byte steps). Most positions fail the length or number test
-// before any digest is computed.
-bool valid_entry_after(const std::vector<uint8_t>& buf, uint64_t from, uint64_t generation) {
+// Whether a valid entry of this generation that could continue a log
+// whose last valid entry has save number `after` starts anywhere at or
+// after `from` (8-byte steps). Such an entry has zero reserved bytes and
+// a predecessor at or past `after`: stale entries of a reused segment
+// (older save numbers) and nearly every position inside a payload fail
+// those tests before any digest is computed, so a scan costs about a read
+// of the bytes, not a digest of the rest of the segment at each position.
+bool valid_entry_after(const std::vector<uint8_t>& buf, uint64_t from, uint64_t generation, uint64_t after) {
   for (uint64_t p = (from + lf::kAlign - 1) / lf::kAlign * lf::kAlign;
        p + lf::kEntryHeaderBytes <= buf.size(); p += lf::kAlign) {
     const uint8_t* head = buf.data() + p;
     uint32_t len = get32(head);
-    if (len == 0 || len > buf.size() - p - lf::kEntryHeaderBytes) continue;
-    if (get64(head + 8) <= get64(head + 16)) continue;
+    if (len == 0 || len > buf.size() - p - lf::kEntryHeaderBytes || get32(head + 4) != 0) continue;
+    uint64_t seq = get64(head + 8), prev = get64(head + 16);
+    if (seq <= prev || prev < after) continue;
     if (entry_digest(generation, head, head + lf::kEntryHeaderBytes, len) == get64(head + 32)) return true;
   }
   return false;
 }
+
+// How far past an end marker open looks for valid entries.
+constexpr uint64_t kEndScanBytes = uint64_t{1} << 20;
 
 Status read_all(Io& io, int fd, uint64_t size, std::vector<uint8_t>& out, const std::string& path) {
   out.assign(size, 0);
@@ -214,29 +233,55 @@ Status Log::open(Io& io, const std::string& dir, Options o, const Visitor& visit
     bool valid = false;
     int fd = -1;
     int64_t file_size = 0;
+    bool blank = false;  // empty, or its header all zeros: never headed
   };
   std::vector<Candidate> cands;
+  auto close_all = [&] {
+    for (Candidate& c : cands) {
+      if (c.fd >= 0) io.close(c.fd);
+    }
+  };
   for (auto& [number, p] : files) {
-    Candidate c{number, p, {}, false, -1, 0};
+    Candidate c{number, p, {}, false, -1, 0, false};
     c.fd = io.open(p, o.read_only ? O_RDONLY : O_RDWR, 0);
-    if (c.fd < 0) return Status::error(fmt::format("cannot open {}: {}", p, std::strerror(-c.fd)), -c.fd);
+    if (c.fd < 0) {
+      close_all();
+      return Status::error(fmt::format("cannot open {}: {}", p, std::strerror(-c.fd)), -c.fd);
+    }
     c.file_size = io.file_size(c.fd);
-    // A header is valid (a candidate for the chain), or all zeros or cut
-    // short (a segment being created when a crash came: free), or valid but
-    // naming another number (a segment being reused: free). Anything else
-    // is damage: refusing beats silently dropping a segment's entries.
+    cands.push_back(c);
+    // A header is valid (a candidate for the chain), or the file is empty or
+    // its header all zeros (a segment being created when a crash came:
+    // free), or valid but naming another number (a segment being reused:
+    // free). Anything else is damage: refusing beats silently dropping a
+    // segment's entries. A segment gets its whole size before its header,
+    // so no crash leaves a file that ends inside its header.
     uint8_t head[lf::kHeaderBytes] = {};
-    bool whole = c.file_size >= lf::kHeaderBytes && io.pread(c.fd, head, sizeof head, 0) == lf::kHeaderBytes;
-    if (whole && !all_zero(head, sizeof head)) {
-      if (!decode_header(head, c.h)) {
-        io.close(c.fd);
-        for (Candidate& done : cands) io.close(done.fd);
-        return Status::error(fmt::format("the log is damaged: {} has an invalid header; refusing to open", p));
+    if (c.file_size > 0 && c.file_size < lf::kHeaderBytes) {
+      close_all();
+      return Status::error(fmt::format("the log is damaged: {} is cut short: it ends at byte {}, inside its "
+                                       "header; refusing to open",
+                                       p, c.file_size));
+    }
+    if (c.file_size >= lf::kHeaderBytes) {
+      ssize_t got = io.pread(c.fd, head, sizeof head, 0);
+      if (got != lf::kHeaderBytes) {
+        close_all();
+        int e = got < 0 ? static_cast<int>(-got) : EIO;
+        return Status::error(fmt::format("cannot read {}: {}", p, std::strerror(e)), e);
       }
-      c.valid = c.h.number == number;
+    }
+    cands.back().blank = all_zero(head, sizeof head);
+    if (!cands.back().blank) {
+      std::string why = decode_header(head, cands.back().h);
+      if (!why.empty()) {
+        close_all();
+        return Status::error(
+            fmt::format("the log is damaged: {} has an invalid header ({}); refusing to open", p, why));
+      }
+      cands.back().valid = cands.back().h.number == number;
     }
     log->next_number_ = std::max(log->next_number_, number + 1);
-    cands.push_back(std::move(c));
   }
 
   // The chain: back from the newest valid segment through predecessors.
@@ -257,17 +302,41 @@ Status Log::open(Io& io, const std::string& dir, Options o, const Visitor& visit
     chain.push_back(found);
   }
   std::reverse(chain.begin(), chain.end());
+  // A segment is allocated whole before its header is written, and never
+  // shrinks: one shorter than its header says lost its end to damage, not
+  // to a crash (whose torn write leaves the file's size alone).
+  for (size_t i : chain) {
+    if (cands[i].file_size < 0 || static_cast<uint64_t>(cands[i].file_size) < cands[i].h.size) {
+      std::string msg = fmt::format("the log is damaged: log-{} is cut short: it ends at byte {}, its header "
+                                    "gives it {} bytes; refusing to open",
+                                    cands[i].number, cands[i].file_size, cands[i].h.size);
+      close_all();
+      return Status::error(msg);
+    }
+  }
   std::vector<bool> in_chain(cands.size(), false);
   for (size_t i : chain) in_chain[i] = true;
   for (size_t i = 0; i < cands.size(); ++i) {
     if (in_chain[i]) continue;
     io.close(cands[i].fd);
+    // Never headed and after the newest segment: a segment whose creation a
+    // crash interrupted, so the entry that needed it was never written.
+    // The log ends before it, as at a torn entry, and says so (damage that
+    // empties the newest segment looks the same and must not pass without
+    // a word); a writable open removes it, so it is said once.
+    if (cands[i].blank && (chain.empty() || cands[i].number > cands[chain.back()].number)) {
+      report.torn = true;
+      report.torn_where = fmt::format("log-{} at byte 0: {}, a segment whose creation did not finish", cands[i].number,
+                                      cands[i].file_size == 0 ? "an empty file" : "no header");
+      if (!o.read_only && io.unlink(cands[i].path) == 0) continue;
+    }
     log->free_.push_back(Free{cands[i].path, static_cast<uint64_t>(std::max<int64_t>(cands[i].file_size, 0))});
   }
 
   // Every entry, in order, until the first that is not valid.
   bool have_last = false;
   bool stopped = false;
+  std::pair<uint64_t, uint64_t> last_end{0, 0};  // segment and byte where the last valid entry ends
   std::vector<uint8_t> buf;
   for (size_t k = 0; k < chain.size(); ++k) {
     Candidate& c = cands[chain[k]];
@@ -284,7 +353,7 @@ Status Log::open(Io& io, const std::string& dir, Options o, const Visitor& visit
       // After a torn tail, a later segment must hold no valid entry.
       Status st = read_all(io, c.fd, c.h.size, buf, c.path);
       if (!st.ok()) return st;
-      if (valid_entry_after(buf, lf::kHeaderBytes, c.h.generation)) {
+      if (valid_entry_after(buf, lf::kHeaderBytes, c.h.generation, log->last_seq_)) {
         return Status::error(fmt::format("the log is damaged: {}, yet log-{} holds later entries; "
                                          "refusing to open (aup replay --verify shows where)",
                                          report.torn_where, c.number));
@@ -298,18 +367,45 @@ Status Log::open(Io& io, const std::string& dir, Options o, const Visitor& visit
       if (!st.ok()) return st;
       if (off + lf::kEntryHeaderBytes > buf.size()) break;
       // A zero header is the end marker (written after every entry, and by
-      // a cut or a withdrawal): the log ends here.
-      if (all_zero(buf.data() + off, lf::kEntryHeaderBytes)) break;
+      // a cut or a withdrawal): the log ends here. No valid entry of the
+      // live log can follow one (a cut is made only when none does, and a
+      // withdrawal stops the log): if one does, an entry's header was
+      // zeroed by damage, and what follows it would be dropped unseen. The
+      // look is bounded (kEndScanBytes past the marker, or what was read
+      // already): reading the rest of a preallocated segment at every open
+      // would cost more than the open itself.
+      if (all_zero(buf.data() + off, lf::kEntryHeaderBytes)) {
+        st = reader.ensure(off + kEndScanBytes);
+        if (!st.ok()) return st;
+        if (valid_entry_after(buf, off + lf::kAlign, c.h.generation, log->last_seq_)) {
+          return Status::error(fmt::format("the log is damaged: log-{} at byte {}: a zeroed entry header (an end "
+                                           "marker), and valid entries follow it; refusing to open (aup replay "
+                                           "--verify shows where)",
+                                           c.number, off));
+        }
+        break;
+      }
       uint64_t len = get32(buf.data() + off);
       st = reader.ensure(off + lf::kEntryHeaderBytes + len + lf::kEntryHeaderBytes);
       if (!st.ok()) return st;
       const uint8_t* head = buf.data() + off;
-      std::string why = check_entry(buf, off, c.h.generation, have_last, log->last_seq_, log->last_digest_);
-      if (!why.empty()) {
-        report.torn_where = fmt::format("log-{} at byte {}: {}", c.number, off, why);
+      EntryCheck check = check_entry(buf, off, c.h.generation, have_last, log->last_seq_, log->last_digest_);
+      if (!check.why.empty()) {
+        report.torn_where = fmt::format("log-{} at byte {}: {}", c.number, off, check.why);
+        if (check.whole) {
+          // Written whole by this segment's generation, yet not following
+          // the entry read before it: a crash tears an entry, it never
+          // leaves a whole one after a gap. Entries before it are lost.
+          std::string before = have_last ? fmt::format(" (the entry before it ends in log-{} at byte {})",
+                                                       last_end.first, last_end.second)
+                                         : std::string();
+          return Status::error(fmt::format("the log is damaged: {}{}; refusing to open (aup replay --verify "
+                                           "shows where)",
+                                           report.torn_where, before));
+        }
         st = reader.ensure(c.h.size);  // damage, unless nothing valid follows
         if (!st.ok()) return st;
-        if (valid_entry_after(buf, off + lf::kAlign, c.h.generation)) {
+        if (valid_entry_after(buf, off + lf::kAlign, c.h.generation, log->last_seq_)) {
           return Status::error(fmt::format("the log is damaged: {}, and valid entries follow it; "
                                            "refusing to open (aup replay --verify shows where)",
                                            report.torn_where));
@@ -334,6 +430,7 @@ Status Log::open(Io& io, const std::string& dir, Options o, const Visitor& visit
       seg.last_seq = e.seq;
       off += lf::entry_bytes(len);
       seg.used = off;
+      last_end = {c.number, off};
       ++report.entries;
       report.payload_bytes += len;
     }
@@ -396,13 +493,22 @@ Status Log::start_segment(uint64_t min_size) {
       // Nothing of the log changed: a clean refusal, later appends retry.
       io_.close(s.fd);
       io_.unlink(p);
-      return Status::error(fmt::format("no space for a new log segment of {} MiB in {}: {}", size >> 20,
-                                       dir_, std::strerror(-rc)),
+      bool full = rc == -ENOSPC || rc == -EDQUOT;
+      return Status::error(fmt::format("{} for a new log segment {} of {}: {}",
+                                       full ? "no space" : "cannot allocate space", p,
+                                       size % (1 << 20) == 0 ? fmt::format("{} MiB", size >> 20)
+                                                             : fmt::format("{} bytes", size),
+                                       std::strerror(-rc)),
                            -rc);
     }
   }
   Status st = write_header(s);
   if (!st.ok()) {
+    // Part of the header may be written (a short write, then an error): it
+    // would read as damage at the next open, and the store would not open.
+    // Zeroed (or, failing that, removed), the file is free space.
+    uint8_t zeros[lf::kHeaderBytes] = {};
+    if (!write_all(io_, s.fd, zeros, sizeof zeros, 0, p).ok() || io_.fdatasync(s.fd) < 0) io_.unlink(p);
     broken_ = true;
     io_.close(s.fd);
     return st;

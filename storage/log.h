@@ -1,18 +1,26 @@
 // The log: entries appended to preallocated segments, made durable by
 // fdatasync, read back in order at open.
 //
-// Recovery policy (each case is a named test in tests/storage/log_test.cpp):
-//   - An entry that is incomplete, fails its digest, or does not chain to
-//     the one before it ends the log: it and everything after it is not
-//     state (a torn tail). Open zeroes its header, so the end stays clean.
+// Recovery policy (each case is a named test in tests/storage/log_test.cpp;
+// the whole policy is in docs/store-format.md, "Opening a store"):
+//   - An entry that is incomplete or fails its digest ends the log: it and
+//     everything after it is not state (a torn tail). Open zeroes its
+//     header, so the end stays clean.
 //   - But if any valid entry of the live log follows such a bad entry (later
 //     in the same segment, or in a later segment of the chain), the bad
 //     entry is damage, not a torn tail: open refuses, naming the file and
-//     the byte offset.
+//     the byte offset. After an end marker (a zeroed header) open looks at
+//     least 1 MiB ahead for such an entry (a bound on open time).
+//   - A whole entry (its digest matches) that does not chain, or whose save
+//     number is not after its predecessor's, is damage, refused at once.
+//   - A segment file shorter than its header says is damage (segments are
+//     allocated whole before their header is written and never shrink).
 //   - The segments are the chain ending at the highest-numbered segment with
 //     a valid header, linked by predecessor generations. A file whose header
-//     is invalid or does not match its name (a segment being reused when a
-//     crash came) is free, as are valid segments outside the chain.
+//     is valid but does not match its name, or a valid segment outside the
+//     chain, is free space; an empty or zero-header file is free space when
+//     older than the newest segment and a torn tail (reported, removed) when
+//     newer; any other invalid header is refused.
 #pragma once
 
 #include <cstdint>

@@ -226,6 +226,10 @@ Status apply_payload(std::span<const uint8_t> payload, const Schema& stored, con
           for (uint64_t j = 0; j < n && d.ok(); ++j) {
             uint64_t f = d.varint();
             if (f >= ts.fields.size()) return bad("field out of range", d.offset());
+            // A row's key never changes (the checker refuses it, so no
+            // batch writes it): a set of it would leave the row under a
+            // key it no longer holds.
+            if (f == ts.key_field) return bad("set of the key field", d.offset());
             uint64_t v = d.value(ts.fields[f].type);
             if (!d.ok()) break;
             uint32_t tf = fmap[f];

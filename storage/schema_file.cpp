@@ -129,22 +129,42 @@ Status read_schema_file(Io& io, const std::string& dir, Schema& s) {
   std::vector<uint8_t> bytes(static_cast<size_t>(std::max<int64_t>(size, 0)));
   ssize_t n = size > 0 ? io.pread(fd, bytes.data(), bytes.size(), 0) : 0;
   io.close(fd);
-  if (n != static_cast<ssize_t>(bytes.size()) || bytes.size() < 32) {
-    return Status::error(fmt::format("{} is damaged: {} bytes", path, size));
+  if (n < 0) {  // an I/O error, not damage: the open exits 2, not 1
+    int e = static_cast<int>(-n);
+    return Status::error(fmt::format("cannot read {}: {}", path, std::strerror(e)), e);
   }
-  if (std::memcmp(bytes.data(), kMagic, 8) != 0) return Status::error(fmt::format("{} is not an aup schema file", path));
+  if (n != static_cast<ssize_t>(bytes.size())) return Status::error(fmt::format("cannot read {}", path));
+  if (bytes.size() < 32) {
+    return Status::error(
+        fmt::format("{} is damaged: it ends at byte {}, shorter than an empty schema file (32 bytes)", path, size));
+  }
+  if (std::memcmp(bytes.data(), kMagic, 8) != 0) {
+    return Status::error(fmt::format("{} is damaged or not an aup schema file: no schema magic at byte 0", path));
+  }
   uint32_t version = bytes[8] | bytes[9] << 8 | bytes[10] << 16 | static_cast<uint32_t>(bytes[11]) << 24;
   if (version != kVersion) {
-    return Status::error(fmt::format("{} has schema format {}; this aup reads {}", path, version, kVersion));
+    return Status::error(fmt::format("{} has schema format {} at byte 8; this aup reads {}", path, version, kVersion));
+  }
+  // Not covered by the digest: checked, so a damaged or future file is not
+  // read as this format.
+  if (bytes[12] | bytes[13] | bytes[14] | bytes[15]) {
+    return Status::error(fmt::format("{} is damaged: the reserved bytes 12..15 are not zero", path));
   }
   uint64_t len = get64(bytes.data() + 16);
-  if (len != bytes.size() - 32) return Status::error(fmt::format("{} is damaged: length mismatch", path));
+  if (len != bytes.size() - 32) {
+    return Status::error(fmt::format("{} is damaged: the length at byte 16 says {} bytes, the file holds {} "
+                                     "(it ends at byte {})",
+                                     path, len, bytes.size() - 32, bytes.size()));
+  }
   const uint8_t* body = bytes.data() + 24;
   if (XXH3_64bits(body, len) != get64(body + len)) {
-    return Status::error(fmt::format("{} is damaged: checksum mismatch", path));
+    return Status::error(fmt::format("{} is damaged: the digest at byte {} does not match bytes 24..{}", path,
+                                     24 + len, 24 + len - 1));
   }
   Decoder d(body, len);
-  if (!decode_schema(d, s)) return Status::error(fmt::format("{} is damaged: it does not decode", path));
+  if (!decode_schema(d, s)) {
+    return Status::error(fmt::format("{} is damaged: it does not decode (byte {})", path, 24 + d.offset()));
+  }
   return Status::good();
 }
 

@@ -82,21 +82,39 @@ SchemaMap build_map(const Schema& stored, const Schema& target) {
 
 // Rewrites an image's covered save number in place: the table has not
 // changed since the image, so the image is the table as of `seq` too.
+// A write that stops part way must not leave half a new header behind (the
+// image would no longer open): the old header is written back, and still
+// describes the image.
 Status bump_image_seq(Io& io, const std::string& path, uint64_t seq) {
   int fd = io.open(path, O_RDWR, 0);
   if (fd < 0) return Status::error(fmt::format("cannot open {}: {}", path, errno_text(-fd)), -fd);
-  uint8_t h[image_format::kHeaderBytes];
-  ssize_t n = io.pread(fd, h, sizeof h, 0);
-  auto fail = [&](std::string why) {
+  uint8_t old[image_format::kHeaderBytes];
+  ssize_t n = io.pread(fd, old, sizeof old, 0);
+  auto fail = [&](std::string why, int e) {
     io.close(fd);
-    return Status::error(fmt::format("cannot update {}: {}", path, why));
+    return Status::error(fmt::format("cannot update {}: {}", path, why), e);
   };
-  if (n != sizeof h || std::memcmp(h, image_format::kMagic, 8) != 0) return fail("not an image");
+  if (n < 0) return fail(errno_text(static_cast<int>(-n)), static_cast<int>(-n));
+  if (n != sizeof old || std::memcmp(old, image_format::kMagic, 8) != 0) return fail("not an image", 0);
+  uint8_t h[image_format::kHeaderBytes];
+  std::memcpy(h, old, sizeof h);
   for (int i = 0; i < 8; ++i) h[16 + i] = static_cast<uint8_t>(seq >> (8 * i));
   uint64_t sum = XXH3_64bits(h, 56);
   for (int i = 0; i < 8; ++i) h[56 + i] = static_cast<uint8_t>(sum >> (8 * i));
-  if (io.pwrite(fd, h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) return fail("write failed");
-  if (io.fsync(fd) < 0) return fail("sync failed");
+  auto write_header = [&](const uint8_t* p) -> int {  // 0, or the errno
+    size_t done = 0;
+    while (done < sizeof h) {
+      ssize_t w = io.pwrite(fd, p + done, sizeof h - done, static_cast<off_t>(done));
+      if (w <= 0) return w < 0 ? static_cast<int>(-w) : EIO;
+      done += static_cast<size_t>(w);
+    }
+    return 0;
+  };
+  if (int e = write_header(h); e != 0) {
+    write_header(old);
+    return fail(errno_text(e), e);
+  }
+  if (int rc = io.fsync(fd); rc < 0) return fail(errno_text(-rc), -rc);
   io.close(fd);
   return Status::good();
 }
@@ -197,13 +215,30 @@ Status Store::open(Io& io, const std::string& dir, const Schema& schema, StoreOp
 
   // The log after the images.
   uint64_t all_covered = *std::min_element(s->image_seq_.begin(), s->image_seq_.end());
+  // Every image must reach back to where the log begins, or entries between
+  // are lost (a segment deleted or emptied by hand, say). Checked at the
+  // first entry, before records meet rows that are not there.
+  auto missing_entries = [&](uint64_t first_prev_seq) -> Status {
+    for (size_t t = 0; t <= n; ++t) {
+      if (s->image_seq_[t] < first_prev_seq) {
+        std::string what = t < n ? fmt::format("table `{}`", schema.tables[t].name) : std::string("the vars");
+        return Status::error(fmt::format("the store {} is missing log entries: its oldest entry follows save {}, "
+                                         "but the image of {} covers only up to save {}",
+                                         dir, first_prev_seq, what, s->image_seq_[t]));
+      }
+    }
+    return Status::good();
+  };
   LogOpenReport lr;
   Log::Options lo;
   lo.segment_bytes = o.segment_bytes;
   st = Log::open(
       io, dir, lo,
       [&](const LogEntry& e) -> Status {
-        ++report.entries;
+        if (++report.entries == 1) {
+          Status m = missing_entries(e.prev_seq);
+          if (!m.ok()) return m;
+        }
         if (progress && report.entries % 4096 == 0) progress(report.entries, report.image_rows);
         // Entries every image covers are not even decoded (they may be in an
         // older layout, from before a migration).
@@ -216,18 +251,6 @@ Status Store::open(Io& io, const std::string& dir, const Schema& schema, StoreOp
   if (!st.ok()) return st;
   report.torn = lr.torn;
   report.torn_where = lr.torn_where;
-  // Every image must reach back to where the log begins, or entries between
-  // are lost (a segment deleted by hand, say).
-  if (lr.entries > 0 && lr.first_prev_seq > 0) {
-    for (size_t t = 0; t <= n; ++t) {
-      if (s->image_seq_[t] < lr.first_prev_seq) {
-        std::string what = t < n ? fmt::format("table `{}`", schema.tables[t].name) : std::string("the vars");
-        return Status::error(fmt::format("the store {} is missing log entries: its oldest entry follows save {}, "
-                                         "but the image of {} covers only up to save {}",
-                                         dir, lr.first_prev_seq, what, s->image_seq_[t]));
-      }
-    }
-  }
   s->last_seq_ = std::max(s->log_->last_seq(), *std::max_element(s->image_seq_.begin(), s->image_seq_.end()));
   report.last_seq = s->last_seq_;
 
@@ -252,7 +275,7 @@ Status Store::open(Io& io, const std::string& dir, const Schema& schema, StoreOp
 }
 
 Status Store::commit(BatchEncoder& batch) {
-  if (unavailable()) return Status::error("not written: " + unavailable_);
+  if (unavailable()) return Status::error(unavailable_);
   payload_.clear();
   std::fill(entry_bytes_.begin(), entry_bytes_.end(), 0);
   batch.encode(tables_, payload_, entry_bytes_);
@@ -284,13 +307,15 @@ Status Store::commit(BatchEncoder& batch) {
 // there). The batch's entry is withdrawn if that still works, so its events
 // can be answered as certainly not written.
 Status Store::fail_commit(const Status& failed) {
-  unavailable_ = "the store takes no events since a write to the log failed (" + failed.message +
-                 "); restart aup to recover";
+  std::string why =
+      "the store takes no events since a write to the log failed (" + failed.message + "); restart aup to recover";
+  // Every later event is refused with this, before it runs: not written.
+  unavailable_ = "not written: " + why;
   Status w = log_->withdraw();
-  if (w.ok()) return Status::error("not written: " + unavailable_, failed.err);
+  if (w.ok()) return Status::error(unavailable_, failed.err);
   return Status::error(fmt::format("perhaps written: {}; withdrawing the entry failed too ({}), so whether these "
                                    "events survive the restart is unknown",
-                                   unavailable_, w.message),
+                                   why, w.message),
                        failed.err);
 }
 
@@ -413,8 +438,11 @@ void Store::release_covered() {
   size_t n = schema_.tables.size();
   for (size_t t = 0; t < n; ++t) {
     if (since_image_[t] == 0 && image_seq_[t] < last_seq_ && image_bytes_[t] > 0) {
-      if (bump_image_seq(io_, table_image_path(dir_, schema_.tables[t].name), last_seq_).ok()) {
+      Status b = bump_image_seq(io_, table_image_path(dir_, schema_.tables[t].name), last_seq_);
+      if (b.ok()) {
         image_seq_[t] = last_seq_;
+      } else {
+        report_background(b);  // the image and the log stay as they were; tried again after the next checkpoint
       }
     }
   }

@@ -88,6 +88,7 @@ class Store {
   // nothing (no space for a new segment) leaves it available.
   Status commit(BatchEncoder& batch);
   bool unavailable() const { return !unavailable_.empty(); }
+  // The refusal of every later event ("not written: ...").
   const std::string& unavailable_reason() const { return unavailable_; }
   uint64_t last_seq() const { return last_seq_; }
 

@@ -4,9 +4,11 @@
 set -eu
 # libsimdjson-dev is only for bench/json, which the build skips without it;
 # libsqlite3-dev and gnuplot-nox are for the TPC-C comparison (bench/tpcc)
-# and its plots.
+# and its plots; clang-19 and libclang-rt-19-dev (libFuzzer, the sanitizer
+# runtimes) and llvm-19 (llvm-symbolizer, for readable reports) are for the
+# fuzz build (tools/fuzz.sh).
 packages="g++ meson ninja-build pkg-config re2c libfmt-dev libcli11-dev doctest-dev libxxhash-dev
-  python3 hyperfine libsimdjson-dev libsqlite3-dev gnuplot-nox"
+  python3 hyperfine libsimdjson-dev libsqlite3-dev gnuplot-nox clang-19 libclang-rt-19-dev llvm-19"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

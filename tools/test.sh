@@ -2,11 +2,13 @@
 # Every test: install what is missing, build the normal and the sanitizer
 # (ASan + UBSan) builds, run the whole suite in both. The sanitizer build's
 # interpreter dispatches by switch, the normal one by computed goto, so the
-# tests cover both. The last line is `N passed, N failed` over both builds.
+# tests cover both. Then the fuzz build (tools/fuzz.sh: clang-19, libFuzzer)
+# runs each fuzz target for 30 s. The last line is `N passed, N failed` over
+# the three.
 set -u
 cd "$(dirname "$0")/.."
 sh tools/deps.sh || exit 1
-rm -f build/meson-logs/testlog.json build-asan/meson-logs/testlog.json
+rm -f build/meson-logs/testlog.json build-asan/meson-logs/testlog.json build-fuzz/meson-logs/testlog.json
 status=0
 sh tools/build.sh build || status=1
 if [ "$status" -eq 0 ]; then
@@ -19,7 +21,8 @@ if [ "$asan_ok" -eq 1 ]; then
   UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1 \
     meson test -C build-asan --print-errorlogs --num-processes "$(nproc)" || status=1
 fi
-python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json <<'PY'
+sh tools/fuzz.sh --seconds 30 || status=1
+python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json build-fuzz/meson-logs/testlog.json <<'PY'
 import json, sys
 ok = bad = 0
 for path in sys.argv[1:]:

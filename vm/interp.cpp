@@ -36,6 +36,10 @@ std::string_view error_code_name(ErrorCode c) {
 
 namespace {
 
+std::string temp_bytes_message() {
+  return fmt::format("temporary values would pass {} MiB", kMaxTempBytes >> 20);
+}
+
 std::string number_text(double d) {
   if (std::isnan(d)) return "nan";  // whatever its sign bit
   char buf[32];
@@ -178,39 +182,72 @@ Value Vm::copy_obj(Value v) {
   return ptr_value(c);
 }
 
-bool Vm::equal(Value a, Value b, uint32_t type) const {
+// Records (or objects) of one type, field by field; arrays inside them
+// item by item.
+bool Vm::rec_equal(const RecObj* a, const RecObj* b) const {
+  eq_stack_.clear();
+  eq_stack_.push_back(EqFrame{a, b, nullptr, nullptr, 0, 0});
+  return equal_walk();
+}
+
+// Compares two scalars now; two containers are pushed for equal_walk.
+bool Vm::equal_open(Value a, Value b, uint32_t type) const {
   const TypeDesc& t = module_.types[type];
   switch (t.code) {
     case TypeCode::Num: return as_num(a) == as_num(b);
     case TypeCode::Bool: return a == b;
     case TypeCode::Text: return vm::equal(as_ptr<TextObj>(a), as_ptr<TextObj>(b));
     case TypeCode::Record:
-    case TypeCode::Object: return rec_equal(as_ptr<RecObj>(a), as_ptr<RecObj>(b));
+    case TypeCode::Object:
+      eq_stack_.push_back(EqFrame{as_ptr<RecObj>(a), as_ptr<RecObj>(b), nullptr, nullptr, 0, 0});
+      return true;
     case TypeCode::Array: {
       auto* x = as_ptr<ArrayObj>(a);
       auto* y = as_ptr<ArrayObj>(b);
       if (x->len != y->len) return false;
-      for (uint32_t i = 0; i < x->len; ++i) {
-        if (!equal(x->items[i], y->items[i], t.index)) return false;
-      }
+      eq_stack_.push_back(EqFrame{nullptr, nullptr, x, y, t.index, 0});
       return true;
     }
     default: return a == b;
   }
 }
 
-// Records (or objects) of one type, field by field; arrays inside them
-// item by item.
-bool Vm::rec_equal(const RecObj* a, const RecObj* b) const {
-  bool record = a->h.kind == ObjKind::Record;
-  for (uint32_t i = 0; i < a->count; ++i) {
-    uint32_t type = record ? module_.records[a->desc].fields[i].type : module_.shapes[a->desc].types[i];
-    if (!equal(a->fields[i], b->fields[i], type)) return false;
+// Depth first, in field and item order, stopping at the first difference.
+// The stack holds one frame per level of nesting being compared.
+bool Vm::equal_walk() const {
+  while (!eq_stack_.empty()) {
+    EqFrame& f = eq_stack_.back();
+    Value x, y;
+    uint32_t type;
+    if (f.rx) {
+      if (f.next == f.rx->count) {
+        eq_stack_.pop_back();
+        continue;
+      }
+      uint32_t i = f.next++;
+      bool record = f.rx->h.kind == ObjKind::Record;
+      type = record ? module_.records[f.rx->desc].fields[i].type : module_.shapes[f.rx->desc].types[i];
+      x = f.rx->fields[i];
+      y = f.ry->fields[i];
+    } else {
+      if (f.next == f.ax->len) {
+        eq_stack_.pop_back();
+        continue;
+      }
+      uint32_t i = f.next++;
+      type = f.item_type;
+      x = f.ax->items[i];
+      y = f.ay->items[i];
+    }
+    if (!equal_open(x, y, type)) {  // `f` may dangle from here: equal_open pushes
+      eq_stack_.clear();
+      return false;
+    }
   }
   return true;
 }
 
-Value Vm::distinct(const ArrayObj* a, ItemKind kind) {
+bool Vm::distinct(const ArrayObj* a, ItemKind kind, Value* r) {
   ArrayObj* out = new_array(a->aggregate_items);
   switch (kind) {
     case ItemKind::Num: {
@@ -238,9 +275,15 @@ Value Vm::distinct(const ArrayObj* a, ItemKind kind) {
       break;
     }
     case ItemKind::Record:
+      // Each item against each kept one: a step per comparison, so the
+      // budget bounds this as it would the same loop written in aup.
       for (uint32_t i = 0; i < a->len; ++i) {
         bool dup = false;
         for (uint32_t j = 0; j < out->len && !dup; ++j) {
+          if (steps_left_ == 0) {
+            return fail(ErrorCode::Budget, fmt::format("the step budget ({} steps) ran out", step_budget_));
+          }
+          --steps_left_;
           dup = rec_equal(as_ptr<RecObj>(a->items[i]), as_ptr<RecObj>(out->items[j]));
         }
         if (!dup) push(out, a->items[i]);
@@ -251,7 +294,8 @@ Value Vm::distinct(const ArrayObj* a, ItemKind kind) {
   if (out->aggregate_items) {
     for (uint32_t i = 0; i < out->len; ++i) as_ptr<ObjHeader>(out->items[i])->shared = true;
   }
-  return ptr_value(out);
+  *r = ptr_value(out);
+  return true;
 }
 
 // ---------------------------------------------------------------------------
@@ -563,6 +607,7 @@ bool Vm::concat(Value a, Value b, Value* r) {
   if (n > kMaxTextBytes) {
     return fail(ErrorCode::Budget, fmt::format("a text would be longer than {} MiB", kMaxTextBytes >> 20));
   }
+  if (arena_.allocated() + n > kMaxTempBytes) return fail(ErrorCode::Budget, temp_bytes_message());
   auto* t = static_cast<TextObj*>(arena_.alloc(offsetof(TextObj, bytes) + n + 1));
   t->refs = 1;
   t->len = static_cast<uint32_t>(n);
@@ -712,6 +757,7 @@ bool Vm::execute(const Function* fn, Value* R, Value* result) {
     if (SBX < 0) {
       if (steps_left_ == 0) goto out_of_steps;
       --steps_left_;
+      if (arena_.allocated() > kMaxTempBytes) goto out_of_memory;
     }
     pc += SBX;
     VM_NEXT;
@@ -727,6 +773,7 @@ bool Vm::execute(const Function* fn, Value* R, Value* result) {
   VM_CASE(CALL) {
     if (steps_left_ == 0) goto out_of_steps;
     --steps_left_;
+    if (arena_.allocated() > kMaxTempBytes) goto out_of_memory;
     if (frames_.size() >= kMaxCallDepth) {
       fail(ErrorCode::Budget, fmt::format("calls nested deeper than {}", kMaxCallDepth));
       goto failed;
@@ -852,7 +899,10 @@ bool Vm::execute(const Function* fn, Value* R, Value* result) {
     R[A] = ptr_value(it);
     VM_NEXT;
   }
-  VM_CASE(DISTINCT) { R[A] = distinct(as_ptr<ArrayObj>(R[B]), static_cast<ItemKind>(C)); VM_NEXT; }
+  VM_CASE(DISTINCT) {
+    CHECK(distinct(as_ptr<ArrayObj>(R[B]), static_cast<ItemKind>(C), &R[A]));
+    VM_NEXT;
+  }
 
   VM_CASE(NEXT) {
     if (!next(as_ptr<IterObj>(R[A]), &R[A + 1])) pc += SBX;
@@ -877,6 +927,9 @@ bool Vm::execute(const Function* fn, Value* R, Value* result) {
   }
 #endif
 
+out_of_memory:
+  fail(ErrorCode::Budget, temp_bytes_message());
+  goto failed;
 out_of_steps:
   fail(ErrorCode::Budget, fmt::format("the step budget ({} steps) ran out", step_budget_));
 failed:

@@ -7,10 +7,12 @@
 // in helpers simply returns: no exceptions cross the loop. The caller
 // rolls the State back to its mark when `run` fails.
 //
-// Limits: `step budget` steps per run (a step is a backward jump or a
-// call; straight-line code is bounded by its length), call depth
-// kMaxCallDepth, kMaxArrayItems per array, kMaxTextBytes per text. Passing
-// one fails the run with code `budget`.
+// Limits: `step budget` steps per run (a step is a backward jump, a call,
+// or one comparison `distinct` makes between records, which is quadratic;
+// straight-line code is bounded by its length), call depth
+// kMaxCallDepth, kMaxArrayItems per array, kMaxTextBytes per text,
+// kMaxTempBytes of temporaries per run. Passing one fails the run with
+// code `budget`.
 #pragma once
 
 #include <cstdint>
@@ -119,9 +121,21 @@ class Vm {
   bool concat(Value a, Value b, Value* r);
   bool index_of(const ArrayObj* a, Value i, uint32_t* out);
   Value copy_obj(Value v);
-  bool equal(Value a, Value b, uint32_t type) const;
+  // `==` on values: an explicit stack of the containers being compared,
+  // not the C++ stack, since values nest without bound through arrays (a
+  // record may hold an array of itself).
+  struct EqFrame {
+    const RecObj* rx;     // two records or objects, field by field; or
+    const RecObj* ry;
+    const ArrayObj* ax;   // two arrays of items of type `item_type`
+    const ArrayObj* ay;
+    uint32_t item_type;
+    uint32_t next;        // the next field or item to compare
+  };
   bool rec_equal(const RecObj* a, const RecObj* b) const;
-  Value distinct(const ArrayObj* a, ItemKind kind);
+  bool equal_open(Value a, Value b, uint32_t type) const;  // scalars now, containers onto the stack
+  bool equal_walk() const;
+  bool distinct(const ArrayObj* a, ItemKind kind, Value* r);
   bool next(IterObj* it, Value* item);
   Value varr(const ViewObj* v);
 
@@ -130,6 +144,7 @@ class Vm {
   Arena arena_;
   std::vector<Value> regs_;
   std::vector<Frame> frames_;
+  mutable std::vector<EqFrame> eq_stack_;  // equal_walk's; empty between uses
   // Per record and shape: the fields holding arrays, records or objects
   // (marked shared when their holder is copied), and record defaults.
   std::vector<std::vector<uint32_t>> record_aggregates_;

@@ -507,7 +507,18 @@ bool Verifier::run(std::string& error) {
         if (t.index >= i) bad(fmt::format("type {}: item type {} not before it", i, t.index));
         break;
       case TypeCode::Object:
-        if (t.index >= m.shapes.size()) bad(fmt::format("type {}: shape out of range", i));
+        if (t.index >= m.shapes.size()) {
+          bad(fmt::format("type {}: shape out of range", i));
+          break;
+        }
+        // Field types come first too (the compiler adds them before the
+        // object): an object can then never hold itself.
+        for (uint32_t f : m.shapes[t.index].types) {
+          if (f >= i) {
+            bad(fmt::format("type {}: field type {} not before it", i, f));
+            break;
+          }
+        }
         break;
       default: break;
     }

@@ -93,5 +93,10 @@ struct IterObj {
 // Bounds on what one event may build; passing one fails it with `budget`.
 inline constexpr uint32_t kMaxArrayItems = 1u << 24;
 inline constexpr uint32_t kMaxCallDepth = 200;
+// Bytes of temporaries (texts, arrays, records, objects; all in the arena
+// until the event or query ends) one event or query may make. Checked at
+// every step and before each concatenation: without it a loop of
+// concatenations grows the process by 16 MiB a round until it is killed.
+inline constexpr uint64_t kMaxTempBytes = uint64_t{1} << 30;
 
 }  // namespace aup::vm

@@ -127,6 +127,28 @@ TEST_SUITE("json") {
     CHECK(parse_error("{\"a\":1").find("at byte") != std::string::npos);
   }
 
+  TEST_CASE("a refusal quotes a byte only when it is printable ASCII, so the answer stays valid UTF-8") {
+    // Fuzz finding (request_fuzz): the message quoted the offending byte
+    // as it was, so a bad_request answer to a line holding a lone byte of
+    // a UTF-8 sequence was itself not valid UTF-8, nor JSON.
+    struct Case {
+      std::string_view text, says;
+    };
+    for (const Case& c : {Case{"\xff", "unexpected byte 0xFF"}, Case{"\xc3\xa9", "unexpected byte 0xC3"},
+                          Case{"{} \xe2\x82\xac", "unexpected byte 0xE2 after the value"},
+                          Case{"\"\\\xc3\xa9\"", "unknown escape: byte 0xC3 after `\\`"},
+                          Case{"\x01", "unexpected byte 0x01"}, Case{"x", "unexpected `x`"},
+                          Case{"\"\\q\"", "unknown escape: `q` after `\\`"}}) {
+      std::string error = parse_error(c.text);
+      CHECK_MESSAGE(error.find(c.says) != std::string::npos, error);
+      std::string answer;
+      json_append_string(answer, error);
+      JsonDoc doc;
+      std::string problem;
+      CHECK_MESSAGE(doc.parse(answer, problem), problem);
+    }
+  }
+
   TEST_CASE("invalid UTF-8 in strings is refused") {
     for (const char* bad : {"\"\xFF\"", "\"\xC0\x80\"", "\"\xED\xA0\x80\"", "\"\xF4\x90\x80\x80\"",
                             "\"\xE2\x82\"", "\"\x80\""}) {

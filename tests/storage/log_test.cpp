@@ -146,7 +146,11 @@ TEST_SUITE("log") {
     CHECK_FALSE(again.report.torn);
   }
 
-  TEST_CASE("ShrunkSegmentFileIsATornTail") {
+  TEST_CASE("ShrunkSegmentFileIsDamage") {
+    // A segment gets its whole size before its header and never shrinks; a
+    // crash tears an entry but leaves the size. So a file shorter than its
+    // header says lost its end to damage, wherever the cut (here inside the
+    // last entry; it could as well be inside the first of many).
     TempDir dir;
     SystemIo io;
     std::vector<std::string> payloads = {"first", "second"};
@@ -155,11 +159,115 @@ TEST_SUITE("log") {
       append(*o.log, 1, payloads[0]);
       append(*o.log, 2, payloads[1]);
     }
-    shrink(dir.path + "/log-0", entry_offset(payloads, 1) + 20);
+    uint64_t cut = entry_offset(payloads, 1) + 20;
+    shrink(dir.path + "/log-0", cut);
+    Opened o = open_log(io, dir.path);
+    REQUIRE_FALSE(o.status.ok());
+    CHECK(o.status.message.find("log-0 is cut short: it ends at byte " + std::to_string(cut)) != std::string::npos);
+  }
+
+  TEST_CASE("AFileEndingInsideItsHeaderIsDamage; an empty one is a segment being created") {
+    TempDir dir;
+    SystemIo io;
+    {
+      Opened o = open_log(io, dir.path);
+      append(*o.log, 1, "one");
+    }
+    shrink(dir.path + "/log-0", 30);
+    Opened o = open_log(io, dir.path);
+    REQUIRE_FALSE(o.status.ok());
+    CHECK(o.status.message.find("log-0 is cut short: it ends at byte 30, inside its header") != std::string::npos);
+  }
+
+  TEST_CASE("ANewestSegmentNeverHeadedIsATornTailSaidOnce") {
+    // Empty, or allocated with its header still zero: what a crash while
+    // creating the segment leaves (and what damage emptying it looks like).
+    // The log ends before it, and says so; the open removes it.
+    for (bool empty : {true, false}) {
+      CAPTURE(empty);
+      TempDir dir;
+      SystemIo io;
+      std::vector<std::string> payloads = {std::string(1500, 'a'), std::string(1500, 'b')};
+      {
+        Opened o = open_log(io, dir.path);
+        append(*o.log, 1, payloads[0]);
+        append(*o.log, 2, payloads[1]);
+        append(*o.log, 3, std::string(1500, 'c'));
+        REQUIRE(o.log->segments().size() == 2);
+      }
+      if (empty) {
+        shrink(dir.path + "/log-1", 0);
+      } else {
+        zero(dir.path + "/log-1", 0, lf::kHeaderBytes);
+      }
+      Opened o = open_log(io, dir.path);
+      REQUIRE_MESSAGE(o.status.ok(), o.status.message);
+      CHECK(o.entries.size() == 2);
+      CHECK(o.report.torn);
+      CHECK(o.report.torn_where.find("log-1 at byte 0: ") != std::string::npos);
+      CHECK_FALSE(fs::exists(dir.path + "/log-1"));
+      append(*o.log, 3, "again");
+      o.log.reset();
+      Opened again = open_log(io, dir.path);
+      REQUIRE_MESSAGE(again.status.ok(), again.status.message);
+      CHECK(again.entries.size() == 3);
+      CHECK_FALSE(again.report.torn);
+    }
+  }
+
+  TEST_CASE("AZeroedEntryHeaderFollowedByValidEntriesIsDamage") {
+    TempDir dir;
+    SystemIo io;
+    std::vector<std::string> payloads = {"aaaa", "bbbb", "cccc"};
+    {
+      Opened o = open_log(io, dir.path);
+      for (size_t i = 0; i < payloads.size(); ++i) append(*o.log, i + 1, payloads[i]);
+    }
+    uint64_t middle = entry_offset(payloads, 1);
+    zero(dir.path + "/log-0", middle, lf::kEntryHeaderBytes);
+    Opened o = open_log(io, dir.path);
+    REQUIRE_FALSE(o.status.ok());
+    CHECK(o.status.message.find("log-0 at byte " + std::to_string(middle) + ": a zeroed entry header") !=
+          std::string::npos);
+  }
+
+  TEST_CASE("AZeroedLastEntryHeaderIsAnEndMarker") {
+    // What a withdrawal writes: the log ends before that entry.
+    TempDir dir;
+    SystemIo io;
+    std::vector<std::string> payloads = {"aaaa", "bbbb", "cccc"};
+    {
+      Opened o = open_log(io, dir.path);
+      for (size_t i = 0; i < payloads.size(); ++i) append(*o.log, i + 1, payloads[i]);
+    }
+    zero(dir.path + "/log-0", entry_offset(payloads, 2), lf::kEntryHeaderBytes);
     Opened o = open_log(io, dir.path);
     REQUIRE_MESSAGE(o.status.ok(), o.status.message);
-    CHECK(o.entries.size() == 1);
-    CHECK(o.report.torn);
+    CHECK(o.entries.size() == 2);
+    CHECK_FALSE(o.report.torn);
+  }
+
+  TEST_CASE("AWholeEntryAfterAGapIsDamageNotATornTail") {
+    // log-0 holds entries 1 and 2, log-1 only entry 3. With entry 2's header
+    // zeroed, log-0 ends early and entry 3 (whole: its digest matches) does
+    // not chain. A crash tears an entry; it never leaves a whole one after
+    // a gap, so this is damage, even though nothing valid follows entry 3.
+    TempDir dir;
+    SystemIo io;
+    std::vector<std::string> payloads = {std::string(1500, 'a'), std::string(1500, 'b')};
+    {
+      Opened o = open_log(io, dir.path);
+      append(*o.log, 1, payloads[0]);
+      append(*o.log, 2, payloads[1]);
+      append(*o.log, 3, std::string(1500, 'c'));
+      REQUIRE(o.log->segments().size() == 2);
+    }
+    uint64_t second = entry_offset(payloads, 1);
+    zero(dir.path + "/log-0", second, lf::kEntryHeaderBytes);
+    Opened o = open_log(io, dir.path);
+    REQUIRE_FALSE(o.status.ok());
+    CHECK(o.status.message.find("log-1 at byte 64: does not chain") != std::string::npos);
+    CHECK(o.status.message.find("ends in log-0 at byte " + std::to_string(second)) != std::string::npos);
   }
 
   TEST_CASE("DamageFollowedByValidEntriesRefusesToOpen") {

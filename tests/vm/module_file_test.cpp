@@ -110,6 +110,26 @@ TEST_SUITE("module_file") {
     CHECK(refused > 0);
   }
 
+  TEST_CASE("an object type holding itself is refused (a cycle of types)") {
+    // module_fuzz: a resealed module whose object shape had a field of that
+    // very object type passed the verifier, and `aup disasm` recursed on its
+    // type until the stack overflowed.
+    auto m = compile(AUP_SOURCE_DIR "/tests/programs/protocol.aup");
+    uint32_t object = 0;
+    for (uint32_t t = 0; t < m->types.size(); ++t) {
+      if (m->types[t].code == TypeCode::Object) object = t;
+    }
+    REQUIRE(object != 0);
+    std::string error;
+    REQUIRE(verify_module(*m, error));
+    m->shapes[m->types[object].index].types[0] = object;
+    CHECK_FALSE(verify_module(*m, error));
+    CHECK(error.find("not before it") != std::string::npos);
+    std::vector<uint8_t> bytes = encode_module(*m);
+    Module back;
+    CHECK_FALSE(decode_module(bytes, back, error));
+  }
+
   TEST_CASE("the verifier names what is out of range") {
     auto m = compile(AUP_SOURCE_DIR "/examples/bank/bank.aup");
     std::string error;
