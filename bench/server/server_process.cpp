@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "common/measure.h"
+#include "common/proc.h"
 
 extern char** environ;
 
@@ -202,20 +203,8 @@ std::string ServerProcess::stderr_text() const {
 }
 
 CpuTimes ServerProcess::cpu() const {
-  std::ifstream in("/proc/" + std::to_string(pid_) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  // The command name in parentheses may hold spaces: fields count from the
-  // last ')'. After it come field 3 (state) on; utime and stime are 14 and 15.
-  size_t paren = text.rfind(')');
-  if (paren == std::string::npos) throw std::runtime_error("cannot read /proc/" + std::to_string(pid_) + "/stat");
-  std::istringstream fields(text.substr(paren + 1));
-  std::string skip;
-  for (int i = 3; i < 14; ++i) fields >> skip;
-  double utime = 0, stime = 0;
-  fields >> utime >> stime;
-  if (!fields) throw std::runtime_error("cannot parse /proc/" + std::to_string(pid_) + "/stat");
-  double ns_per_tick = 1e9 / static_cast<double>(sysconf(_SC_CLK_TCK));
-  return CpuTimes{utime * ns_per_tick, stime * ns_per_tick};
+  ProcessCpu c = process_cpu(pid_);
+  return CpuTimes{c.user_ns, c.system_ns};
 }
 
 std::vector<StatsLine> ServerProcess::stats_between(double from_ns, double to_ns) const {

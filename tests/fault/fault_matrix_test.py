@@ -50,7 +50,6 @@ import json
 import os
 import random
 import re
-import select
 import shutil
 import signal
 import socket
@@ -60,7 +59,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "storage"))
-from aup_driver import Aup, FIXED_TIME  # noqa: E402
+from aup_driver import Aup, FIXED_TIME, Hang  # noqa: E402
 
 NOW = 1700000000000  # FIXED_TIME: `now` of every event
 # Segments of 4 KiB and low checkpoint thresholds: a run of a few hundred
@@ -258,34 +257,11 @@ def bank_groups(rng, n, prelude=True, first_new=100):
 # ---- processes ----------------------------------------------------------------------------
 
 
-class Hang(Exception):
-    pass
-
-
 class Proc(Aup):
     """aup_driver.Aup with a deadline on every answer (a hang is a finding)."""
 
     def read_lines(self, n, timeout=READ_TIMEOUT):
-        got = []
-        fd = self.p.stdout.fileno()
-        deadline = time.monotonic() + timeout
-        while len(got) < n:
-            nl = self.buffered.find(b"\n")
-            if nl >= 0:
-                got.append(self.buffered[:nl].decode())
-                self.buffered = self.buffered[nl + 1:]
-                continue
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise Hang("no answer within %ds" % timeout)
-            ready, _, _ = select.select([fd], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            self.buffered += chunk
-        return got
+        return Aup.read_lines(self, n, timeout)
 
     def finish(self, timeout=READ_TIMEOUT):
         try:

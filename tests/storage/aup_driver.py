@@ -3,7 +3,9 @@ an `aup run` process driven over pipes, and request lines for crash.aup."""
 import json
 import os
 import random
+import select
 import subprocess
+import time
 
 # Small segments and checkpoint thresholds, so a short run creates, fills,
 # releases and reuses segments and writes images many times.
@@ -40,6 +42,10 @@ def groups_of(rng, lines, largest):
     return groups
 
 
+class Hang(Exception):
+    """An `aup run` process did not answer (or exit) in time."""
+
+
 class Aup:
     """One `aup run` process. Requests are written in one write() each
     (under PIPE_BUF bytes, so the process reads a group whole and commits
@@ -64,16 +70,25 @@ class Aup:
         except BrokenPipeError:
             return False
 
-    def read_lines(self, n):
-        """Up to n answer lines; fewer when the process ends first."""
+    def read_lines(self, n, timeout=None):
+        """Up to n answer lines; fewer when the process ends first. With a
+        timeout (seconds for the whole call), raises Hang when the answers
+        do not come in time."""
         got = []
         fd = self.p.stdout.fileno()
+        deadline = None if timeout is None else time.monotonic() + timeout
         while len(got) < n:
             nl = self.buffered.find(b"\n")
             if nl >= 0:
                 got.append(self.buffered[:nl].decode())
                 self.buffered = self.buffered[nl + 1:]
                 continue
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise Hang("no answer within %ds" % timeout)
+                if not select.select([fd], [], [], left)[0]:
+                    continue
             chunk = os.read(fd, 65536)
             if not chunk:
                 break
