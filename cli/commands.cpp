@@ -16,6 +16,7 @@
 #include "state.h"
 #include "durability.h"
 #include "io.h"
+#include "jit.h"
 #include "server.h"
 #include "stdio_loop.h"
 #include "store.h"
@@ -85,11 +86,21 @@ int build(const BuildOptions& o) {
   return kExitOk;
 }
 
-int disasm(const std::string& path) {
+int disasm(const DisasmOptions& o) {
   int rc = kExitOk;
-  auto m = load(path, rc);
+  auto m = load(o.module, rc);
   if (!m) return rc;
-  fmt::print("{}", vm::disassemble(*m));
+  if (!o.ir) {
+    fmt::print("{}", vm::disassemble(*m));
+    return kExitOk;
+  }
+  m->prepare();  // the IR holds the constants as values
+  std::string ir, error;
+  if (!vm::jit::function_ir(*m, o.function, !o.unoptimized, ir, error)) {
+    fmt::print(stderr, "aup disasm: {}\n", error);
+    return kExitUsage;
+  }
+  fmt::print("{}", ir);
   return kExitOk;
 }
 
@@ -160,6 +171,26 @@ int run(const RunOptions& o) {
   vm::State state(*m);
   runtime::ServiceOptions so;
   if (o.step_budget) so.step_budget = o.step_budget;
+  // Compiled once, here, before the store opens: every Service (the owner's
+  // and each query thread's) runs the same code.
+  std::unique_ptr<vm::NativeCode> native;
+  if (o.engine == "jit") {
+    vm::jit::CompileStats cs;
+    std::string error;
+    native = vm::jit::compile(*m, error, &cs);
+    if (!native) {
+      fmt::print(stderr, "aup run: --engine jit: {}\n", error);
+      return kExitUsage;
+    }
+    if (o.stats) {
+      fmt::print(stderr,
+                 "aup: jit {{\"functions\":{},\"instructions\":{},\"translate_ms\":{:.1f},\"optimize_ms\":{:.1f},"
+                 "\"codegen_ms\":{:.1f},\"compile_ms\":{:.1f}}}\n",
+                 cs.functions, cs.instructions, cs.translate_ms, cs.optimize_ms, cs.codegen_ms,
+                 cs.translate_ms + cs.optimize_ms + cs.codegen_ms);
+    }
+    so.native = native.get();
+  }
   runtime::StdioOptions io;
   if (o.max_line_bytes) io.max_line_bytes = o.max_line_bytes;
   io.fixed_now = o.fixed_time;

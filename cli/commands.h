@@ -16,7 +16,13 @@ struct BuildOptions {
 };
 int build(const BuildOptions& o);
 
-int disasm(const std::string& module_path);
+struct DisasmOptions {
+  std::string module;
+  bool ir = false;           // LLVM IR (as --engine jit compiles it) instead of bytecode
+  std::string function;      // with --ir: only this function
+  bool unoptimized = false;  // with --ir: before LLVM's optimizations
+};
+int disasm(const DisasmOptions& o);
 
 struct RunOptions {
   std::string module;
@@ -29,6 +35,7 @@ struct RunOptions {
   uint64_t image_min_bytes = 0; // 0: the default (1 MiB)
   uint64_t log_min_bytes = 0;   // 0: the default (64 MiB)
   std::optional<double> fixed_time;
+  std::string engine = "vm";    // "vm" (interpret the bytecode) or "jit" (compile it with LLVM)
   bool stats = false;           // print the store's figures at exit (and, serving, a line a second)
   // --listen: serve connections instead of stdin.
   std::string listen;

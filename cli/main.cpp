@@ -25,12 +25,17 @@ int main(int argc, char** argv) {
   build_cmd->add_option("-o,--output", build.output, "the module file to write (default: FILE.aupm)")
       ->type_name("FILE.aupm");
 
-  std::string disasm_path;
+  aup::cli::DisasmOptions disasm;
   CLI::App* disasm_cmd = app.add_subcommand(
-      "disasm", "Print a module's schema and bytecode, one instruction a line with source positions.");
-  disasm_cmd->add_option("module", disasm_path, "an .aupm module file, or an .aup source (compiled first)")
+      "disasm", "Print a module's schema and bytecode, one instruction a line with source positions;\n"
+                "with --ir, the LLVM IR `aup run --engine jit` compiles instead.");
+  disasm_cmd->add_option("module", disasm.module, "an .aupm module file, or an .aup source (compiled first)")
       ->required()
       ->type_name("MODULE");
+  disasm_cmd->add_flag("--ir", disasm.ir, "print LLVM IR (after LLVM's O2 optimizations, as it runs)");
+  disasm_cmd->add_option("--function", disasm.function, "with --ir: only this handler, query or helper")
+      ->type_name("NAME");
+  disasm_cmd->add_flag("--unoptimized", disasm.unoptimized, "with --ir: the IR as translated, before optimizing");
 
   aup::cli::RunOptions run;
   double fixed_time = 0;
@@ -83,6 +88,11 @@ int main(int argc, char** argv) {
                     "with --listen also a line a second (`aup: stats {...}`): events/s, queries/s, batch\n"
                     "size, commit p50/p99, the owner thread's share of a core, snapshot nodes copied and\n"
                     "recycled, log bytes, connections");
+  run_cmd->add_option("--engine", run.engine,
+                      "how module code runs: vm (the bytecode interpreter) or jit (native code compiled\n"
+                      "with LLVM at load; same results, byte for byte)")
+      ->check(CLI::IsMember({"vm", "jit"}))
+      ->capture_default_str();
   CLI::Option* fixed = run_cmd->add_option(
       "--fixed-time", fixed_time,
       "use this time (ms since the Unix epoch) as `now` for every event and query (for tests)");
@@ -107,7 +117,7 @@ int main(int argc, char** argv) {
   }
   if (check_cmd->parsed()) return aup::run_check(check, stdout, stderr);
   if (build_cmd->parsed()) return aup::cli::build(build);
-  if (disasm_cmd->parsed()) return aup::cli::disasm(disasm_path);
+  if (disasm_cmd->parsed()) return aup::cli::disasm(disasm);
   if (run_cmd->parsed()) {
     if (fixed->count()) run.fixed_time = fixed_time;
     return aup::cli::run(run);

@@ -27,6 +27,7 @@ std::string known_names(const List& list, Keep keep) {
 
 Service::Service(const vm::Module& m, vm::State& s, ServiceOptions o) : module_(m), state_(&s), vm_(m, s) {
   vm_.set_step_budget(o.step_budget);
+  vm_.set_native(o.native);
 }
 
 // {"id":...,"ok":true[,"result":body]}

@@ -29,6 +29,9 @@ namespace aup::runtime {
 
 struct ServiceOptions {
   uint64_t step_budget = vm::kDefaultStepBudget;
+  // Native code for the module (`--engine jit`, vm/jit/), or null to
+  // interpret. It must outlive every Service given it.
+  const vm::NativeCode* native = nullptr;
 };
 
 class Durability;

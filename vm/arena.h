@@ -37,6 +37,8 @@ class Arena {
   // Frees everything; keeps one block (the first) for reuse.
   void reset();
   size_t allocated() const { return allocated_; }
+  // Where allocated() is kept, for native code to read (vm/native.h).
+  const size_t* allocated_ptr() const { return &allocated_; }
 
  private:
   struct Block {

@@ -280,10 +280,10 @@ bool Vm::distinct(const ArrayObj* a, ItemKind kind, Value* r) {
       for (uint32_t i = 0; i < a->len; ++i) {
         bool dup = false;
         for (uint32_t j = 0; j < out->len && !dup; ++j) {
-          if (steps_left_ == 0) {
+          if (ctx_.steps_left == 0) {
             return fail(ErrorCode::Budget, fmt::format("the step budget ({} steps) ran out", step_budget_));
           }
-          --steps_left_;
+          --ctx_.steps_left;
           dup = rec_equal(as_ptr<RecObj>(a->items[i]), as_ptr<RecObj>(out->items[j]));
         }
         if (!dup) push(out, a->items[i]);
@@ -659,13 +659,23 @@ bool Vm::callb(uint32_t id, Value* args, uint32_t argc) {
 bool Vm::run(uint32_t fn, const Value* args, uint32_t argc, double now, Value* result) {
   assert(fn < module_.functions.size());
   assert(argc <= kMaxRegisters);
-  now_ = now;
-  steps_left_ = step_budget_;
+  ctx_.now = now;
+  ctx_.steps_left = step_budget_;
+  ctx_.temp_bytes = arena_.allocated_ptr();
+  ctx_.depth = 0;
+  ctx_.vm = this;
   frames_.clear();
   std::copy(args, args + argc, regs_.data());
   Value ignored = 0;
-  bool ok = execute(&module_.functions[fn], regs_.data(), result ? result : &ignored);
-  steps_taken_ = step_budget_ - steps_left_;
+  bool ok;
+  if (native_) {
+    // The native function leaves its R[0] in regs[0], as RET does here.
+    ok = native_->function(fn)(&ctx_, regs_.data());
+    if (ok) *(result ? result : &ignored) = regs_[0];
+  } else {
+    ok = execute(&module_.functions[fn], regs_.data(), result ? result : &ignored);
+  }
+  steps_taken_ = step_budget_ - ctx_.steps_left;
   return ok;
 }
 
@@ -734,7 +744,7 @@ bool Vm::execute(const Function* fn, Value* R, Value* result) {
     if (as_ptr<ObjHeader>(R[A])->shared) R[A] = copy_obj(R[A]);
     VM_NEXT;
   }
-  VM_CASE(NOW) { R[A] = num_value(now_); VM_NEXT; }
+  VM_CASE(NOW) { R[A] = num_value(ctx_.now); VM_NEXT; }
 
   VM_CASE(ADD) { R[A] = num_value(as_num(R[B]) + as_num(R[C])); VM_NEXT; }
   VM_CASE(SUB) { R[A] = num_value(as_num(R[B]) - as_num(R[C])); VM_NEXT; }
@@ -755,8 +765,8 @@ bool Vm::execute(const Function* fn, Value* R, Value* result) {
 
   VM_CASE(JMP) {
     if (SBX < 0) {
-      if (steps_left_ == 0) goto out_of_steps;
-      --steps_left_;
+      if (ctx_.steps_left == 0) goto out_of_steps;
+      --ctx_.steps_left;
       if (arena_.allocated() > kMaxTempBytes) goto out_of_memory;
     }
     pc += SBX;
@@ -771,8 +781,8 @@ bool Vm::execute(const Function* fn, Value* R, Value* result) {
     VM_NEXT;
   }
   VM_CASE(CALL) {
-    if (steps_left_ == 0) goto out_of_steps;
-    --steps_left_;
+    if (ctx_.steps_left == 0) goto out_of_steps;
+    --ctx_.steps_left;
     if (arena_.allocated() > kMaxTempBytes) goto out_of_memory;
     if (frames_.size() >= kMaxCallDepth) {
       fail(ErrorCode::Budget, fmt::format("calls nested deeper than {}", kMaxCallDepth));

@@ -22,6 +22,7 @@
 
 #include "arena.h"
 #include "module.h"
+#include "native.h"
 #include "state.h"
 #include "value.h"
 
@@ -62,6 +63,9 @@ class Vm {
   const Failure& failure() const { return failure_; }
 
   void set_step_budget(uint64_t steps) { step_budget_ = steps; }
+  // Run functions as this native code (vm/jit/) instead of interpreting
+  // them; null: interpret. It must be compiled from this Vm's module.
+  void set_native(const NativeCode* code) { native_ = code; }
   uint64_t steps_taken() const { return steps_taken_; }
 
   // Temporaries of the current event or query; reset between them.
@@ -87,6 +91,8 @@ class Vm {
   void rebind(State& s) { state_ = &s; }
 
  private:
+  friend struct NativeAbi;  // the runtime calls of native code (native_abi.cpp)
+
   struct Frame {
     const Function* fn;
     const Instr* pc;
@@ -152,9 +158,11 @@ class Vm {
   std::vector<std::vector<Value>> record_defaults_;
   std::vector<TextObj*> default_texts_;  // owned
   Failure failure_;
-  double now_ = 0;
+  // The steps left, the event's time and the call depth, where native code
+  // reads them; the interpreter uses the same fields.
+  NativeCtx ctx_{};
+  const NativeCode* native_ = nullptr;
   uint64_t step_budget_ = kDefaultStepBudget;
-  uint64_t steps_left_ = 0;
   uint64_t steps_taken_ = 0;
 
  public:

@@ -4,11 +4,14 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "codegen.h"
 #include "compiler.h"
+#include "jit.h"
 #include "json.h"
 #include "service.h"
 #include "state.h"
@@ -27,6 +30,15 @@ class Running {
     state_ = std::make_unique<vm::State>(*module_);
     runtime::ServiceOptions o;
     o.step_budget = steps;
+    // AUP_TEST_ENGINE=jit runs the same tests on native code (tests/meson.build
+    // registers the model tests both ways).
+    const char* engine = std::getenv("AUP_TEST_ENGINE");
+    if (engine && std::string_view(engine) == "jit") {
+      std::string error;
+      native_ = vm::jit::compile(*module_, error);
+      REQUIRE_MESSAGE(native_, error);
+      o.native = native_.get();
+    }
     service_ = std::make_unique<runtime::Service>(*module_, *state_, o);
   }
 
@@ -68,6 +80,7 @@ class Running {
  private:
   std::unique_ptr<vm::Module> module_;
   std::unique_ptr<vm::State> state_;
+  std::unique_ptr<vm::NativeCode> native_;  // --engine jit's code, or null
   std::unique_ptr<runtime::Service> service_;
 };
 
