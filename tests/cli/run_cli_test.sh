@@ -33,6 +33,27 @@ grep -q "TGET" "$tmp/out" || fail "disasm lists instructions"
 grep -q "^on transfer" "$tmp/out" || fail "disasm names the handlers"
 grep -q "^table accounts: Account key id" "$tmp/out" || fail "disasm shows the schema"
 expect_rc 0 "$aup" disasm "$bank"
+# The LLVM IR --engine jit runs: one function, optimized or as translated.
+expect_rc 0 "$aup" disasm --ir --function transfer "$tmp/bank.aupm"
+grep -q "^define .*@\"\{0,1\}aup\.[0-9]*\.transfer" "$tmp/out" || fail "disasm --ir defines the function"
+grep -q "aup_tget" "$tmp/out" || fail "disasm --ir shows the table calls"
+grep -q "aup_fail_at" "$tmp/out" || fail "disasm --ir shows the failure path"
+grep -q "^define .*deposit" "$tmp/out" && fail "disasm --ir --function prints only that function"
+expect_rc 0 "$aup" disasm --ir --unoptimized --function transfer "$bank"
+grep -q "alloca i64" "$tmp/out" || fail "disasm --ir --unoptimized shows the register slots"
+expect_rc 2 "$aup" disasm --ir --function nosuch "$bank"
+grep -q "no function named \`nosuch\`" "$tmp/err" || fail "disasm --ir names a missing function"
+
+# Both engines answer alike; --stats says what compiling took; a wrong
+# engine is a usage error.
+"$aup" run "$bank" --memory --fixed-time 1 --engine vm <"$root/examples/bank/demo.ndjson" >"$tmp/vm" || fail "run --engine vm"
+"$aup" run "$bank" --memory --fixed-time 1 --engine jit --stats <"$root/examples/bank/demo.ndjson" >"$tmp/jit" \
+  2>"$tmp/jit.err" || fail "run --engine jit"
+cmp -s "$tmp/vm" "$tmp/jit" || fail "--engine vm and jit answer alike"
+grep -q '^aup: jit {"functions":[0-9]*,.*"compile_ms":' "$tmp/jit.err" || fail "--stats prints the compile time"
+expect_rc 2 "$aup" run "$bank" --memory --engine llvm
+grep -q "engine" "$tmp/err" || fail "a wrong --engine is named"
+"$aup" run --help | grep -q -- "--engine" || fail "run --help lists --engine"
 
 # The same answers from the module file and from the source.
 "$aup" run "$tmp/bank.aupm" --memory --fixed-time 1 <"$root/examples/bank/demo.ndjson" >"$tmp/a" || fail "run .aupm"

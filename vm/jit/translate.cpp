@@ -236,8 +236,11 @@ class Translator {
     for (uint32_t pc = 0; pc < f.code.size(); ++pc) {
       b_.SetInsertPoint(blocks[pc]);
       Instr i = f.code[pc];
-      auto target = [&](int32_t sbx) { return blocks[static_cast<size_t>(static_cast<int64_t>(pc) + 1 + sbx)]; };
-      if (!instruction(f, i, pc, in, target(0), target(sbx_of(i)))) {
+      // Only jumps have a target: other instructions' upper bits are not one.
+      Op op = op_of(i);
+      bool jumps = op == Op::JMP || op == Op::JT || op == Op::JF || op == Op::NEXT || op == Op::RNEXT;
+      llvm::BasicBlock* jump = jumps ? blocks[static_cast<size_t>(int64_t{pc} + 1 + sbx_of(i))] : nullptr;
+      if (!instruction(f, i, pc, in, blocks[pc + 1], jump)) {
         b_.CreateBr(blocks[pc + 1]);
       }
     }
