@@ -632,7 +632,15 @@ bool Vm::index_of(const ArrayObj* a, Value iv, uint32_t* out) {
 
 bool Vm::callb(uint32_t id, Value* args, uint32_t argc) {
   const stdlib::Builtin& b = stdlib::builtin(static_cast<stdlib::BuiltinId>(id));
-  std::array<stdlib::BuiltinArg, kMaxRegisters> in;
+  // Most calls have a few arguments: building all 256 slots each time
+  // (24 bytes each) cost more than the built-in itself.
+  std::array<stdlib::BuiltinArg, 8> few;
+  std::vector<stdlib::BuiltinArg> many;
+  stdlib::BuiltinArg* in = few.data();
+  if (argc > few.size()) {
+    many.resize(argc);
+    in = many.data();
+  }
   for (uint32_t i = 0; i < argc; ++i) {
     if (b.param(i) == stdlib::Ty::Text) {
       in[i].text = as_ptr<TextObj>(args[i])->view();
@@ -641,7 +649,7 @@ bool Vm::callb(uint32_t id, Value* args, uint32_t argc) {
     }
   }
   stdlib::BuiltinResult out;
-  if (b.impl(std::span<const stdlib::BuiltinArg>(in.data(), argc), out) != stdlib::BuiltinStatus::Ok) {
+  if (b.impl(std::span<const stdlib::BuiltinArg>(in, argc), out) != stdlib::BuiltinStatus::Ok) {
     return fail(ErrorCode::BadNumber,
                 fmt::format("`{}` cannot read {} as a number", b.name, quoted(in[0].text)));
   }
@@ -750,7 +758,7 @@ bool Vm::execute(const Function* fn, Value* R, Value* result) {
   VM_CASE(SUB) { R[A] = num_value(as_num(R[B]) - as_num(R[C])); VM_NEXT; }
   VM_CASE(MUL) { R[A] = num_value(as_num(R[B]) * as_num(R[C])); VM_NEXT; }
   VM_CASE(DIV) { R[A] = num_value(as_num(R[B]) / as_num(R[C])); VM_NEXT; }
-  VM_CASE(MOD) { R[A] = num_value(std::fmod(as_num(R[B]), as_num(R[C]))); VM_NEXT; }
+  VM_CASE(MOD) { R[A] = num_value(num_mod(as_num(R[B]), as_num(R[C]))); VM_NEXT; }
   VM_CASE(NEG) { R[A] = num_value(-as_num(R[B])); VM_NEXT; }
   VM_CASE(CONCAT) { CHECK(concat(R[B], R[C], &R[A])); VM_NEXT; }
   VM_CASE(NOT) { R[A] = R[B] ^ 1; VM_NEXT; }

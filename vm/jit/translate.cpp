@@ -35,6 +35,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "builtins.h"
 #include "bytecode.h"
 #include "interp.h"
 #include "native.h"
@@ -274,7 +275,7 @@ class Translator {
       case Op::SUB: set_num(A, b_.CreateFSub(num(B), num(C))); break;
       case Op::MUL: set_num(A, b_.CreateFMul(num(B), num(C))); break;
       case Op::DIV: set_num(A, b_.CreateFDiv(num(B), num(C))); break;
-      case Op::MOD: set_num(A, b_.CreateFRem(num(B), num(C))); break;  // frem is C's fmod
+      case Op::MOD: set_num(A, mod(num(B), num(C))); break;
       case Op::NEG: set_num(A, b_.CreateFNeg(num(B))); break;
       case Op::CONCAT: set(A, checked(call("concat", i64_, {ctx_, reg(B), reg(C)}), pc)); break;
       case Op::NOT: set(A, b_.CreateXor(reg(B), u64(1))); break;
@@ -328,6 +329,7 @@ class Translator {
         break;
       }
       case Op::CALLB: {
+        if (inline_builtin(static_cast<stdlib::BuiltinId>(B), A, C)) break;
         for (uint32_t k = 0; k < C; ++k) b_.CreateStore(reg(A + k), b_.CreateInBoundsGEP(i64_, args_, {u64(k)}));
         checked(call("callb", i32_, {ctx_, u32(B), args_, u32(C)}), pc);
         set(A, b_.CreateLoad(i64_, args_));
@@ -435,6 +437,67 @@ class Translator {
       }
     }
     return false;
+  }
+
+  // `%` as vm/value.h's num_mod: whole numbers below 2^53 by integer
+  // division (copysign keeps -0 for a negative dividend), others by frem,
+  // which is C's fmod.
+  llvm::Value* mod(llvm::Value* a, llvm::Value* b) {
+    auto small_whole = [&](llvm::Value* x) {
+      llvm::Value* small = b_.CreateFCmpOLT(b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x),
+                                            llvm::ConstantFP::get(f64_, 0x1p53));
+      return b_.CreateAnd(small, b_.CreateFCmpOEQ(x, b_.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, x)));
+    };
+    llvm::Value* fast = b_.CreateAnd(b_.CreateAnd(small_whole(a), small_whole(b)),
+                                     b_.CreateFCmpONE(b, llvm::ConstantFP::get(f64_, 0.0)));
+    auto* whole = llvm::BasicBlock::Create(c_, "mod_whole", fn_);
+    auto* general = llvm::BasicBlock::Create(c_, "mod_fmod", fn_);
+    auto* done = llvm::BasicBlock::Create(c_, "", fn_);
+    b_.CreateCondBr(fast, whole, general);
+    b_.SetInsertPoint(whole);
+    llvm::Value* r = b_.CreateSRem(b_.CreateFPToSI(a, i64_), b_.CreateFPToSI(b, i64_));
+    llvm::Value* quick = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, b_.CreateSIToFP(r, f64_), a);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(general);
+    llvm::Value* slow = b_.CreateFRem(a, b);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+    llvm::PHINode* result = b_.CreatePHI(f64_, 2);
+    result->addIncoming(quick, whole);
+    result->addIncoming(slow, general);
+    return result;
+  }
+
+  // The number built-ins that are one machine instruction or a few:
+  // computed inline (LLVM's intrinsics are the C functions stdlib/ calls,
+  // exactly). False for the others, which go through the runtime.
+  bool inline_builtin(stdlib::BuiltinId id, uint32_t A, uint32_t argc) {
+    llvm::Intrinsic::ID unary = llvm::Intrinsic::not_intrinsic;
+    switch (id) {
+      case stdlib::BuiltinId::Abs: unary = llvm::Intrinsic::fabs; break;
+      case stdlib::BuiltinId::Floor: unary = llvm::Intrinsic::floor; break;
+      case stdlib::BuiltinId::Ceil: unary = llvm::Intrinsic::ceil; break;
+      case stdlib::BuiltinId::Round: unary = llvm::Intrinsic::round; break;  // halves away from zero
+      case stdlib::BuiltinId::Sqrt: unary = llvm::Intrinsic::sqrt; break;
+      case stdlib::BuiltinId::Min:
+      case stdlib::BuiltinId::Max: {
+        // As stdlib's impl_min/impl_max: any NaN makes NaN; on a tie the
+        // first argument stays (it matters for -0 and 0).
+        bool least = id == stdlib::BuiltinId::Min;
+        llvm::Value* m = num(A);
+        for (uint32_t k = 1; k < argc; ++k) {
+          llvm::Value* x = num(A + k);
+          llvm::Value* either_nan = b_.CreateFCmpUNO(x, m);
+          llvm::Value* better = least ? b_.CreateFCmpOLT(x, m) : b_.CreateFCmpOGT(x, m);
+          m = b_.CreateSelect(either_nan, llvm::ConstantFP::getNaN(f64_), b_.CreateSelect(better, x, m));
+        }
+        set_num(A, m);
+        return true;
+      }
+      default: return false;
+    }
+    set_num(A, b_.CreateUnaryIntrinsic(unary, num(A)));
+    return true;
   }
 
   // NEXT: an array loop's round inline (the common case in compute-heavy
