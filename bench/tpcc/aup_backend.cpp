@@ -258,6 +258,7 @@ class AupBackend final : public Backend {
       c.data_dir = store_dir_;
       c.io_threads = config_.io_threads;
       c.cpus = config_.server_cpus;
+      if (!config_.engine.empty()) c.extra_args = {"--engine", config_.engine};
       server_ = std::make_unique<server::ServerProcess>(c);
     }
     return *server_;

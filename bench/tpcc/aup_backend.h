@@ -1,5 +1,6 @@
 // aup as the system under test: `aup run tpcc.aup --listen unix:PATH --data
-// DIR/store` started as a child process (pinned with taskset when asked),
+// DIR/store [--engine E]` started as a child process (pinned with taskset
+// when asked; --engine only when config.engine is set),
 // one connection per terminal, each sending a transaction's request line and
 // waiting for its answer; load events pipelined on one connection; the
 // consistency and sizes queries; the rows read back with `aup replay --dump`

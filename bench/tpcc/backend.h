@@ -78,11 +78,13 @@ struct BackendConfig {
   uint32_t terminals = 1; // how many terminal() calls will follow
   bool on_disk = false;   // the directory is on a block device (sqlite-tuned: 1 KiB pages)
   // aup only: the aup executable and the module, and the server's
-  // --io-threads; a CPU list for `taskset -c` ("" for none).
+  // --io-threads; a CPU list for `taskset -c` ("" for none); the server's
+  // `--engine` ("" passes none, so aup's own default applies).
   std::string aup;
   std::string module;
   uint32_t io_threads = 2;
   std::string server_cpus;
+  std::string engine;
 };
 
 class Backend {

@@ -7,6 +7,9 @@
 //   aup-tpcc same-state  [--warehouses W] [--transactions N] [--sqlite KIND] [--dir DIR]
 //   aup-tpcc matrix      [--ram DIR] [--disk DIR] [--seconds S] [--cells KIND:N,...] [--out DIR]
 //
+// Every command also takes --engine E: the aup server is started with
+// `aup run --engine E` (vm, jit); without it no --engine is passed.
+//
 // Exit status: 0 done (and consistent, and the same state), 1 a check failed
 // or a backend failed, 2 usage.
 #include <CLI/CLI.hpp>
@@ -58,6 +61,9 @@ struct Common {
   // transaction at W=1, 16 terminals, in RAM).
   uint32_t io_threads = 1;
   std::string cpus = "auto";
+  // The aup server's --engine (vm, jit); empty: none is passed, so aup's
+  // own default applies.
+  std::string engine;
 };
 
 void add_common(CLI::App* cmd, Common& c, bool with_backend) {
@@ -73,6 +79,8 @@ void add_common(CLI::App* cmd, Common& c, bool with_backend) {
   cmd->add_option("--module", c.module, "the TPC-C module (default: examples/tpcc/tpcc.aup)");
   cmd->add_option("--io-threads", c.io_threads, "the aup server's --io-threads (default 1)")
       ->check(CLI::Range(1, 64));
+  cmd->add_option("--engine", c.engine,
+                  "the aup server's --engine (vm or jit; default: none passed, aup's own default)");
   cmd->add_option("--cpus", c.cpus,
                   "CLIENT:SERVER CPU lists: the terminals on CLIENT, the system under test on SERVER\n"
                   "(SQLite runs in this process, so all of it goes on SERVER); `auto` (default) is 0:1\n"
@@ -96,6 +104,7 @@ BackendConfig backend_config(const Common& c, const std::string& kind, const std
   b.aup = c.aup;
   b.module = c.module;
   b.io_threads = c.io_threads;
+  b.engine = c.engine;
   return b;
 }
 
@@ -292,6 +301,7 @@ int main_impl(int argc, char** argv) {
       matrix.aup = common.aup;
       matrix.module = common.module;
       matrix.io_threads = common.io_threads;
+      matrix.engine = common.engine;
       matrix.cpus = parse_cpu_plan(common.cpus);
       for (int i = 0; i < argc; ++i) matrix.command += (i ? " " : "") + std::string(argv[i]);
       return run_matrix(matrix);

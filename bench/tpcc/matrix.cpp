@@ -82,6 +82,7 @@ BackendConfig config_for(const MatrixOptions& o, const MatrixMedium& m, const st
   c.aup = o.aup;
   c.module = o.module;
   c.io_threads = o.io_threads;
+  c.engine = o.engine;
   return c;
 }
 

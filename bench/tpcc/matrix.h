@@ -41,6 +41,7 @@ struct MatrixOptions {
   std::string aup;     // the aup executable
   std::string module;  // examples/tpcc/tpcc.aup
   uint32_t io_threads = 1;
+  std::string engine;  // the aup server's --engine; "": none (aup's default)
   std::optional<CpuPlan> cpus;
   std::string out_dir;  // bench/results; empty: write nothing
   std::string command;  // as typed, for the report
