@@ -54,6 +54,16 @@ grep -q '^aup: jit {"functions":[0-9]*,.*"compile_ms":' "$tmp/jit.err" || fail "
 expect_rc 2 "$aup" run "$bank" --memory --engine llvm
 grep -q "engine" "$tmp/err" || fail "a wrong --engine is named"
 "$aup" run --help | grep -q -- "--engine" || fail "run --help lists --engine"
+# The JIT is a module loaded on demand (vm/jit/loader.cpp): a library that
+# is not one is refused by name, and commands without --engine jit never
+# load LLVM.
+libm=$(ldd "$aup" | sed -n 's/.*libm\.so\.6 => \([^ ]*\).*/\1/p')
+if [ -n "$libm" ]; then
+  AUP_JIT_LIB=$libm "$aup" run "$bank" --memory --engine jit </dev/null >"$tmp/out" 2>"$tmp/err"
+  [ $? -eq 2 ] || fail "a library that is not the JIT module: exit 2"
+  grep -q "is not a JIT module of this aup" "$tmp/err" || fail "a wrong JIT module is named: $(cat "$tmp/err")"
+fi
+ldd "$aup" | grep -q libLLVM && fail "aup links libLLVM (it should load it only for --engine jit)"
 
 # The same answers from the module file and from the source.
 "$aup" run "$tmp/bank.aupm" --memory --fixed-time 1 <"$root/examples/bank/demo.ndjson" >"$tmp/a" || fail "run .aupm"

@@ -7,8 +7,6 @@
 // absoluteSymbols (the executable need not export anything); what LLVM's
 // code generator itself may call (fmod for `%`, floor on CPUs without
 // SSE4.1, memcpy) resolves in the process's shared libraries.
-#include "jit.h"
-
 #include <fmt/format.h>
 
 #include <llvm/ExecutionEngine/Orc/Core.h>
@@ -27,6 +25,7 @@
 #include <mutex>
 #include <vector>
 
+#include "jit_api.h"
 #include "translate.h"
 
 namespace aup::vm::jit {
@@ -99,9 +98,8 @@ std::unique_ptr<llvm::Module> build(const Module& m, llvm::LLVMContext& context,
   return mod;
 }
 
-}  // namespace
-
-std::unique_ptr<NativeCode> compile(const Module& m, std::string& error, CompileStats* stats) {
+std::unique_ptr<NativeCode> compile(const Module& m, const std::vector<NativeSymbol>& runtime_symbols,
+                                    std::string& error, CompileStats* stats) {
   init_native_target();
   CompileStats local;
   CompileStats& st = stats ? *stats : local;
@@ -127,7 +125,7 @@ std::unique_ptr<NativeCode> compile(const Module& m, std::string& error, Compile
   }
   llvm::orc::JITDylib& lib = (*jit)->getMainJITDylib();
   llvm::orc::SymbolMap runtime;
-  for (const NativeSymbol& s : native_symbols()) {
+  for (const NativeSymbol& s : runtime_symbols) {
     runtime[(*jit)->mangleAndIntern(s.name)] = llvm::orc::ExecutorSymbolDef(
         llvm::orc::ExecutorAddr::fromPtr(s.address), llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable);
   }
@@ -176,4 +174,13 @@ bool function_ir(const Module& m, std::string_view name, bool optimized, std::st
   return found;
 }
 
+constexpr Api kApi = {kApiVersion, &compile, &function_ir};
+
+}  // namespace
+
 }  // namespace aup::vm::jit
+
+// The module's one export (vm/jit/jit_api.h).
+extern "C" __attribute__((visibility("default"))) const aup::vm::jit::Api* aup_jit_api() {
+  return &aup::vm::jit::kApi;
+}

@@ -1,0 +1,82 @@
+// jit.h's entry points in the executable: they load libaupjit.so (the part
+// that links LLVM, vm/jit/jit_api.h) the first time one is called, then
+// call into it. Where the module is looked for, in order:
+//   1. $AUP_JIT_LIB, if set (a module built elsewhere);
+//   2. the build tree it was built in (AUP_JIT_BUILD_DIR), so `aup`, the
+//      tests and the benches of one build use that build's module;
+//   3. the install directory (AUP_JIT_INSTALL_DIR), for an installed aup.
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "jit.h"
+#include "jit_api.h"
+
+namespace aup::vm::jit {
+
+namespace {
+
+struct Loaded {
+  const Api* api = nullptr;
+  std::string error;  // why there is no api
+};
+
+Loaded load() {
+  std::vector<std::string> paths;
+  if (const char* env = std::getenv("AUP_JIT_LIB"); env && *env) paths.emplace_back(env);
+  paths.emplace_back(AUP_JIT_BUILD_DIR "/libaupjit.so");
+  paths.emplace_back(AUP_JIT_INSTALL_DIR "/libaupjit.so");
+  Loaded out;
+  for (const std::string& path : paths) {
+    // RTLD_NOW: a module missing a symbol (LLVM not installed) fails here,
+    // with dlerror's words, not at the first call.
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      if (!out.error.empty()) out.error += "; ";
+      out.error += dlerror();
+      continue;
+    }
+    auto entry = reinterpret_cast<ApiFn>(dlsym(handle, kApiSymbol));
+    const Api* api = entry ? entry() : nullptr;
+    if (!api || api->version != kApiVersion) {
+      out.error = fmt::format("{} is not a JIT module of this aup (rebuild it)", path);
+      dlclose(handle);
+      return out;
+    }
+    out.api = api;  // the handle stays open: the code it makes lives in it
+    return out;
+  }
+  out.error = "cannot load the JIT module (is llvm-19 installed?): " + out.error;
+  return out;
+}
+
+// Loaded once per process; read-only after.
+const Loaded& loaded() {
+  static const Loaded once = load();
+  return once;
+}
+
+}  // namespace
+
+std::unique_ptr<NativeCode> compile(const Module& m, std::string& error, CompileStats* stats) {
+  const Loaded& l = loaded();
+  if (!l.api) {
+    error = l.error;
+    return nullptr;
+  }
+  return l.api->compile(m, native_symbols(), error, stats);
+}
+
+bool function_ir(const Module& m, std::string_view name, bool optimized, std::string& out, std::string& error) {
+  const Loaded& l = loaded();
+  if (!l.api) {
+    error = l.error;
+    return false;
+  }
+  return l.api->function_ir(m, name, optimized, out, error);
+}
+
+}  // namespace aup::vm::jit
