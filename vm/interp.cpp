@@ -430,8 +430,10 @@ bool Vm::tadd(uint32_t table, Value recv, bool replace) {
     return true;
   }
   if (!replace) {
+    // The message first: a text key points into the row being released.
+    std::string message = fmt::format("`{}` already has key {}", td.name, key_text(table, k));
     state_->release_row(table, row.data());
-    return fail(ErrorCode::Duplicate, fmt::format("`{}` already has key {}", td.name, key_text(table, k)));
+    return fail(ErrorCode::Duplicate, std::move(message));
   }
   Value* old = t.find_mut(k);
   state_->note_replace(table, k, old);  // the journal takes the old row's texts
