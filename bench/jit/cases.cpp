@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
+#include <string_view>
 
 #include "common/report.h"
 
@@ -53,9 +54,11 @@ class Writer {
   uint64_t lines_ = 0;
 };
 
-// aup run MODULE --memory --stats, with the side's engine.
-std::vector<std::string> aup_argv(const Options& o, const std::string& module, const Side& side) {
+// aup run MODULE --memory --stats FLAGS, with the side's engine.
+std::vector<std::string> aup_argv(const Options& o, const std::string& module, const std::vector<std::string>& flags,
+                                  const Side& side) {
   std::vector<std::string> argv = {o.aup, "run", module, "--memory", "--stats"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
   std::vector<std::string> e = side.args();
   argv.insert(argv.end(), e.begin(), e.end());
   return argv;
@@ -63,26 +66,42 @@ std::vector<std::string> aup_argv(const Options& o, const std::string& module, c
 
 Run run_aup(const Options& o, const EventCase& c, const Side& side, const std::string& input,
             const std::string& output, const std::string& errors) {
-  Child child{aup_argv(o, c.module, side), input, output, errors};
+  Child child{aup_argv(o, c.module, c.flags, side), input, output, errors};
   Run r;
   r.usage = run_child(child);
   r.jit_stats = jit_stats(read_text(errors));
   return r;
 }
 
-// Counts the answer lines of `text` and those with "ok":true.
-std::pair<uint64_t, uint64_t> count_answers(const std::string& text) {
-  uint64_t lines = 0, ok = 0;
+struct Answers {
+  uint64_t lines = 0;
+  uint64_t ok = 0;      // with "ok":true
+  uint64_t failed = 0;  // not ok, with the expected error message
+};
+
+// Whether `text` holds `needle` between `from` and `to` (a search that
+// stops at `to`, so that a line without it costs no more than its length).
+bool holds(const std::string& text, const std::string& needle, size_t from, size_t to) {
+  return std::string_view(text).substr(from, to - from).find(needle) != std::string_view::npos;
+}
+
+// Counts the answer lines of `text`, those that are ok and those that
+// failed with `expected_error` (none when it is "").
+Answers count_answers(const std::string& text, const std::string& expected_error) {
+  Answers a;
   size_t at = 0;
   while (at < text.size()) {
     size_t end = text.find('\n', at);
     if (end == std::string::npos) end = text.size();
-    ++lines;
-    size_t found = text.find("\"ok\":true", at);
-    if (found != std::string::npos && found < end) ++ok;
+    ++a.lines;
+    if (holds(text, "\"ok\":true", at, end)) {
+      ++a.ok;
+    } else if (!expected_error.empty() && holds(text, expected_error, at, end)) {
+      ++a.failed;
+    }
     at = end + 1;
   }
-  return {lines, ok};
+  return a;
 }
 
 }  // namespace
@@ -101,7 +120,7 @@ std::string jit_stats(const std::string& text) {
 
 Run startup_run(const Options& o, const std::string& module, const Side& side, const std::string& errors) {
   Run r;
-  r.usage = run_child(Child{aup_argv(o, module, side), "/dev/null", "/dev/null", errors});
+  r.usage = run_child(Child{aup_argv(o, module, {}, side), "/dev/null", "/dev/null", errors});
   r.jit_stats = jit_stats(read_text(errors));
   return r;
 }
@@ -164,12 +183,13 @@ EventResult measure_events(const Options& o, const EventCase& c) {
     run_aup(o, c, o.sides[s], c.work, out, errors);
     answers[s] = read_text(out);
     std::remove(out.c_str());
-    auto [lines, ok] = count_answers(answers[s]);
-    if (lines != c.requests || ok != c.requests) {
-      throw std::runtime_error(fmt::format("{} ({}): {} answers, {} ok, to {} requests", c.name,
-                                           o.sides[s].label(), lines, ok, c.requests));
+    Answers a = count_answers(answers[s], c.expected_error);
+    if (a.lines != c.requests || a.ok + a.failed != c.requests) {
+      throw std::runtime_error(fmt::format("{} ({}): {} answers, {} ok, {} expected failures, to {} requests",
+                                           c.name, o.sides[s].label(), a.lines, a.ok, a.failed, c.requests));
     }
-    r.ok = ok;
+    r.ok = a.ok;
+    r.failed = a.failed;
   }
   if (answers[0] != answers[1]) {
     throw std::runtime_error(fmt::format("{}: the answers of {} and {} differ", c.name, o.sides[0].label(),

@@ -1,10 +1,11 @@
-// The two event cases, compute.aup and tables.aup: their inputs, generated
+// The event cases, compute.aup and tables.aup: their inputs, generated
 // from a seed, and their runs through `aup run MODULE --memory --stats`
 // with each side's engine. Every timed run has a baseline run beside it:
 // the same number of events of the module's `noop` (the same arguments,
 // no work), so that reading requests, dispatch, answers and start-up
 // (compiling the module, and the JIT's compilation) fall out of the
-// difference.
+// difference. tpcc-pipe (tpcc_pipe.h) is measured the same way, with the
+// load alone as its baseline.
 #pragma once
 
 #include <array>
@@ -18,12 +19,16 @@
 namespace aup::bench::jit {
 
 struct EventCase {
-  std::string name;      // "compute", "tables"
+  std::string name;      // "compute", "tables", "tpcc-pipe"
   std::string module;    // the .aup file
+  std::vector<std::string> flags;  // more `aup run` flags, the same on both sides
   std::string work;      // the input file: setup, then the measured events
-  std::string baseline;  // the same setup, then as many noop events
-  uint64_t events = 0;   // measured events (and noops) per input
-  uint64_t requests = 0; // lines per input, setup included
+  std::string baseline;  // the same setup, then as many noop events (or none)
+  uint64_t events = 0;   // measured events per input
+  uint64_t requests = 0; // lines of `work`, setup included
+  // An error message that answers may carry because the input asks for it
+  // (TPC-C's New-Order rollbacks); "": every answer must be ok.
+  std::string expected_error;
   std::string shape;     // what the input is, for the report
 };
 
@@ -37,7 +42,8 @@ struct EventResult {
   EventCase c;
   std::array<std::vector<Run>, 2> work;  // per side, one per repetition
   std::array<std::vector<Run>, 2> base;
-  uint64_t ok = 0;  // ok answers of the checked run (the same on both sides)
+  uint64_t ok = 0;      // ok answers of the checked run (the same on both sides)
+  uint64_t failed = 0;  // its answers with c.expected_error
 };
 
 // The object after "aup: jit " on a line of `stderr_text` (what `--stats`
@@ -53,10 +59,11 @@ Run startup_run(const Options& o, const std::string& module, const Side& side, c
 EventCase make_compute(const std::string& dir, const Options& o);
 EventCase make_tables(const std::string& dir, const Options& o);
 
-// One checked run of each side (every request answered ok, and both sides'
-// answers identical, byte for byte), then o.reps repetitions of the four
-// runs (each side's work and baseline) in a rotating order. Throws
-// std::runtime_error on a wrong answer or a failed run.
+// One checked run of each side (every request answered, ok or with
+// c.expected_error, and both sides' answers identical, byte for byte), then
+// o.reps repetitions of the four runs (each side's work and baseline) in a
+// rotating order. Throws std::runtime_error on a wrong answer or a failed
+// run.
 EventResult measure_events(const Options& o, const EventCase& c);
 
 }  // namespace aup::bench::jit

@@ -1,25 +1,31 @@
 // jit_bench: the JIT against the VM in one run: `aup run --engine jit`
 // against `aup run --engine vm` on a compute-heavy module, a table-heavy
-// module and TPC-C (aup-tpcc), CPU per event and per transaction, with the
-// ratios. See bench/jit/run.sh.
+// module, TPC-C's transactions on aup's stdin (tpcc-pipe, the owner path
+// alone) and TPC-C over sockets (aup-tpcc), CPU per event and per
+// transaction, with the ratios. See bench/jit/run.sh.
 //
 // Usage: jit_bench --aup PATH --compute COMPUTE.aup --tables TABLES.aup
-//          --tpcc AUP_TPCC --tpcc-module TPCC.aup
-//          [--engines vm,jit] [--cases compute,tables,tpcc] [--quick]
+//          --tpcc AUP_TPCC [--tpcc-gen AUP_TPCC_GEN] --tpcc-module TPCC.aup
+//          [--engines vm,jit] [--cases compute,tables,tpcc-pipe,tpcc] [--quick]
 //          [--events N] [--rounds N] [--items N] [--touches N] [--width N]
-//          [--warehouses W] [--terminals N] [--seconds S] [--warmup S]
+//          [--pipe-transactions N] [--warehouses W] [--terminals N] [--seconds S] [--warmup S]
 //          [--tpcc-dir DIR] [--tpcc-cpus auto|none|C:S] [--reps 3] [--seed 92] [--out DIR]
+//
+// --tpcc-gen: aup-tpcc-gen, by default the one beside --tpcc (the build
+// puts them in one directory).
 //
 // --engines A,B: the two sides, each an engine name or `-` for no --engine
 // flag (aup's own default); every ratio is B ÷ A. When aup lists no
 // --engine, --quick falls back to `-,-` (saying so), a full run fails.
-// --quick: a few seconds (tiny inputs, one repetition, 1 s of TPC-C per
-// side); checks the answers and that every figure is a positive number,
-// never how fast anything is (the meson test).
+// --quick: a few seconds (tiny inputs, 2,000 piped TPC-C transactions,
+// one repetition, 1 s of TPC-C per side); checks the answers and that
+// every figure is a positive number, never how fast anything is (the meson
+// test).
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -32,6 +38,7 @@
 #include "process.h"
 #include "report.h"
 #include "server/temp_dir.h"
+#include "tpcc_pipe.h"
 
 namespace {
 
@@ -58,13 +65,21 @@ std::vector<std::string> split(const std::string& text) {
   return out;
 }
 
+// The program `name` in the directory of the program `path`; just `name`
+// (looked up in PATH) when `path` has no directory either.
+std::string beside(const std::string& path, const std::string& name) {
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  return dir.empty() ? name : (dir / name).string();
+}
+
 jb::Options parse_args(int argc, char** argv) {
   aup::bench::CommandLine args(
       argc, argv, kProgram,
-      "--aup PATH --compute COMPUTE.aup --tables TABLES.aup --tpcc AUP_TPCC --tpcc-module TPCC.aup [--engines A,B] "
-      "[--cases compute,tables,tpcc] [--quick] [--events N] [--rounds N] [--items N] [--touches N] [--width N] "
-      "[--warehouses W] [--terminals N] [--seconds S] [--warmup S] [--tpcc-dir DIR] [--tpcc-cpus CPUS] "
-      "[--reps N] [--seed N] [--out DIR]");
+      "--aup PATH --compute COMPUTE.aup --tables TABLES.aup --tpcc AUP_TPCC [--tpcc-gen AUP_TPCC_GEN] "
+      "--tpcc-module TPCC.aup [--engines A,B] [--cases compute,tables,tpcc-pipe,tpcc] [--quick] [--events N] "
+      "[--rounds N] [--items N] [--touches N] [--width N] [--pipe-transactions N] [--warehouses W] "
+      "[--terminals N] [--seconds S] [--warmup S] [--tpcc-dir DIR] [--tpcc-cpus CPUS] [--reps N] [--seed N] "
+      "[--out DIR]");
   jb::Options o;
   o.reps = 3;
   args.parse(o, 0, kMaxCount, [&](const std::string& a) {
@@ -75,6 +90,7 @@ jb::Options parse_args(int argc, char** argv) {
       o.rounds = 5000;
       o.items = 1000;
       o.touches = 5000;
+      o.pipe_transactions = 2000;
       o.terminals = 4;
       o.seconds = 1;
       o.warmup = 0.3;
@@ -82,6 +98,8 @@ jb::Options parse_args(int argc, char** argv) {
       o.aup = args.value();
     } else if (a == "--tpcc") {
       o.tpcc = args.value();
+    } else if (a == "--tpcc-gen") {
+      o.tpcc_gen = args.value();
     } else if (a == "--compute") {
       o.compute = args.value();
     } else if (a == "--tables") {
@@ -91,16 +109,18 @@ jb::Options parse_args(int argc, char** argv) {
       if (e.size() != 2) args.usage("--engines needs two engines, A,B (`-` for aup's default)");
       for (size_t i = 0; i < 2; ++i) o.sides[i].engine = e[i] == "-" ? "" : e[i];
     } else if (a == "--cases") {
-      o.run_compute = o.run_tables = o.run_tpcc = false;
+      o.run_compute = o.run_tables = o.run_tpcc_pipe = o.run_tpcc = false;
       for (const std::string& c : split(args.value())) {
         if (c == "compute") {
           o.run_compute = true;
         } else if (c == "tables") {
           o.run_tables = true;
+        } else if (c == "tpcc-pipe") {
+          o.run_tpcc_pipe = true;
         } else if (c == "tpcc") {
           o.run_tpcc = true;
         } else {
-          args.usage("unknown case `" + c + "` (compute, tables, tpcc)");
+          args.usage("unknown case `" + c + "` (compute, tables, tpcc-pipe, tpcc)");
         }
       }
     } else if (a == "--events") {
@@ -113,6 +133,8 @@ jb::Options parse_args(int argc, char** argv) {
       o.touches = args.count_value(1, kMaxCount);
     } else if (a == "--width") {
       o.width = args.count_value(1, 1000);
+    } else if (a == "--pipe-transactions") {
+      o.pipe_transactions = args.count_value(1, kMaxCount);
     } else if (a == "--warehouses") {
       o.warehouses = static_cast<int64_t>(args.count_value(1, 100));
     } else if (a == "--terminals") {
@@ -137,6 +159,10 @@ jb::Options parse_args(int argc, char** argv) {
   if (o.run_tables && o.tables.empty()) args.usage("--tables is required for the tables case");
   if (o.run_tpcc && (o.tpcc.empty() || o.tpcc_module.empty())) {
     args.usage("--tpcc and --tpcc-module are required for the tpcc case");
+  }
+  if (o.tpcc_gen.empty() && !o.tpcc.empty()) o.tpcc_gen = beside(o.tpcc, "aup-tpcc-gen");
+  if (o.run_tpcc_pipe && (o.tpcc_gen.empty() || o.tpcc_module.empty())) {
+    args.usage("--tpcc-gen (or --tpcc) and --tpcc-module are required for the tpcc-pipe case");
   }
   if (o.reps == 0) args.usage("--reps must be positive");
   return o;
@@ -176,6 +202,7 @@ int main(int argc, char** argv) {
     jb::Results r;
     if (o.run_compute) r.events.push_back(jb::measure_events(o, jb::make_compute(dir.path(), o)));
     if (o.run_tables) r.events.push_back(jb::measure_events(o, jb::make_tables(dir.path(), o)));
+    if (o.run_tpcc_pipe) r.tpcc_pipe = jb::measure_events(o, jb::make_tpcc_pipe(dir.path(), o));
     if (o.run_tpcc) r.tpcc = jb::measure_tpcc(o);
     aup::bench::publish(o.out_dir, "jit", jb::to_json(env, o, r), jb::to_markdown(env, o, r));
     if (o.quick && !jb::sane(r)) return aup::bench::smoke_failure(kProgram);

@@ -28,13 +28,14 @@ using Sides = std::array<Side, 2>;
 struct Options : RunOptions {
   std::string aup;      // the aup executable
   std::string tpcc;     // the aup-tpcc executable (the TPC-C case)
+  std::string tpcc_gen; // the aup-tpcc-gen executable (the tpcc-pipe case; main: by default beside `tpcc`)
   std::string compute;  // bench/jit/compute.aup
   std::string tables;   // bench/jit/tables.aup
   std::string tpcc_module;  // examples/tpcc/tpcc.aup
   Sides sides{Side{"vm"}, Side{"jit"}};
   bool quick = false;         // a few seconds: tiny inputs, one repetition, answers checked
   bool engine_flag = false;   // `aup run --help` lists --engine (found by main)
-  bool run_compute = true, run_tables = true, run_tpcc = true;
+  bool run_compute = true, run_tables = true, run_tpcc_pipe = true, run_tpcc = true;
 
   // compute.aup: `compute_events` crunch events of `rounds` loop rounds each.
   uint64_t compute_events = 200;
@@ -44,6 +45,10 @@ struct Options : RunOptions {
   uint64_t items = 10'000;
   uint64_t touches = 200'000;
   uint64_t width = 8;
+  // TPC-C on the owner path (tpcc-pipe): aup-tpcc-gen's load of
+  // `warehouses`, then `pipe_transactions` transactions interleaved as
+  // `terminals` terminals take turns, on `aup run`'s stdin.
+  uint64_t pipe_transactions = 200'000;
   // TPC-C through aup-tpcc: a fresh copy of a loaded store per run.
   int64_t warehouses = 1;
   uint32_t terminals = 16;

@@ -7,6 +7,8 @@
 #include <functional>
 
 #include "common/measure.h"
+#include "process.h"
+#include "tpcc_pipe.h"
 
 namespace aup::bench::jit {
 
@@ -58,6 +60,30 @@ EventFigures figures(const EventResult& r) {
   f.net_speedup = ratio_median(f.net_reps[0], f.net_reps[1]);
   f.whole_ratio = ratio_median(f.whole_reps[1], f.whole_reps[0]);
   f.whole_speedup = ratio_median(f.whole_reps[0], f.whole_reps[1]);
+  return f;
+}
+
+// The figures of tpcc-pipe, per side (medians over repetitions): its net
+// CPU per transaction, as an event case's net per event, and the CPU of
+// the load alone, which holds start-up and the JIT's compilation.
+struct PipeFigures {
+  EventFigures net;  // net_us, net_ratio, net_speedup: (load + transactions − load alone) ÷ N
+  double load_ms[2] = {0, 0};
+  std::optional<double> compile_ms[2];  // from the load runs' `aup: jit` lines
+  double load_ratio = 0, load_speedup = 0;
+};
+
+PipeFigures pipe_figures(const EventResult& r) {
+  PipeFigures f;
+  f.net = figures(r);
+  std::vector<double> load[2];
+  for (size_t s = 0; s < 2; ++s) {
+    load[s] = each(r.base[s], [](const Run& x) { return x.usage.cpu_ns / 1e6; });
+    f.load_ms[s] = median(load[s]);
+    f.compile_ms[s] = median_stats_ms(r.base[s]);
+  }
+  f.load_ratio = ratio_median(load[1], load[0]);
+  f.load_speedup = ratio_median(load[0], load[1]);
   return f;
 }
 
@@ -127,6 +153,44 @@ std::string side_json(const Side& s) {
 std::string ratio_text(double r) { return std::isfinite(r) ? fmt::format("{:.3f}", r) : "–"; }
 std::string speedup_text(double s) { return std::isfinite(s) ? fmt::format("{:.2f}x", s) : "–"; }
 
+// tpcc-pipe as the JSON object of "tpcc_pipe".
+std::string pipe_json(const Options& o, const EventResult& e) {
+  PipeFigures f = pipe_figures(e);
+  std::string out = fmt::format(
+      "{{\"name\": {}, \"module\": {}, \"flags\": {}, \"shape\": {}, \"transactions\": {}, \"requests\": {}, "
+      "\"ok\": {}, \"rollbacks\": {},\n",
+      json_string(e.c.name), json_string(e.c.module), json_string(command_text(e.c.flags)), json_string(e.c.shape),
+      e.c.events, e.c.requests, e.ok, e.failed);
+  out += fmt::format("    \"ratio_net\": {:.4f}, \"speedup_net\": {:.4f}, \"ratio_load\": {:.4f}, "
+                     "\"speedup_load\": {:.4f},\n    \"per_side\": [\n",
+                     f.net.net_ratio, f.net.net_speedup, f.load_ratio, f.load_speedup);
+  for (size_t s = 0; s < 2; ++s) {
+    out += fmt::format(
+        "      {{\"side\": {}, \"net_cpu_us_per_transaction\": {:.4f}, \"load_cpu_ms\": {:.3f}, "
+        "\"load_compile_ms\": {},\n        \"work\": {},\n        \"load\": {}}}{}\n",
+        json_string(o.sides[s].label()), f.net.net_us[s], f.load_ms[s], opt_number(f.compile_ms[s]),
+        json_runs(e.work[s]), json_runs(e.base[s]), s == 0 ? "," : "");
+  }
+  return out + "    ]}";
+}
+
+// The Markdown's input line of tpcc-pipe, with the load's own figures.
+std::string pipe_inputs(const Options& o, const EventResult& e) {
+  PipeFigures f = pipe_figures(e);
+  auto compile = [](const std::optional<double>& v) {
+    return v ? fmt::format(", compile {:.1f} ms", *v) : std::string();
+  };
+  return fmt::format(
+      "- *TPC-C, owner path* (tpcc-pipe): {}; no socket and no I/O thread, so only what the engine changes: the "
+      "module's code and the runtime calls it makes. CPU µs/transaction: each repetition's (load and transactions − "
+      "load alone) ÷ {}. The load alone (CPU, median; start-up and compilation included): {} {:.1f} ms{}; {} {:.1f} "
+      "ms{} (compile ms from `--stats`). Checked before the timed runs: every answer ok but the {} New-Orders "
+      "that the generator makes roll back (`{}`), and both sides' answers the same, byte for byte. Not pinned to "
+      "a CPU, like compute and tables (`--tpcc-cpus` pins aup-tpcc's server).\n",
+      e.c.shape, grouped(e.c.events), o.sides[0].label(), f.load_ms[0], compile(f.compile_ms[0]),
+      o.sides[1].label(), f.load_ms[1], compile(f.compile_ms[1]), grouped(e.failed), kRollbackError);
+}
+
 }  // namespace
 
 std::optional<double> stats_ms(const std::string& object) {
@@ -143,6 +207,15 @@ bool sane(const Results& r) {
     EventFigures f = figures(e);
     for (size_t s = 0; s < 2; ++s) {
       if (e.work[s].empty() || e.base[s].empty() || !ok(f.whole_us[s]) || !std::isfinite(f.net_us[s])) return false;
+    }
+  }
+  if (r.tpcc_pipe) {
+    PipeFigures f = pipe_figures(*r.tpcc_pipe);
+    for (size_t s = 0; s < 2; ++s) {
+      if (r.tpcc_pipe->work[s].empty() || r.tpcc_pipe->base[s].empty() || !ok(f.load_ms[s]) ||
+          !std::isfinite(f.net.net_us[s])) {
+        return false;
+      }
     }
   }
   if (r.tpcc) {
@@ -185,6 +258,7 @@ std::string to_json(const Environment& env, const Options& o, const Results& r) 
     out += fmt::format("     ]}}{}\n", i + 1 < r.events.size() ? "," : "");
   }
   out += "  ],\n";
+  out += "  \"tpcc_pipe\": " + (r.tpcc_pipe ? pipe_json(o, *r.tpcc_pipe) : std::string("null")) + ",\n";
   if (r.tpcc) {
     const TpccResult& t = *r.tpcc;
     TpccFigures f = figures(t);
@@ -239,6 +313,14 @@ std::string to_markdown(const Environment& env, const Options& o, const Results&
     md += fmt::format("| {} | CPU µs/event, whole process | {} | {} | {} | {} |\n", e.c.name, us(f.whole_us[0]),
                       us(f.whole_us[1]), ratio_text(f.whole_ratio), speedup_text(f.whole_speedup));
   }
+  if (r.tpcc_pipe) {
+    PipeFigures f = pipe_figures(*r.tpcc_pipe);
+    md += fmt::format("| TPC-C, owner path | CPU µs/transaction, net of the load | {} | {} | {} | {} |\n",
+                      us(f.net.net_us[0]), us(f.net.net_us[1]), ratio_text(f.net.net_ratio),
+                      speedup_text(f.net.net_speedup));
+    md += fmt::format("| TPC-C, owner path | CPU ms of the load alone | {:.1f} | {:.1f} | {} | {} |\n", f.load_ms[0],
+                      f.load_ms[1], ratio_text(f.load_ratio), speedup_text(f.load_speedup));
+  }
   if (r.tpcc) {
     TpccFigures f = figures(*r.tpcc);
     md += fmt::format("| TPC-C | server CPU µs/transaction | {} | {} | {} | {} |\n", us(f.cpu_us[0]),
@@ -257,9 +339,11 @@ std::string to_markdown(const Environment& env, const Options& o, const Results&
                         us(f.base_us[1]), ms(f.compile_ms[0]), ms(f.compile_ms[1]));
     }
     md += "\nCompile ms: from `--stats`'s `aup: jit {...}` line (median over the measured runs); – where aup "
-          "printed none.\n\nInputs:\n\n";
-    for (const EventResult& e : r.events) md += fmt::format("- *{}*: {}.\n", e.c.name, e.c.shape);
+          "printed none.\n";
   }
+  if (!r.events.empty() || r.tpcc_pipe || r.tpcc) md += "\nInputs:\n\n";
+  for (const EventResult& e : r.events) md += fmt::format("- *{}*: {}.\n", e.c.name, e.c.shape);
+  if (r.tpcc_pipe) md += pipe_inputs(o, *r.tpcc_pipe);
   if (r.tpcc) {
     md += fmt::format(
         "- *TPC-C*: `aup-tpcc run --backend aup` (bench/tpcc), W={}, {} terminals, {} s timed after {} s of warm-up, "

@@ -17,6 +17,7 @@ namespace aup::bench::jit {
 
 struct Results {
   std::vector<EventResult> events;  // compute, tables (those that ran)
+  std::optional<EventResult> tpcc_pipe;  // its baseline is the load alone
   std::optional<TpccResult> tpcc;
 };
 
@@ -24,7 +25,7 @@ std::string to_json(const Environment& env, const Options& o, const Results& r);
 std::string to_markdown(const Environment& env, const Options& o, const Results& r);
 
 // The quick run's check: every figure a positive finite number (never how
-// big): CPU per event of each side, and per transaction.
+// big): CPU per event of each side, of the piped load, and per transaction.
 bool sane(const Results& r);
 
 // The milliseconds a `aup: jit {...}` object reports: its "compile_ms", or
