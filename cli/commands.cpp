@@ -163,6 +163,60 @@ void print_stats(storage::Store& store) {
 
 }  // namespace
 
+namespace {
+
+// The default engine leaves a module this large to the VM: LLVM takes
+// about 0.3 ms per bytecode instruction, so past this a first start (before
+// the cache has the code) would spend seconds compiling.
+constexpr size_t kJitDefaultMaxInstructions = 20'000;
+
+size_t instruction_count(const vm::Module& m) {
+  size_t n = 0;
+  for (const vm::Function& f : m.functions) n += f.code.size();
+  return n;
+}
+
+void print_jit_stats(const vm::jit::CompileStats& cs) {
+  fmt::print(stderr,
+             "aup: jit {{\"functions\":{},\"instructions\":{},\"cache\":\"{}\",\"translate_ms\":{:.1f},"
+             "\"optimize_ms\":{:.1f},\"codegen_ms\":{:.1f},\"link_ms\":{:.1f},\"compile_ms\":{:.1f}}}\n",
+             cs.functions, cs.instructions, vm::jit::cache_use_name(cs.cache), cs.translate_ms, cs.optimize_ms,
+             cs.codegen_ms, cs.link_ms, cs.translate_ms + cs.optimize_ms + cs.codegen_ms + cs.link_ms);
+}
+
+// Native code for `m` per --engine, or none (the VM). `--engine jit` asked
+// for by name must work (exit 2 if it cannot); the default (jit) steps
+// back to the VM, saying why on stderr, when the module is very large or
+// the JIT cannot be loaded.
+int choose_engine(const RunOptions& o, const vm::Module& m, std::unique_ptr<vm::NativeCode>& native) {
+  bool asked = !o.engine.empty();
+  if (o.engine == "vm") return kExitOk;
+  if (!asked && instruction_count(m) > kJitDefaultMaxInstructions) {
+    if (o.stats) {
+      fmt::print(stderr, "aup: {} instructions: on the VM (the default engine compiles up to {}; --engine jit "
+                         "compiles any)\n", instruction_count(m), kJitDefaultMaxInstructions);
+    }
+    return kExitOk;
+  }
+  vm::jit::CompileStats cs;
+  vm::jit::CompileOptions co;
+  co.cache_dir = vm::jit::default_cache_dir();
+  std::string error;
+  native = vm::jit::compile(m, co, error, &cs);
+  if (!native) {
+    if (asked) {
+      fmt::print(stderr, "aup run: --engine jit: {}\n", error);
+      return kExitUsage;
+    }
+    fmt::print(stderr, "aup: running on the VM: {}\n", error);
+    return kExitOk;
+  }
+  if (o.stats) print_jit_stats(cs);
+  return kExitOk;
+}
+
+}  // namespace
+
 int run(const RunOptions& o) {
   int rc = kExitOk;
   auto m = load(o.module, rc);
@@ -174,23 +228,9 @@ int run(const RunOptions& o) {
   // Compiled once, here, before the store opens: every Service (the owner's
   // and each query thread's) runs the same code.
   std::unique_ptr<vm::NativeCode> native;
-  if (o.engine == "jit") {
-    vm::jit::CompileStats cs;
-    std::string error;
-    native = vm::jit::compile(*m, error, &cs);
-    if (!native) {
-      fmt::print(stderr, "aup run: --engine jit: {}\n", error);
-      return kExitUsage;
-    }
-    if (o.stats) {
-      fmt::print(stderr,
-                 "aup: jit {{\"functions\":{},\"instructions\":{},\"translate_ms\":{:.1f},\"optimize_ms\":{:.1f},"
-                 "\"codegen_ms\":{:.1f},\"compile_ms\":{:.1f}}}\n",
-                 cs.functions, cs.instructions, cs.translate_ms, cs.optimize_ms, cs.codegen_ms,
-                 cs.translate_ms + cs.optimize_ms + cs.codegen_ms);
-    }
-    so.native = native.get();
-  }
+  int engine_rc = choose_engine(o, *m, native);
+  if (engine_rc != kExitOk) return engine_rc;
+  so.native = native.get();
   runtime::StdioOptions io;
   if (o.max_line_bytes) io.max_line_bytes = o.max_line_bytes;
   io.fixed_now = o.fixed_time;

@@ -35,7 +35,10 @@ struct RunOptions {
   uint64_t image_min_bytes = 0; // 0: the default (1 MiB)
   uint64_t log_min_bytes = 0;   // 0: the default (64 MiB)
   std::optional<double> fixed_time;
-  std::string engine = "vm";    // "vm" (interpret the bytecode) or "jit" (compile it with LLVM)
+  // "vm" (interpret the bytecode), "jit" (compile it with LLVM), or empty:
+  // the default, jit, except for very large modules or when the JIT
+  // cannot be loaded (then the VM, said on stderr).
+  std::string engine;
   bool stats = false;           // print the store's figures at exit (and, serving, a line a second)
   // --listen: serve connections instead of stdin.
   std::string listen;

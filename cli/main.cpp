@@ -89,10 +89,12 @@ int main(int argc, char** argv) {
                     "size, commit p50/p99, the owner thread's share of a core, snapshot nodes copied and\n"
                     "recycled, log bytes, connections");
   run_cmd->add_option("--engine", run.engine,
-                      "how module code runs: vm (the bytecode interpreter) or jit (native code compiled\n"
-                      "with LLVM at load; same results, byte for byte)")
+                      "how module code runs: jit (the default: native code compiled with LLVM at load, kept\n"
+                      "in a cache, $AUP_JIT_CACHE or ~/.cache/aup/jit) or vm (the bytecode interpreter); the\n"
+                      "same results, byte for byte. By default a module of over 20,000 instructions, or a\n"
+                      "machine where the JIT cannot load, runs on the VM")
       ->check(CLI::IsMember({"vm", "jit"}))
-      ->capture_default_str();
+      ->type_name("ENGINE");
   CLI::Option* fixed = run_cmd->add_option(
       "--fixed-time", fixed_time,
       "use this time (ms since the Unix epoch) as `now` for every event and query (for tests)");

@@ -68,6 +68,7 @@ Vm::Vm(const Module& m, State& s) : module_(m), state_(&s) {
   // Every frame fits: kMaxCallDepth frames of at most kMaxRegisters each.
   regs_.resize(static_cast<size_t>(kMaxCallDepth + 1) * kMaxRegisters);
   frames_.reserve(kMaxCallDepth);
+  for (const Function& f : m.functions) constants_.push_back(f.kvalues.data());
   for (const RecordDesc& r : m.records) {
     std::vector<uint32_t> aggs;
     std::vector<Value> defaults(r.fields.size(), 0);
@@ -674,6 +675,7 @@ bool Vm::run(uint32_t fn, const Value* args, uint32_t argc, double now, Value* r
   ctx_.temp_bytes = arena_.allocated_ptr();
   ctx_.depth = 0;
   ctx_.vm = this;
+  ctx_.constants = constants_.data();
   frames_.clear();
   std::copy(args, args + argc, regs_.data());
   Value ignored = 0;

@@ -161,6 +161,7 @@ class Vm {
   // The steps left, the event's time and the call depth, where native code
   // reads them; the interpreter uses the same fields.
   NativeCtx ctx_{};
+  std::vector<const uint64_t*> constants_;  // ctx_.constants: each function's kvalues
   const NativeCode* native_ = nullptr;
   uint64_t step_budget_ = kDefaultStepBudget;
   uint64_t steps_taken_ = 0;

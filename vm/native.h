@@ -42,10 +42,15 @@ struct NativeCtx {
   uint32_t depth;             // offset 24: calls active now
   uint32_t pad = 0;
   Vm* vm;                     // offset 32: for the runtime calls
+  // offset 40: per function, its constants as values (Function::kvalues).
+  // Text constants are heap pointers of this process, so the code loads
+  // them from here instead of holding them: the machine code then depends
+  // only on the module, and vm/jit/ can keep it in a cache across runs.
+  const uint64_t* const* constants;
 };
 static_assert(offsetof(NativeCtx, steps_left) == 0 && offsetof(NativeCtx, temp_bytes) == 8 &&
               offsetof(NativeCtx, now) == 16 && offsetof(NativeCtx, depth) == 24 &&
-              offsetof(NativeCtx, vm) == 32);
+              offsetof(NativeCtx, vm) == 32 && offsetof(NativeCtx, constants) == 40);
 
 using NativeFn = bool (*)(NativeCtx* ctx, Value* regs);
 

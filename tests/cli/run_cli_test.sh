@@ -64,6 +64,52 @@ if [ -n "$libm" ]; then
   grep -q "is not a JIT module of this aup" "$tmp/err" || fail "a wrong JIT module is named: $(cat "$tmp/err")"
 fi
 ldd "$aup" | grep -q libLLVM && fail "aup links libLLVM (it should load it only for --engine jit)"
+# ...and by default, a JIT that cannot load leaves the run on the VM, saying so.
+if [ -n "$libm" ]; then
+  AUP_JIT_LIB=$libm "$aup" run "$bank" --memory --fixed-time 1 <"$root/examples/bank/demo.ndjson" >"$tmp/out" 2>"$tmp/err" \
+    || fail "the default engine without a JIT module: exit 0"
+  grep -q "^aup: running on the VM: .*is not a JIT module" "$tmp/err" || fail "the fallback to the VM is said: $(cat "$tmp/err")"
+  cmp -s "$tmp/out" "$tmp/vm" || fail "the fallback answers as the VM"
+fi
+
+# The object cache (vm/jit/cache.h): a miss compiles and stores, a hit
+# compiles nothing, both answer as the VM; a damaged object is a miss and
+# is rewritten; a cache that cannot be written, or none, still runs.
+cache=$tmp/jit-cache
+run_cached() {
+  AUP_JIT_CACHE=$1 "$aup" run "$bank" --memory --fixed-time 1 --stats <"$root/examples/bank/demo.ndjson" \
+    >"$tmp/out" 2>"$tmp/err" || fail "run with AUP_JIT_CACHE=$1"
+  cmp -s "$tmp/out" "$tmp/vm" || fail "AUP_JIT_CACHE=$1 answers as the VM"
+  sed -n 's/^aup: jit {.*"cache":"\([a-z]*\)".*/\1/p' "$tmp/err"
+}
+[ "$(run_cached "$cache")" = miss ] || fail "the first run of a module is a cache miss"
+[ "$(run_cached "$cache")" = hit ] || fail "the second run of a module is a cache hit"
+[ "$(ls "$cache" | wc -l)" -eq 1 ] || fail "one object per module: $(ls "$cache")"
+obj=$(ls "$cache"/*.o)
+printf 'X' | dd of="$obj" bs=1 seek=100 conv=notrunc 2>/dev/null
+[ "$(run_cached "$cache")" = miss ] || fail "a damaged object is a miss"
+[ "$(run_cached "$cache")" = hit ] || fail "the damaged object was rewritten"
+[ "$(run_cached off)" = off ] || fail "AUP_JIT_CACHE=off: no cache"
+: >"$tmp/plain-file"
+[ "$(run_cached "$tmp/plain-file/jit")" = unwritable ] || fail "an unwritable cache is reported, and the run goes on"
+
+# The default engine is the JIT; a module past 20,000 instructions stays on
+# the VM by default (LLVM would take seconds), and --engine jit compiles it.
+AUP_JIT_CACHE=off "$aup" run "$bank" --memory --stats </dev/null 2>"$tmp/err" >/dev/null
+grep -q '^aup: jit {' "$tmp/err" || fail "the default engine is jit"
+{
+  echo 'event go { n: num }'
+  echo 'on go {'
+  echo '  let x = go.n'
+  i=0
+  while [ $i -lt 7000 ]; do echo '  x = x * 3 + 1'; i=$((i + 1)); done
+  echo '  return x'
+  echo '}'
+} >"$tmp/big.aup"
+echo '{"event":"go","args":{"n":1},"id":1}' >"$tmp/big.in"
+AUP_JIT_CACHE=off "$aup" run "$tmp/big.aup" --memory --stats <"$tmp/big.in" >"$tmp/big.vm" 2>"$tmp/err" || fail "a big module runs"
+grep -q "instructions: on the VM (the default engine compiles up to 20000" "$tmp/err" || fail "a big module stays on the VM by default: $(cat "$tmp/err")"
+grep -q '^aup: jit {' "$tmp/err" && fail "a big module is not compiled by default"
 
 # The same answers from the module file and from the source.
 "$aup" run "$tmp/bank.aupm" --memory --fixed-time 1 <"$root/examples/bank/demo.ndjson" >"$tmp/a" || fail "run .aupm"

@@ -35,7 +35,7 @@ class Running {
     const char* engine = std::getenv("AUP_TEST_ENGINE");
     if (engine && std::string_view(engine) == "jit") {
       std::string error;
-      native_ = vm::jit::compile(*module_, error);
+      native_ = vm::jit::compile(*module_, vm::jit::CompileOptions{}, error);  // no cache: compile each time
       REQUIRE_MESSAGE(native_, error);
       o.native = native_.get();
     }

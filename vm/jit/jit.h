@@ -18,17 +18,39 @@
 
 namespace aup::vm::jit {
 
+// Whether the machine code came from the object cache (vm/jit/cache.h).
+enum class CacheUse : uint8_t {
+  Off,         // no cache directory
+  Hit,         // read back: nothing was compiled
+  Miss,        // compiled, and stored for the next run
+  Unwritable,  // compiled; the cache directory could not be written
+};
+std::string_view cache_use_name(CacheUse c);
+
 struct CompileStats {
   uint32_t functions = 0;
   uint32_t instructions = 0;  // bytecode instructions translated
   double translate_ms = 0;    // bytecode to LLVM IR
   double optimize_ms = 0;     // LLVM's O2 pipeline
-  double codegen_ms = 0;      // machine code, linked in memory
+  double codegen_ms = 0;      // machine code (an object file)
+  double link_ms = 0;         // the object linked in memory, functions looked up
+  CacheUse cache = CacheUse::Off;
 };
 
-// Compiles every function of `m` (prepared; it must outlive the result).
-// Null with `error` set if LLVM cannot (no native target, say).
-std::unique_ptr<NativeCode> compile(const Module& m, std::string& error, CompileStats* stats = nullptr);
+struct CompileOptions {
+  std::string cache_dir;  // the object cache; empty: none
+};
+
+// Where `aup run` keeps compiled code: $AUP_JIT_CACHE if set ("" or "off":
+// no cache), else $XDG_CACHE_HOME/aup/jit, else $HOME/.cache/aup/jit; ""
+// if none of them is set.
+std::string default_cache_dir();
+
+// Compiles every function of `m` (prepared; it must outlive the result), or
+// reads its machine code from the cache. Null with `error` set if LLVM
+// cannot (no JIT module, no native target).
+std::unique_ptr<NativeCode> compile(const Module& m, const CompileOptions& o, std::string& error,
+                                    CompileStats* stats = nullptr);
 
 // The LLVM IR of the function named `name` (every function if empty) as
 // it is compiled: after the O2 pipeline unless `optimized` is false. False

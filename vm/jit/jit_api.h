@@ -23,15 +23,17 @@
 
 namespace aup::vm::jit {
 
-inline constexpr uint32_t kApiVersion = 1;
+inline constexpr uint32_t kApiVersion = 2;
 inline constexpr const char* kApiSymbol = "aup_jit_api";
 
 struct Api {
   uint32_t version;
   // As jit.h's compile, with the runtime's entries (native_symbols(), which
-  // live in the executable) passed in.
+  // live in the executable) and the module's hash (XXH3 of its encoding,
+  // for the cache key) passed in.
   std::unique_ptr<NativeCode> (*compile)(const Module& m, const std::vector<NativeSymbol>& runtime,
-                                         std::string& error, CompileStats* stats);
+                                         uint64_t module_hash, const CompileOptions& o, std::string& error,
+                                         CompileStats* stats);
   bool (*function_ir)(const Module& m, std::string_view name, bool optimized, std::string& out,
                       std::string& error);
 };

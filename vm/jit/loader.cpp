@@ -7,6 +7,7 @@
 //   3. the install directory (AUP_JIT_INSTALL_DIR), for an installed aup.
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <xxhash.h>
 
 #include <cstdlib>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "jit.h"
 #include "jit_api.h"
+#include "module_file.h"
 
 namespace aup::vm::jit {
 
@@ -61,13 +63,38 @@ const Loaded& loaded() {
 
 }  // namespace
 
-std::unique_ptr<NativeCode> compile(const Module& m, std::string& error, CompileStats* stats) {
+std::string_view cache_use_name(CacheUse c) {
+  switch (c) {
+    case CacheUse::Off: return "off";
+    case CacheUse::Hit: return "hit";
+    case CacheUse::Miss: return "miss";
+    case CacheUse::Unwritable: return "unwritable";
+  }
+  return "off";
+}
+
+std::string default_cache_dir() {
+  if (const char* dir = std::getenv("AUP_JIT_CACHE")) {
+    std::string_view d(dir);
+    return d == "off" ? std::string() : std::string(d);
+  }
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/aup/jit";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/aup/jit";
+  return "";
+}
+
+std::unique_ptr<NativeCode> compile(const Module& m, const CompileOptions& o, std::string& error,
+                                    CompileStats* stats) {
   const Loaded& l = loaded();
   if (!l.api) {
     error = l.error;
     return nullptr;
   }
-  return l.api->compile(m, native_symbols(), error, stats);
+  // The module's bytes as a module file holds them: the cache key's part
+  // that says which code this is.
+  std::vector<uint8_t> bytes = encode_module(m);
+  uint64_t hash = XXH3_64bits(bytes.data(), bytes.size());
+  return l.api->compile(m, native_symbols(), hash, o, error, stats);
 }
 
 bool function_ir(const Module& m, std::string_view name, bool optimized, std::string& out, std::string& error) {

@@ -200,6 +200,7 @@ class Translator {
   void define(uint32_t fi) {
     const Function& f = m_.functions[fi];
     fn_ = fns_[fi];
+    fn_index_ = fi;
     ctx_ = fn_->getArg(0);
     llvm::Value* in = fn_->getArg(1);
     slots_.assign(kMaxRegisters + 3, nullptr);
@@ -264,7 +265,17 @@ class Translator {
     int32_t SBX = sbx_of(i);
     switch (op_of(i)) {
       case Op::MOVE: set(A, reg(B)); break;
-      case Op::LOADK: set(A, u64(f.kvalues[BX])); break;
+      case Op::LOADK:
+        // Numbers and bools are their bits; a text is a pointer of this
+        // process, read from ctx->constants (vm/native.h says why).
+        if (f.constants[BX].kind == Constant::Kind::Text) {
+          llvm::Value* table = b_.CreateLoad(ptr_, ctx_field(offsetof(NativeCtx, constants)));
+          llvm::Value* mine = b_.CreateLoad(ptr_, b_.CreateInBoundsGEP(ptr_, table, {u64(fn_index_)}));
+          set(A, b_.CreateLoad(i64_, b_.CreateInBoundsGEP(i64_, mine, {u64(BX)})));
+        } else {
+          set(A, u64(f.kvalues[BX]));
+        }
+        break;
       case Op::LOADI: set(A, u64(std::bit_cast<uint64_t>(static_cast<double>(SBX)))); break;
       case Op::LOADB: set(A, u64(B != 0)); break;
       case Op::SHARE: b_.CreateStore(llvm::ConstantInt::get(i8_, 1), field_ptr(reg(A), offsetof(ObjHeader, shared))); break;
@@ -541,6 +552,7 @@ class Translator {
 
   // The function being defined.
   llvm::Function* fn_ = nullptr;
+  uint32_t fn_index_ = 0;
   llvm::Value* ctx_ = nullptr;
   llvm::BasicBlock* entry_ = nullptr;
   llvm::Instruction* zero_point_ = nullptr;
