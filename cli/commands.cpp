@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <memory>
 
 #include "codegen.h"
@@ -189,8 +190,21 @@ void print_jit_stats(const vm::jit::CompileStats& cs) {
 // back to the VM, saying why on stderr, when the module is very large or
 // the JIT cannot be loaded.
 int choose_engine(const RunOptions& o, const vm::Module& m, std::unique_ptr<vm::NativeCode>& native) {
-  bool asked = !o.engine.empty();
-  if (o.engine == "vm") return kExitOk;
+  std::string engine = o.engine;
+  if (engine.empty()) {
+    // $AUP_ENGINE stands in for --engine (a machine or a test suite that
+    // wants one engine throughout).
+    const char* env = std::getenv("AUP_ENGINE");
+    if (env && *env) {
+      engine = env;
+      if (engine != "vm" && engine != "jit") {
+        fmt::print(stderr, "aup run: AUP_ENGINE={}: expected vm or jit\n", engine);
+        return kExitUsage;
+      }
+    }
+  }
+  bool asked = !engine.empty();
+  if (engine == "vm") return kExitOk;
   if (!asked && instruction_count(m) > kJitDefaultMaxInstructions) {
     if (o.stats) {
       fmt::print(stderr, "aup: {} instructions: on the VM (the default engine compiles up to {}; --engine jit "

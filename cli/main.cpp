@@ -92,7 +92,8 @@ int main(int argc, char** argv) {
                       "how module code runs: jit (the default: native code compiled with LLVM at load, kept\n"
                       "in a cache, $AUP_JIT_CACHE or ~/.cache/aup/jit) or vm (the bytecode interpreter); the\n"
                       "same results, byte for byte. By default a module of over 20,000 instructions, or a\n"
-                      "machine where the JIT cannot load, runs on the VM")
+                      "machine where the JIT cannot load, runs on the VM. $AUP_ENGINE, if set, stands in for\n"
+                      "this option")
       ->check(CLI::IsMember({"vm", "jit"}))
       ->type_name("ENGINE");
   CLI::Option* fixed = run_cmd->add_option(

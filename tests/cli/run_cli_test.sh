@@ -8,6 +8,9 @@ aup=$1
 root=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# The sanitizer build's test setup picks the VM through AUP_ENGINE; this
+# test checks the default itself.
+unset AUP_ENGINE
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 expect_rc() {
@@ -97,6 +100,13 @@ printf 'X' | dd of="$obj" bs=1 seek=100 conv=notrunc 2>/dev/null
 # the VM by default (LLVM would take seconds), and --engine jit compiles it.
 AUP_JIT_CACHE=off "$aup" run "$bank" --memory --stats </dev/null 2>"$tmp/err" >/dev/null
 grep -q '^aup: jit {' "$tmp/err" || fail "the default engine is jit"
+AUP_JIT_CACHE=off AUP_ENGINE=vm "$aup" run "$bank" --memory --stats </dev/null 2>"$tmp/err" >/dev/null
+grep -q '^aup: jit {' "$tmp/err" && fail "AUP_ENGINE=vm picks the VM"
+AUP_JIT_CACHE=off AUP_ENGINE=vm "$aup" run "$bank" --memory --stats --engine jit </dev/null 2>"$tmp/err" >/dev/null
+grep -q '^aup: jit {' "$tmp/err" || fail "--engine wins over AUP_ENGINE"
+AUP_ENGINE=llvm "$aup" run "$bank" --memory </dev/null >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "a wrong AUP_ENGINE is a usage error"
+grep -q "AUP_ENGINE=llvm: expected vm or jit" "$tmp/err" || fail "a wrong AUP_ENGINE is named"
 {
   echo 'event go { n: num }'
   echo 'on go {'
