@@ -10,6 +10,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "common/spawn_actions.h"
 #include "common/measure.h"
 
 extern char** environ;
@@ -37,22 +38,7 @@ class Fd {
   int fd_;
 };
 
-// Owns posix_spawn file actions.
-class Actions {
- public:
-  Actions() { posix_spawn_file_actions_init(&a_); }
-  ~Actions() { posix_spawn_file_actions_destroy(&a_); }
-  Actions(const Actions&) = delete;
-  Actions& operator=(const Actions&) = delete;
-  void dup2(int from, int to) { posix_spawn_file_actions_adddup2(&a_, from, to); }
-  void close(int fd) { posix_spawn_file_actions_addclose(&a_, fd); }
-  const posix_spawn_file_actions_t* get() const { return &a_; }
-
- private:
-  posix_spawn_file_actions_t a_;
-};
-
-pid_t spawn(const std::vector<std::string>& argv, const Actions& actions) {
+pid_t spawn(const std::vector<std::string>& argv, const SpawnActions& actions) {
   std::vector<std::string> copy = argv;
   std::vector<char*> args;
   for (std::string& s : copy) args.push_back(s.data());
@@ -89,17 +75,17 @@ Timing run(const Command& c) {
     int p[2];
     if (::pipe2(p, O_CLOEXEC) != 0) throw std::runtime_error("pipe: " + std::string(std::strerror(errno)));
     Fd read_end(p[0]), write_end(p[1]);
-    Actions pa;
+    SpawnActions pa;
     pa.dup2(write_end.get(), 1);
     producer = spawn({"cat", c.input}, pa);
-    Actions ca;
+    SpawnActions ca;
     ca.dup2(read_end.get(), 0);
     ca.dup2(out.get(), 1);
     consumer = spawn(c.consumer, ca);
   } else {
     Fd in(::open(c.input.c_str(), O_RDONLY | O_CLOEXEC));
     if (in.get() < 0) throw std::runtime_error("cannot open " + c.input);
-    Actions ca;
+    SpawnActions ca;
     ca.dup2(in.get(), 0);
     ca.dup2(out.get(), 1);
     consumer = spawn(c.consumer, ca);

@@ -11,6 +11,7 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "common/spawn_actions.h"
 #include "common/measure.h"
 
 extern char** environ;
@@ -23,19 +24,6 @@ namespace {
 constexpr size_t kTailBytes = 2000;
 
 double ns(const timeval& tv) { return static_cast<double>(tv.tv_sec) * 1e9 + static_cast<double>(tv.tv_usec) * 1e3; }
-
-// Owns posix_spawn file actions.
-class Actions {
- public:
-  Actions() { posix_spawn_file_actions_init(&a_); }
-  ~Actions() { posix_spawn_file_actions_destroy(&a_); }
-  Actions(const Actions&) = delete;
-  Actions& operator=(const Actions&) = delete;
-  posix_spawn_file_actions_t* get() { return &a_; }
-
- private:
-  posix_spawn_file_actions_t a_;
-};
 
 std::string describe(int status) {
   if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
@@ -58,10 +46,10 @@ std::string command_text(const std::vector<std::string>& argv) {
 
 Usage run_child(const Child& c) {
   if (c.argv.empty()) throw std::runtime_error("run_child: no command");
-  Actions actions;
-  posix_spawn_file_actions_addopen(actions.get(), 0, c.input.c_str(), O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(actions.get(), 1, c.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(actions.get(), 2, c.errors.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  SpawnActions actions;
+  actions.open(0, c.input.c_str(), O_RDONLY, 0);
+  actions.open(1, c.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  actions.open(2, c.errors.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   std::vector<std::string> copy = c.argv;
   std::vector<char*> args;
   for (std::string& s : copy) args.push_back(s.data());

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "common/spawn_actions.h"
 #include "common/measure.h"
 #include "common/proc.h"
 
@@ -32,19 +33,6 @@ constexpr auto kStartLimit = std::chrono::seconds(60);
 constexpr double kStopLimitNs = 20e9;
 // Kept for an error message; a server that prints more is broken anyway.
 constexpr size_t kMaxKeptLines = 200;
-
-// Owns posix_spawn file actions.
-class Actions {
- public:
-  Actions() { posix_spawn_file_actions_init(&a_); }
-  ~Actions() { posix_spawn_file_actions_destroy(&a_); }
-  Actions(const Actions&) = delete;
-  Actions& operator=(const Actions&) = delete;
-  posix_spawn_file_actions_t* get() { return &a_; }
-
- private:
-  posix_spawn_file_actions_t a_;
-};
 
 std::vector<std::string> server_argv(const ServerConfig& c) {
   std::vector<std::string> argv;
@@ -64,10 +52,10 @@ std::vector<std::string> server_argv(const ServerConfig& c) {
 // stdin and stdout are /dev/null; stderr is `err_fd`. Returns the pid.
 // argv[0] without a slash ("taskset") is looked up in PATH.
 pid_t spawn(const std::vector<std::string>& argv, int err_fd) {
-  Actions actions;
-  posix_spawn_file_actions_addopen(actions.get(), 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(actions.get(), 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_adddup2(actions.get(), err_fd, 2);
+  SpawnActions actions;
+  actions.open(0, "/dev/null", O_RDONLY, 0);
+  actions.open(1, "/dev/null", O_WRONLY, 0);
+  actions.dup2(err_fd, 2);
   std::vector<std::string> copy = argv;
   std::vector<char*> args;
   for (std::string& s : copy) args.push_back(s.data());

@@ -137,27 +137,27 @@ class Translator {
     return result;
   }
 
+  // When `bad` holds (rarely): the runtime's `failure` entry sets the
+  // message, then the failure block; else on in a new block.
+  void fail_when(llvm::Value* bad, const char* failure, const char* label, uint32_t pc) {
+    auto* out = llvm::BasicBlock::Create(c_, label, fn_);
+    auto* cont = llvm::BasicBlock::Create(c_, "", fn_);
+    b_.CreateCondBr(bad, out, cont, unlikely_);
+    b_.SetInsertPoint(out);
+    call(failure, void_, {ctx_});
+    fail_now(pc);
+    b_.SetInsertPoint(cont);
+  }
+
   // A step, as the interpreter counts one (backward jumps and calls):
   // fail `budget` when none are left or temporaries passed their bound.
   void step(uint32_t pc) {
     llvm::Value* left = b_.CreateLoad(i64_, ctx_field(offsetof(NativeCtx, steps_left)));
-    auto* out = llvm::BasicBlock::Create(c_, "out_of_steps", fn_);
-    auto* cont = llvm::BasicBlock::Create(c_, "", fn_);
-    b_.CreateCondBr(b_.CreateICmpEQ(left, u64(0)), out, cont, unlikely_);
-    b_.SetInsertPoint(out);
-    call("fail_steps", void_, {ctx_});
-    fail_now(pc);
-    b_.SetInsertPoint(cont);
+    fail_when(b_.CreateICmpEQ(left, u64(0)), "fail_steps", "out_of_steps", pc);
     b_.CreateStore(b_.CreateSub(left, u64(1)), ctx_field(offsetof(NativeCtx, steps_left)));
     llvm::Value* bytes_at = b_.CreateLoad(ptr_, ctx_field(offsetof(NativeCtx, temp_bytes)));
     llvm::Value* bytes = b_.CreateLoad(i64_, bytes_at);
-    auto* over = llvm::BasicBlock::Create(c_, "out_of_memory", fn_);
-    auto* cont2 = llvm::BasicBlock::Create(c_, "", fn_);
-    b_.CreateCondBr(b_.CreateICmpUGT(bytes, u64(kMaxTempBytes)), over, cont2, unlikely_);
-    b_.SetInsertPoint(over);
-    call("fail_temp", void_, {ctx_});
-    fail_now(pc);
-    b_.SetInsertPoint(cont2);
+    fail_when(b_.CreateICmpUGT(bytes, u64(kMaxTempBytes)), "fail_temp", "out_of_memory", pc);
   }
 
   // ---- objects
@@ -321,13 +321,7 @@ class Translator {
         step(pc);
         llvm::Value* depth_at = ctx_field(offsetof(NativeCtx, depth));
         llvm::Value* depth = b_.CreateLoad(i32_, depth_at);
-        auto* deep = llvm::BasicBlock::Create(c_, "too_deep", fn_);
-        auto* cont = llvm::BasicBlock::Create(c_, "", fn_);
-        b_.CreateCondBr(b_.CreateICmpUGE(depth, u32(kMaxCallDepth)), deep, cont, unlikely_);
-        b_.SetInsertPoint(deep);
-        call("fail_depth", void_, {ctx_});
-        fail_now(pc);
-        b_.SetInsertPoint(cont);
+        fail_when(b_.CreateICmpUGE(depth, u32(kMaxCallDepth)), "fail_depth", "too_deep", pc);
         b_.CreateStore(b_.CreateAdd(depth, u32(1)), depth_at);
         uint32_t n = passed_registers(m_.functions[BX]);
         for (uint32_t k = 0; k < n; ++k) b_.CreateStore(reg(A + k), b_.CreateInBoundsGEP(i64_, args_, {u64(k)}));
@@ -412,13 +406,7 @@ class Translator {
         break;
       case Op::APOP: {
         llvm::Value* len = b_.CreateLoad(i32_, field_ptr(reg(B), offsetof(ArrayObj, len)));
-        auto* empty = llvm::BasicBlock::Create(c_, "pop_empty", fn_);
-        auto* cont = llvm::BasicBlock::Create(c_, "", fn_);
-        b_.CreateCondBr(b_.CreateICmpEQ(len, u32(0)), empty, cont, unlikely_);
-        b_.SetInsertPoint(empty);
-        call("fail_pop", void_, {ctx_});
-        fail_now(pc);
-        b_.SetInsertPoint(cont);
+        fail_when(b_.CreateICmpEQ(len, u32(0)), "fail_pop", "pop_empty", pc);
         unshare(B);
         llvm::Value* array = reg(B);
         llvm::Value* len_at = field_ptr(array, offsetof(ArrayObj, len));
