@@ -8,8 +8,8 @@ aup=$1
 root=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# The sanitizer build's test setup picks the VM through AUP_ENGINE; this
-# test checks the default itself.
+# This test checks the default engine itself: an AUP_ENGINE from the
+# caller's environment would stand in for --engine.
 unset AUP_ENGINE
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
