@@ -205,10 +205,10 @@ int choose_engine(const RunOptions& o, const vm::Module& m, std::unique_ptr<vm::
   }
   bool asked = !engine.empty();
   if (engine == "vm") return kExitOk;
-  if (!asked && instruction_count(m) > kJitDefaultMaxInstructions) {
+  if (size_t n = instruction_count(m); !asked && n > kJitDefaultMaxInstructions) {
     if (o.stats) {
       fmt::print(stderr, "aup: {} instructions: on the VM (the default engine compiles up to {}; --engine jit "
-                         "compiles any)\n", instruction_count(m), kJitDefaultMaxInstructions);
+                         "compiles any)\n", n, kJitDefaultMaxInstructions);
     }
     return kExitOk;
   }

@@ -15,8 +15,7 @@
 // puts them in one directory).
 //
 // --engines A,B: the two sides, each an engine name or `-` for no --engine
-// flag (aup's own default); every ratio is B ÷ A. When aup lists no
-// --engine, --quick falls back to `-,-` (saying so), a full run fails.
+// flag (aup's own default); every ratio is B ÷ A.
 // --quick: a few seconds (tiny inputs, 2,000 piped TPC-C transactions,
 // one repetition, 1 s of TPC-C per side); checks the answers and that
 // every figure is a positive number, never how fast anything is (the meson
@@ -168,15 +167,6 @@ jb::Options parse_args(int argc, char** argv) {
   return o;
 }
 
-// Whether `aup run --help` lists --engine.
-bool has_engine_flag(const jb::Options& o, const std::string& dir) {
-  std::string out = dir + "/run-help.txt";
-  jb::run_child(jb::Child{{o.aup, "run", "--help"}, "/dev/null", out, "/dev/null"});
-  std::string text = jb::read_text(out);
-  std::remove(out.c_str());
-  return text.find("--engine") != std::string::npos;
-}
-
 std::string temp_parent() {
   const char* base = std::getenv("TMPDIR");
   return base && *base ? base : "/tmp";
@@ -189,16 +179,6 @@ int main(int argc, char** argv) {
   return aup::bench::run_benchmark(kProgram, [&] {
     aup::bench::Environment env = aup::bench::environment();
     aup::bench::server::TempDir dir(temp_parent(), "aup-jit-bench");
-    o.engine_flag = has_engine_flag(o, dir.path());
-    bool named = !o.sides[0].engine.empty() || !o.sides[1].engine.empty();
-    if (named && !o.engine_flag) {
-      if (!o.quick) {
-        throw std::runtime_error(o.aup + " run --help lists no --engine; pass --engines -,- to run both sides "
-                                 "on aup's one engine");
-      }
-      std::fprintf(stderr, "jit_bench: %s run lists no --engine: both sides run its default engine\n", o.aup.c_str());
-      o.sides = jb::Sides{jb::Side{""}, jb::Side{""}};
-    }
     jb::Results r;
     if (o.run_compute) r.events.push_back(jb::measure_events(o, jb::make_compute(dir.path(), o)));
     if (o.run_tables) r.events.push_back(jb::measure_events(o, jb::make_tables(dir.path(), o)));

@@ -34,7 +34,6 @@ struct Options : RunOptions {
   std::string tpcc_module;  // examples/tpcc/tpcc.aup
   Sides sides{Side{"vm"}, Side{"jit"}};
   bool quick = false;         // a few seconds: tiny inputs, one repetition, answers checked
-  bool engine_flag = false;   // `aup run --help` lists --engine (found by main)
   bool run_compute = true, run_tables = true, run_tpcc_pipe = true, run_tpcc = true;
 
   // compute.aup: `compute_events` crunch events of `rounds` loop rounds each.

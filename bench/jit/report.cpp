@@ -234,8 +234,8 @@ std::string to_json(const Environment& env, const Options& o, const Results& r) 
   out += "  \"timing\": \"CPU of the aup process (user + system, wait4; aup-tpcc: the server's from /proc over the "
          "timed phase); medians over repetitions; ratios are medians of per-repetition ratios, "
          "sides[1] / sides[0]\",\n";
-  out += fmt::format("  \"repetitions\": {},\n  \"seed\": {},\n  \"quick\": {},\n  \"engine_flag\": {},\n", o.reps,
-                     o.seed, o.quick, o.engine_flag);
+  out += fmt::format("  \"repetitions\": {},\n  \"seed\": {},\n  \"quick\": {},\n", o.reps,
+                     o.seed, o.quick);
   out += fmt::format("  \"sides\": [{}, {}],\n", side_json(o.sides[0]), side_json(o.sides[1]));
   out += "  \"cases\": [\n";
   for (size_t i = 0; i < r.events.size(); ++i) {
@@ -294,9 +294,6 @@ std::string to_markdown(const Environment& env, const Options& o, const Results&
   md += fmt::format("Machine: {}; aup built {}; 1-minute load average at the start {:.2f}.{}\n\n", env.machine,
                     env.build, env.load_average,
                     o.quick ? " **Quick run: tiny inputs, one repetition; not figures.**" : "");
-  if (!o.engine_flag) {
-    md += "**`aup run --help` lists no `--engine`: both sides ran aup's one engine.**\n\n";
-  }
   md += fmt::format(
       "CPU time of the aup process (user + system), median of {} repetitions; {} ÷ {} is the median of the "
       "per-repetition ratios, speedup the median of {} ÷ {}. *Net*: each input's run minus a run of as many "

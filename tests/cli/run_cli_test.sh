@@ -61,19 +61,16 @@ grep -q "engine" "$tmp/err" || fail "a wrong --engine is named"
 # is not one is refused by name, and commands without --engine jit never
 # load LLVM.
 libm=$(ldd "$aup" | sed -n 's/.*libm\.so\.6 => \([^ ]*\).*/\1/p')
-if [ -n "$libm" ]; then
-  AUP_JIT_LIB=$libm "$aup" run "$bank" --memory --engine jit </dev/null >"$tmp/out" 2>"$tmp/err"
-  [ $? -eq 2 ] || fail "a library that is not the JIT module: exit 2"
-  grep -q "is not a JIT module of this aup" "$tmp/err" || fail "a wrong JIT module is named: $(cat "$tmp/err")"
-fi
+[ -n "$libm" ] || fail "found no libm to stand in for a wrong JIT module: $(ldd "$aup")"
+AUP_JIT_LIB=$libm "$aup" run "$bank" --memory --engine jit </dev/null >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 2 ] || fail "a library that is not the JIT module: exit 2"
+grep -q "is not a JIT module of this aup" "$tmp/err" || fail "a wrong JIT module is named: $(cat "$tmp/err")"
 ldd "$aup" | grep -q libLLVM && fail "aup links libLLVM (it should load it only for --engine jit)"
 # ...and by default, a JIT that cannot load leaves the run on the VM, saying so.
-if [ -n "$libm" ]; then
-  AUP_JIT_LIB=$libm "$aup" run "$bank" --memory --fixed-time 1 <"$root/examples/bank/demo.ndjson" >"$tmp/out" 2>"$tmp/err" \
-    || fail "the default engine without a JIT module: exit 0"
-  grep -q "^aup: running on the VM: .*is not a JIT module" "$tmp/err" || fail "the fallback to the VM is said: $(cat "$tmp/err")"
-  cmp -s "$tmp/out" "$tmp/vm" || fail "the fallback answers as the VM"
-fi
+AUP_JIT_LIB=$libm "$aup" run "$bank" --memory --fixed-time 1 <"$root/examples/bank/demo.ndjson" >"$tmp/out" 2>"$tmp/err" \
+  || fail "the default engine without a JIT module: exit 0"
+grep -q "^aup: running on the VM: .*is not a JIT module" "$tmp/err" || fail "the fallback to the VM is said: $(cat "$tmp/err")"
+cmp -s "$tmp/out" "$tmp/vm" || fail "the fallback answers as the VM"
 
 # The object cache (vm/jit/cache.h): a miss compiles and stores, a hit
 # compiles nothing, both answer as the VM; a damaged object is a miss and
