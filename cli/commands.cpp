@@ -253,7 +253,7 @@ int run(const RunOptions& o) {
   std::signal(SIGPIPE, SIG_IGN);
   runtime::ServerOptions server;
   server.listen = o.listen;
-  if (o.io_threads) server.io_threads = o.io_threads;
+  server.io_threads = o.io_threads ? *o.io_threads : runtime::default_io_threads();
   if (o.max_connections) server.max_connections = o.max_connections;
   if (o.max_pending) server.max_pending = o.max_pending;
   if (o.max_output_bytes) server.max_output_bytes = o.max_output_bytes;

@@ -42,7 +42,7 @@ struct RunOptions {
   bool stats = false;           // print the store's figures at exit (and, serving, a line a second)
   // --listen: serve connections instead of stdin.
   std::string listen;
-  uint32_t io_threads = 0;      // 0: the default
+  std::optional<uint32_t> io_threads;  // unset: runtime::default_io_threads()
   uint32_t max_connections = 0;
   uint32_t max_pending = 0;
   uint64_t max_output_bytes = 0;

@@ -1,4 +1,4 @@
-// Small pieces both request loops (stdio_loop.cpp, server.cpp) share.
+// Small pieces the request loops (stdio_loop.cpp, the servers) share.
 #pragma once
 
 #include <fmt/format.h>
@@ -19,21 +19,6 @@ inline double now_ms() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<double>(ts.tv_sec) * 1000.0 + static_cast<double>(ts.tv_nsec / 1000000);
-}
-
-// Whether a request line holds nothing (ignored, not answered).
-inline bool blank(std::string_view s) {
-  for (char c : s) {
-    if (c != ' ' && c != '\t' && c != '\r') return false;
-  }
-  return true;
-}
-
-// The answer to a line over the limit (it is skipped up to its newline).
-inline std::string too_long_answer(size_t max_line_bytes) {
-  return fmt::format(R"({{"ok":false,"error":{{"code":"bad_request","message":"line longer than {} bytes"}}}})",
-                     max_line_bytes) +
-         "\n";
 }
 
 // SIGINT and SIGTERM arrive on a file descriptor while this lives; the

@@ -1,7 +1,10 @@
 // `aup run --listen`: the request protocol over many connections
 // (runtime.md, docs/protocol.md).
 //
-// Threads:
+// Two ways to serve, chosen by --io-threads. With 0 (the default when the
+// process may run on one CPU only) the owner thread serves the connections
+// itself and runs each request to completion: owner_server.h. With N >= 1,
+// as the rest of this comment says:
 //   - the owner (the calling thread) applies every event, in the order the
 //     I/O threads handed them over, commits them in batches (one log entry,
 //     one fdatasync) and publishes a snapshot before any answer leaves;
@@ -41,14 +44,15 @@
 #include <string>
 
 #include "durability.h"
+#include "listener.h"
+#include "pipeline.h"
 #include "service.h"
-#include "stdio_loop.h"
 
 namespace aup::runtime {
 
 struct ServerOptions {
   std::string listen;                  // "unix:PATH", "HOST:PORT", ":PORT"
-  uint32_t io_threads = 2;
+  uint32_t io_threads = 2;             // 0: the owner serves them (owner_server.h)
   uint32_t max_connections = 1024;
   uint32_t max_pending = 1024;         // per connection: read, not yet answered
   size_t max_output_bytes = size_t{16} << 20;  // per connection: answers not yet taken
@@ -59,15 +63,9 @@ struct ServerOptions {
   ServiceOptions service;
 };
 
-// Where to listen, parsed: a Unix socket path, or a host and port (a bare
-// ":PORT" is loopback). False with a message when it cannot be.
-struct ListenAddress {
-  bool unix_socket = false;
-  std::string path;  // unix
-  std::string host;  // tcp
-  uint16_t port = 0;
-};
-bool parse_listen_address(const std::string& spec, ListenAddress& out, std::string& error);
+// --io-threads by default: 0 (the owner serves the connections itself,
+// owner_server.h) when this process may run on one CPU only, else 2.
+uint32_t default_io_threads();
 
 // Serves until SIGINT/SIGTERM. `owner` applies events to `state`;
 // `durability` commits them. Returns the exit code: 0 after a signal, 2

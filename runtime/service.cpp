@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "convert.h"
+#include "reply.h"
 
 namespace aup::runtime {
 
@@ -30,36 +31,28 @@ Service::Service(const vm::Module& m, vm::State& s, ServiceOptions o) : module_(
   vm_.set_native(o.native);
 }
 
-// {"id":...,"ok":true[,"result":body]}
-void Service::reply_ok(const std::string* body) {
-  std::string& out = *out_;
-  out += '{';
-  if (!id_.empty()) {
-    out += "\"id\":";
-    out += id_;
-    out += ',';
-  }
-  out += "\"ok\":true";
-  if (body) {
-    out += ",\"result\":";
-    out += *body;
-  }
-  out += "}\n";
-}
+void Service::reply_ok(const std::string* body) { append_ok(*out_, id_, body); }
 
 void Service::reply_error(std::string_view code, std::string_view message) {
-  std::string& out = *out_;
-  out += '{';
-  if (!id_.empty()) {
-    out += "\"id\":";
-    out += id_;
-    out += ',';
+  append_error(*out_, id_, code, message);
+}
+
+// An applied event: only its result for now (see finish()).
+void Service::applied(const std::string* body) {
+  has_result_ = body != nullptr;
+  if (body) *out_ += *body;
+}
+
+Outcome Service::handle(std::string_view line, double now, std::string& out) {
+  prepare(line);
+  std::string result;
+  Outcome o = finish(now, result);
+  if (o == Outcome::EventApplied) {
+    append_ok(out, id_, has_result_ ? &result : nullptr);
+  } else {
+    out += result;
   }
-  out += "\"ok\":false,\"error\":{\"code\":";
-  json_append_string(out, code);
-  out += ",\"message\":";
-  json_append_string(out, message);
-  out += "}}\n";
+  return o;
 }
 
 bool Service::prepare(std::string_view line) {
@@ -166,7 +159,7 @@ Outcome Service::event(std::string_view name, uint32_t args, double now) {
   uint32_t type = module_.functions[ed.handler].result_type;
   if (type == vm::kTypeVoid) {
     ++counters_.events_ok;
-    reply_ok(nullptr);
+    applied(nullptr);
     return Outcome::EventApplied;
   }
   // The result is written before the event counts as done: one that cannot
@@ -180,7 +173,7 @@ Outcome Service::event(std::string_view name, uint32_t args, double now) {
     return Outcome::EventFailed;
   }
   ++counters_.events_ok;
-  reply_ok(&body_);
+  applied(&body_);
   return Outcome::EventApplied;
 }
 

@@ -57,18 +57,23 @@ class Service {
   Service(const vm::Module& m, vm::State& s, ServiceOptions o);
 
   // Handles one request line (without its newline) and appends the
-  // response line, newline included, to `out`. `now`: the accept time in
+  // response line, newline included, to `out`, an applied event's too (for
+  // callers that commit each event at once). `now`: the accept time in
   // milliseconds since the Unix epoch.
-  Outcome handle(std::string_view line, double now, std::string& out) {
-    prepare(line);
-    return finish(now, out);
-  }
+  Outcome handle(std::string_view line, double now, std::string& out);
   // The same in two steps, so a loop can commit pending events before a
-  // query runs: prepare parses and says whether the line is a query.
+  // query runs: prepare parses the line (once) and says whether it is a
+  // query; finish applies or answers it. An applied event's answer waits
+  // for its batch's fate: finish appends only its result's JSON (nothing
+  // when has_result() is false), and the Committer (pipeline.h) forms the
+  // answer once the commit says what it is.
   bool prepare(std::string_view line);  // true: a well-formed query request
   Outcome finish(double now, std::string& out);
   // The raw JSON of the prepared request's id ("" when it has none).
   std::string_view id() const { return id_; }
+  // Whether the event finish() applied returned a result.
+  bool has_result() const { return has_result_; }
+  bool prepared_query() const { return !is_event_ && problem_.empty() && parse_error_.empty(); }
 
   // While set, events are refused with code `unavailable` and this reason.
   void set_refusing(const std::string* reason) { refusing_ = reason; }
@@ -89,6 +94,7 @@ class Service {
   Outcome event(std::string_view name, uint32_t args, double now);
   Outcome query(std::string_view name, uint32_t args, double now);
   void reply_ok(const std::string* body);
+  void applied(const std::string* body);
   void reply_error(std::string_view code, std::string_view message);
 
   const vm::Module& module_;
@@ -105,6 +111,7 @@ class Service {
   std::string problem_;
   uint32_t event_ = 0, query_ = 0, args_ = 0;
   bool is_event_ = false;
+  bool has_result_ = false;
   const std::string* refusing_ = nullptr;
 };
 

@@ -26,11 +26,10 @@
 #include <optional>
 
 #include "durability.h"
+#include "pipeline.h"
 #include "service.h"
 
 namespace aup::runtime {
-
-inline constexpr size_t kDefaultMaxLineBytes = size_t{16} << 20;
 
 struct StdioOptions {
   size_t max_line_bytes = kDefaultMaxLineBytes;

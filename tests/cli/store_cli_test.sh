@@ -152,5 +152,19 @@ grep -q "owner" "$tmp/err" || fail "the refusal names the field: $(cat "$tmp/err
 grep -q "next_transfer" "$tmp/err" || fail "the refusal names the missing var: $(cat "$tmp/err")"
 expect_rc 0 "$aup" replay --data "$store" --verify
 
+# An event and a query in one read, the batch's commit failing: the event
+# is answered `unavailable` and the query reads the state before it, never
+# the event that was undone (a query runs only on committed state).
+mkdir "$tmp/q"
+printf '{"event":"open","args":{"id":1,"owner":"ann"}}\n{"event":"deposit","args":{"id":1,"amount":100}}\n' |
+  "$aup" run "$bank" --data "$tmp/q/s" $ft >/dev/null 2>"$tmp/err" || fail "seeding a store: $(cat "$tmp/err")"
+printf '{"event":"deposit","args":{"id":1,"amount":5},"id":"d"}\n{"query":"balance","args":{"id":1},"id":"q"}\n' |
+  AUP_FAULTS=fail:fdatasync:1:EIO "$aup" run "$bank" --data "$tmp/q/s" $ft >"$tmp/out" 2>"$tmp/err"
+grep -q '"id":"d","ok":false,"error":{"code":"unavailable"' "$tmp/out" ||
+  fail "the event of a failed commit is answered unavailable: $(cat "$tmp/out" "$tmp/err")"
+grep -q '"id":"q","ok":true,"result":100}' "$tmp/out" ||
+  fail "the query after it reads the state before it: $(cat "$tmp/out")"
+[ "$(wc -l <"$tmp/out")" -eq 2 ] || fail "two answers: $(cat "$tmp/out")"
+
 [ "$failures" -eq 0 ] || exit 1
 echo ok

@@ -766,8 +766,13 @@ def max_line_stdin(env):
 
 # ---- over a socket ----
 
+# `--io-threads N` given to this test: every server runs with it.
+IO_THREADS = []
+
+
 class Server:
     def __init__(self, env, module, extra=(), data=None):
+        extra = list(extra) + IO_THREADS
         self.sock_path = env.path("s%d.sock" % time.monotonic_ns())
         store = ["--memory"] if data is None else ["--data", data]
         self.err_path = env.path("server-%d.err" % time.monotonic_ns())
@@ -930,7 +935,7 @@ def flag_ranges(env):
     refused."""
     cases = [("--max-line", 64, 1 << 30), ("--step-budget", 1, 1 << 40), ("--max-batch", 1, 1000000),
              ("--max-connections", 1, 1000000), ("--max-pending", 1, 1000000), ("--max-output", 4096, 1 << 40),
-             ("--io-threads", 1, 64)]
+             ("--io-threads", 0, 64)]
     for flag, lo, hi in cases:
         for v in (lo, hi):
             rc, out, err = env.run(["run", env.bank, "--memory", flag, str(v)], stdin=b'{"query":"total"}\n')
@@ -959,7 +964,10 @@ def main():
     ap.add_argument("bank")
     ap.add_argument("--only")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--io-threads", type=int)
     a = ap.parse_args()
+    if a.io_threads is not None:
+        IO_THREADS.extend(["--io-threads", str(a.io_threads)])
     work = tempfile.mkdtemp(prefix="aup-limits-")
     env = Env(os.path.abspath(a.aup), os.path.abspath(a.bank), work)
     started = time.monotonic()

@@ -123,6 +123,11 @@ TEST_SUITE("json") {
     CHECK(parse_error("\"\\u12\"").find("\\u escape") != std::string::npos);
     CHECK(parse_error("\"\\ud800\"").find("lone surrogate") != std::string::npos);
     CHECK(parse_error("\"\\udc00\"").find("lone surrogate") != std::string::npos);
+    // A high surrogate followed by a \u escape that is not a low one: the
+    // pair is refused, not decoded into some other code point.
+    CHECK(parse_error("\"x\\ud800\\u0041y\"").find("lone surrogate") != std::string::npos);
+    CHECK(parse_error("\"\\ud800\\ud800\"").find("lone surrogate") != std::string::npos);
+    CHECK(parse_error("\"\\udbff\\ue000\"").find("lone surrogate") != std::string::npos);
     CHECK(parse_error("tru").find("invalid literal") != std::string::npos);
     CHECK(parse_error("{\"a\":1").find("at byte") != std::string::npos);
   }

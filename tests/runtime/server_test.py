@@ -29,17 +29,31 @@ def fail(msg):
     print("FAIL: " + msg, flush=True)
 
 
+# How this run's servers serve (--mode): "threads", with I/O threads (two,
+# or as many as a case asks for), or "owner", the owner thread serving the
+# connections itself (--io-threads 0).
+MODE = ["threads"]
+
+
 class Server:
     """An `aup run --listen` process on a Unix socket (or TCP)."""
 
-    def __init__(self, aup, module, work, extra=(), data=None, tcp=False):
+    def __init__(self, aup, module, work, extra=(), data=None, tcp=False, env=None):
+        extra = list(extra)
+        if MODE[0] == "owner":
+            if "--io-threads" in extra:
+                del extra[extra.index("--io-threads"):extra.index("--io-threads") + 2]
+            extra += ["--io-threads", "0"]
+        elif "--io-threads" not in extra:
+            extra += ["--io-threads", "2"]
         self.sock_path = os.path.join(work, "aup.sock")
         listen = "127.0.0.1:0" if tcp else "unix:" + self.sock_path
         store = ["--memory"] if data is None else ["--data", data]
         self.err_path = os.path.join(work, "server.err")
         self.err = open(self.err_path, "wb")
         self.p = subprocess.Popen([aup, "run", module, "--listen", listen] + store + list(extra),
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.err)
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.err,
+                                  env=None if env is None else dict(os.environ, **env))
         self.address = None
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and self.address is None:
@@ -373,6 +387,29 @@ def limits(aup, module, work):
     print("limits: connection limit answered, socket 0600 and removed at exit, TCP on loopback, bad addresses refused")
 
 
+def failed_commit(aup, module, work):
+    """An event and a query in one send, the batch's commit failing: the
+    event is answered `unavailable`, and the query reads the state before
+    it, never the event that was undone."""
+    data = os.path.join(work, "store-failed")
+    rc, out = run_stdin(aup, module, data, ['{"event":"open","args":{"id":1,"owner":"ann"}}',
+                                            '{"event":"deposit","args":{"id":1,"amount":100}}'])
+    if rc != 0:
+        fail("failed commit: seeding the store: exit %d" % rc)
+    srv = Server(aup, module, work, data=data, env={"AUP_FAULTS": "fail:fdatasync:1:EIO"})
+    c = Client(srv)
+    got = c.call(['{"event":"deposit","args":{"id":1,"amount":5},"id":"d"}',
+                  '{"query":"balance","args":{"id":1},"id":"q"}'])
+    c.close()
+    srv.stop()
+    if len(got) != 2 or '"code":"unavailable"' not in got[0] or '"id":"d"' not in got[0]:
+        fail("failed commit: the event is answered unavailable: %s" % got)
+    elif got[1] != '{"id":"q","ok":true,"result":100}':
+        fail("failed commit: the query reads the state before the event: %s" % got)
+    else:
+        print("failed commit: event unavailable, the query after it read the state before it")
+
+
 def sigterm_in_flight(aup, module, work):
     """SIGTERM while events stream in: whatever was answered is durable, the
     server exits 0, and nothing answered is missing after a restart."""
@@ -470,12 +507,15 @@ def main():
     ap.add_argument("--events", type=int, default=2000)
     ap.add_argument("--kills", type=int, default=4)
     ap.add_argument("--only")
+    ap.add_argument("--mode", choices=["threads", "owner"], default="threads")
     a = ap.parse_args()
+    MODE[0] = a.mode
     cases = {
         "many": lambda w: many_clients(a.aup, a.module, w, a.clients, a.events),
         "order": lambda w: order_and_read_your_writes(a.aup, a.module, w, min(a.clients, 32), a.events),
         "misbehaving": lambda w: misbehaving_clients(a.aup, a.module, w),
         "limits": lambda w: limits(a.aup, a.module, w),
+        "failed_commit": lambda w: failed_commit(a.aup, a.module, w),
         "sigterm": lambda w: sigterm_in_flight(a.aup, a.module, w),
         "kill9": lambda w: kill9_under_load(a.aup, a.module, w, a.kills),
     }

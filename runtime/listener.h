@@ -1,0 +1,58 @@
+// Where `aup run --listen` listens, and taking its connections: the parts
+// of serving sockets that do not depend on which thread reads them.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace aup::runtime {
+
+// Where to listen, parsed: a Unix socket path, or a host and port (a bare
+// ":PORT" is loopback). False with a message when it cannot be.
+struct ListenAddress {
+  bool unix_socket = false;
+  std::string path;  // unix
+  std::string host;  // tcp
+  uint16_t port = 0;
+};
+bool parse_listen_address(const std::string& spec, ListenAddress& out, std::string& error);
+
+// A listening, non-blocking socket for `a` (a Unix socket is made mode
+// 0600, replacing a stale socket file nobody listens on), or -1 with the
+// reason. `where` says what was bound (the port a ":0" got).
+int listen_on(const ListenAddress& a, std::string& where, std::string& error);
+
+// Raises the soft descriptor limit to the hard one (it is often 1024, less
+// than --max-connections plus the store's files); warns on `err` when even
+// that is too few.
+void raise_descriptor_limit(uint32_t max_connections, std::FILE* err);
+
+// Takes the connections waiting on a listener. Past `max_connections` a
+// connection is answered `unavailable` and closed at once. Out of
+// descriptors, the listener is taken out of `epfd` for a moment (a waiting
+// connection would otherwise make it ready again at once) and put back by
+// resume().
+class Acceptor {
+ public:
+  Acceptor(int listen_fd, int epfd, uint64_t tag, uint32_t max_connections);
+  // The next admitted connection (non-blocking, close-on-exec, TCP_NODELAY),
+  // or -1 when none waits. While `stopping`, connections are closed unread.
+  int accept_next(uint32_t open_connections, bool stopping);
+  // Puts a paused listener back once its pause is over (call each turn).
+  void resume(bool stopping);
+  bool paused() const { return paused_; }
+  uint64_t refused() const { return refused_; }
+
+ private:
+  int listen_fd_;
+  int epfd_;
+  uint64_t tag_;
+  uint32_t max_connections_;
+  bool paused_ = false;
+  std::chrono::steady_clock::time_point resume_at_;
+  uint64_t refused_ = 0;
+};
+
+}  // namespace aup::runtime

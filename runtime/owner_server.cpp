@@ -1,0 +1,368 @@
+#include "owner_server.h"
+
+#include <fmt/format.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "lines.h"
+#include "listener.h"
+#include "pipeline.h"
+#include "server_stats.h"
+
+namespace aup::runtime {
+
+namespace {
+
+// Tags in epoll's data besides connections, which are numbered from 1.
+constexpr uint64_t kListenerTag = ~uint64_t{0};
+constexpr uint64_t kSignalTag = ~uint64_t{0} - 1;
+
+// How long answers may still be flushed after SIGINT/SIGTERM.
+constexpr auto kDrainTime = std::chrono::seconds(3);
+
+struct Conn {
+  Conn(int fd_in, uint64_t id_in, size_t max_line_bytes) : fd(fd_in), id(id_in), in(max_line_bytes) {}
+  int fd;
+  uint64_t id;
+  LineFramer in;
+  Outbox out;
+  uint32_t in_batch = 0;     // answers of this connection the Committer holds
+  size_t batch_bytes = 0;    // and about how many bytes they hold
+  bool dead = false;      // cannot be written: its answers are dropped
+  bool parked = false;    // a query set aside until the batch commits
+  std::string parked_line;
+  double parked_now = 0;
+  bool queued = false;   // in work_: lines to take this turn
+  bool touched = false;  // in touched_: to flush, close or re-arm after the turn
+  uint32_t interest = 0;
+};
+
+class OwnerServer {
+ public:
+  OwnerServer(Service& owner, vm::State& state, Durability& durability, const ServerOptions& o, std::FILE* err)
+      : service_(owner), state_(state), durability_(durability), o_(o), err_(err),
+        batch_(owner, durability, o.max_batch) {}
+  ~OwnerServer() {
+    for (auto& [id, c] : conns_) ::close(c->fd);
+    if (epfd_ >= 0) ::close(epfd_);
+  }
+  OwnerServer(const OwnerServer&) = delete;
+  OwnerServer& operator=(const OwnerServer&) = delete;
+
+  int run(int listen_fd);
+
+ private:
+  void turn(const epoll_event* events, int n, int signal_fd);
+  void accept_all();
+  void on_ready(Conn& c, uint32_t events);
+  void take_lines(Conn& c);
+  void work();
+  void commit();
+  void deliver(uint64_t to, std::string& answer);
+  void queue(Conn& c);
+  void touch(Conn& c);
+  void settle_touched();
+  void flush(Conn& c);
+  bool finished(const Conn& c) const;
+  void update_interest(Conn& c);
+  void close_conn(Conn& c);
+  bool drained() const;
+
+  Service& service_;
+  vm::State& state_;
+  Durability& durability_;
+  const ServerOptions& o_;
+  std::FILE* err_;
+  Committer batch_;
+  int epfd_ = -1;
+  std::unique_ptr<Acceptor> acceptor_;
+  std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;
+  uint64_t next_id_ = 1;
+  // Connections with lines to take, with a query set aside, held at
+  // --max-pending until the commit, and touched this turn. A connection is
+  // closed only in settle_touched(), when the first three are empty.
+  std::vector<Conn*> work_, parked_, held_, touched_;
+  double turn_now_ = 0;  // an event's `now`: when its turn's read happened
+  bool stopping_ = false;
+};
+
+void OwnerServer::queue(Conn& c) {
+  if (c.queued) return;
+  c.queued = true;
+  work_.push_back(&c);
+}
+
+void OwnerServer::touch(Conn& c) {
+  if (c.touched) return;
+  c.touched = true;
+  touched_.push_back(&c);
+}
+
+void OwnerServer::accept_all() {
+  for (;;) {
+    int fd = acceptor_->accept_next(static_cast<uint32_t>(conns_.size()), stopping_);
+    if (fd < 0) return;
+    auto c = std::make_unique<Conn>(fd, next_id_++, o_.max_line_bytes);
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.u64 = c->id;
+    c->interest = ev.events;
+    ::epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev);
+    conns_.emplace(c->id, std::move(c));
+  }
+}
+
+void OwnerServer::on_ready(Conn& c, uint32_t events) {
+  touch(c);
+  if (events & EPOLLOUT) {
+    flush(c);
+    if (c.in.ready()) queue(c);  // lines held back while answers waited
+  }
+  if ((events & (EPOLLIN | EPOLLRDHUP)) && (c.interest & EPOLLIN)) {
+    // One read per ready connection per turn; what is left is reported
+    // again by the next epoll_wait.
+    ssize_t n = c.in.read_from(c.fd);
+    if (n < 0 && n != -EAGAIN && n != -EINTR) {
+      c.dead = true;
+      c.in.set_eof();
+    }
+    queue(c);
+  } else if (events & (EPOLLHUP | EPOLLERR)) {
+    // Hung up while not being read: nothing more can be written to it.
+    c.dead = true;
+    c.in.set_eof();
+  }
+}
+
+// Takes the connection's complete lines into the batch until one of them
+// is a query that must wait for the batch, or a limit holds it back.
+void OwnerServer::take_lines(Conn& c) {
+  std::string_view line;
+  // Answers still in the batch count toward --max-output, so a connection
+  // asking for large answers holds at most about the limit plus one.
+  while (!c.dead && !c.parked && !stopping_ && c.out.waiting() + c.batch_bytes <= o_.max_output_bytes) {
+    if (c.in_batch >= o_.max_pending) {
+      held_.push_back(&c);  // taken again once this batch is answered
+      return;
+    }
+    LineFramer::Piece p = c.in.next(line);
+    if (p == LineFramer::Piece::None) return;
+    if (p == LineFramer::Piece::TooLong) {
+      ++c.in_batch;
+      batch_.add(c.id, too_long_answer(o_.max_line_bytes));
+      continue;
+    }
+    bool query = service_.prepare(line);
+    if (query && batch_.events() > 0) {
+      c.parked = true;
+      c.parked_line.assign(line);
+      c.parked_now = turn_now_;
+      parked_.push_back(&c);
+      return;
+    }
+    ++c.in_batch;
+    c.batch_bytes += batch_.take(c.id, turn_now_);
+    if (batch_.full()) commit();
+  }
+}
+
+void OwnerServer::deliver(uint64_t to, std::string& answer) {
+  auto it = conns_.find(to);
+  assert(it != conns_.end());  // a connection with answers in the batch is never closed
+  Conn& c = *it->second;
+  if (--c.in_batch == 0) c.batch_bytes = 0;
+  if (!c.dead) c.out.text() += answer;
+  touch(c);
+}
+
+// Commits the batch, then runs the queries that waited for it; their
+// connections go on with the lines after them.
+void OwnerServer::commit() {
+  auto deliver_to = [this](uint64_t to, std::string& answer) { deliver(to, answer); };
+  batch_.commit(deliver_to);
+  if (!parked_.empty()) {
+    for (Conn* c : parked_) {
+      c->parked = false;
+      if (c->dead) continue;
+      service_.prepare(c->parked_line);
+      ++c->in_batch;
+      c->batch_bytes += batch_.take(c->id, c->parked_now);
+      queue(*c);
+    }
+    parked_.clear();
+    batch_.commit(deliver_to);  // queries only: nothing to sync
+  }
+  for (Conn* c : held_) queue(*c);
+  held_.clear();
+}
+
+// Every queued connection's lines, batch after batch, until none has a
+// line it may take now.
+void OwnerServer::work() {
+  while (!work_.empty()) {
+    // Taking lines may commit (a full batch) and queue connections again:
+    // the loop reads work_'s size each round.
+    for (size_t i = 0; i < work_.size(); ++i) {
+      Conn& c = *work_[i];
+      c.queued = false;
+      take_lines(c);
+    }
+    work_.clear();
+    commit();
+  }
+  assert(batch_.empty() && parked_.empty() && held_.empty());
+}
+
+void OwnerServer::flush(Conn& c) {
+  if (!c.dead && c.out.send_to(c.fd) == Outbox::Sent::Gone) c.dead = true;
+  if (c.dead) c.out.clear();
+}
+
+bool OwnerServer::finished(const Conn& c) const {
+  if (c.in_batch > 0 || c.parked) return false;
+  if (c.dead) return true;
+  if (!c.in.eof() && !stopping_) return false;
+  return c.out.waiting() == 0 && (stopping_ || !c.in.ready());
+}
+
+void OwnerServer::update_interest(Conn& c) {
+  uint32_t want = 0;
+  if (!c.dead) {
+    bool backlog = c.in_batch >= o_.max_pending || c.out.waiting() > o_.max_output_bytes;
+    if (!c.in.eof() && !c.parked && !stopping_ && !backlog) want |= EPOLLIN | EPOLLRDHUP;
+    if (c.out.waiting() > 0) want |= EPOLLOUT;
+  }
+  if (want == c.interest) return;
+  epoll_event ev{};
+  ev.events = want;
+  ev.data.u64 = c.id;
+  // A dead connection stays registered with no interest until its last
+  // answer is dropped, so a hung-up socket does not report itself again.
+  ::epoll_ctl(epfd_, EPOLL_CTL_MOD, c.fd, &ev);
+  c.interest = want;
+}
+
+void OwnerServer::close_conn(Conn& c) {
+  ::epoll_ctl(epfd_, EPOLL_CTL_DEL, c.fd, nullptr);
+  ::close(c.fd);
+  conns_.erase(c.id);  // `c` is gone after this
+}
+
+void OwnerServer::settle_touched() {
+  for (Conn* c : touched_) {
+    c->touched = false;
+    flush(*c);  // every answer of the turn in one send
+    if (finished(*c)) {
+      close_conn(*c);
+    } else {
+      update_interest(*c);
+    }
+  }
+  touched_.clear();
+}
+
+bool OwnerServer::drained() const {
+  for (const auto& [id, c] : conns_) {
+    if (!c->dead && c->out.waiting() > 0) return false;
+  }
+  return true;
+}
+
+void OwnerServer::turn(const epoll_event* events, int n, int signal_fd) {
+  turn_now_ = o_.fixed_now ? *o_.fixed_now : now_ms();
+  for (int i = 0; i < n; ++i) {
+    uint64_t tag = events[i].data.u64;
+    if (tag == kListenerTag) {
+      accept_all();
+    } else if (tag == kSignalTag) {
+      signalfd_siginfo info;
+      ssize_t got = ::read(signal_fd, &info, sizeof info);
+      (void)got;
+      stopping_ = true;
+    } else if (auto it = conns_.find(tag); it != conns_.end()) {
+      on_ready(*it->second, events[i].events);
+    }
+  }
+  work();
+  if (stopping_) {
+    for (auto& [id, c] : conns_) touch(*c);  // stop reading everywhere; close what is done
+  }
+  settle_touched();
+}
+
+int OwnerServer::run(int listen_fd) {
+  SignalFd signals;
+  epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (epfd_ < 0) {
+    fmt::print(err_, "aup run: cannot create an epoll descriptor: {}\n", std::strerror(errno));
+    return 2;
+  }
+  acceptor_ = std::make_unique<Acceptor>(listen_fd, epfd_, kListenerTag, o_.max_connections);
+  if (signals.fd() >= 0) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kSignalTag;
+    ::epoll_ctl(epfd_, EPOLL_CTL_ADD, signals.fd(), &ev);
+  }
+  using Clock = std::chrono::steady_clock;
+  StatsLine stats(state_, durability_);
+  auto interval_start = Clock::now();
+  auto drain_until = Clock::time_point::max();
+  constexpr int kEvents = 64;
+  epoll_event events[kEvents];
+  for (;;) {
+    if (stopping_) {
+      if (drain_until == Clock::time_point::max()) drain_until = Clock::now() + kDrainTime;
+      if (drained() || Clock::now() > drain_until) break;
+    }
+    acceptor_->resume(stopping_);
+    int timeout = stopping_ || acceptor_->paused() ? 50 : -1;  // a paused listener is retried within 50 ms
+    if (o_.stats) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(interval_start + std::chrono::seconds(1) -
+                                                                         Clock::now());
+      int ms = static_cast<int>(std::max<int64_t>(0, left.count()) + 1);
+      timeout = timeout < 0 ? ms : std::min(timeout, ms);
+    }
+    int n = ::epoll_wait(epfd_, events, kEvents, timeout);
+    if (n < 0 && errno != EINTR) {
+      fmt::print(err_, "aup run: epoll_wait: {}\n", std::strerror(errno));
+      break;
+    }
+    turn(events, std::max(n, 0), signals.fd());
+    if (o_.stats && Clock::now() - interval_start >= std::chrono::seconds(1)) {
+      auto now = Clock::now();
+      const ServiceCounters& sc = service_.counters();
+      StatsCounts totals{sc.events_ok + sc.events_failed, sc.queries, batch_.commits(),
+                         static_cast<uint32_t>(conns_.size())};
+      stats.print(err_, std::chrono::duration<double>(now - interval_start).count(), totals,
+                  batch_.commit_latency());
+      interval_start = now;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int serve_on_owner(Service& owner, vm::State& state, Durability& durability, const ServerOptions& o, int listen_fd,
+                   std::FILE* err) {
+  int rc;
+  {
+    OwnerServer server(owner, state, durability, o, err);
+    rc = server.run(listen_fd);
+  }  // closes the connections
+  durability.close();
+  return rc;
+}
+
+}  // namespace aup::runtime

@@ -1,0 +1,163 @@
+// The request pipeline every transport uses (stdin, the sockets of
+// `--listen`, with or without I/O threads): four pieces, one way each.
+//
+//   bytes ──► LineFramer ──► Service::prepare/finish ──► Committer ──► Outbox ──► bytes
+//            (lines, the     (decode the line once,     (one batch:   (answers of one
+//             line limit)     apply or answer)           one commit,  connection, one
+//                                                        its fate)    write a turn)
+//
+// A transport reads into a connection's LineFramer, hands each line to the
+// Service (the request's JSON is parsed exactly once, on the thread that
+// applies it), lets the Committer collect the answers of a batch in request
+// order, commits the batch (Durability: one log entry, one fdatasync), and
+// only then forms the answers of its applied events, knowing their fate: ok,
+// or `unavailable` with the reason that says whether the entry was written.
+// An answer is formed once and never rewritten. The transport then appends
+// each answer to its connection's Outbox and writes what waits with one
+// system call.
+//
+// The one rule a transport must keep itself: a query may run only when the
+// Committer holds no applied event (it reads committed state, never what a
+// failed commit could still undo). Before such a query the transport either
+// commits (stdin) or sets the query aside until the batch is committed
+// (sockets: the connection reads nothing after it meanwhile, so its later
+// requests still come after it).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "durability.h"
+#include "latency.h"
+#include "service.h"
+
+namespace aup::runtime {
+
+inline constexpr size_t kDefaultMaxLineBytes = size_t{16} << 20;
+
+// The answer to a line over the limit (it is skipped up to its newline).
+std::string too_long_answer(size_t max_line_bytes);
+
+// Splits what a connection sends into request lines. One buffer, reused;
+// it grows only while one line fills it, up to the line limit plus a
+// read's worth (a longer line is answered bad_request and skipped up to
+// its newline, without being held).
+class LineFramer {
+ public:
+  explicit LineFramer(size_t max_line_bytes, size_t initial_bytes = 16 * 1024);
+
+  // One read(2) into the free space: the bytes read, 0 at end of input
+  // (which the framer then remembers), or -errno.
+  ssize_t read_from(int fd);
+
+  enum class Piece : uint8_t { None, Line, TooLong };
+  // The next piece of what was read. A Line is a view into the buffer,
+  // valid until the next read_from; it has no newline and no trailing
+  // `\r`, and blank lines are skipped. After the end of input the last
+  // line counts even without a newline.
+  Piece next(std::string_view& line);
+
+  // Whether next() would give a piece now.
+  bool ready() const;
+  bool eof() const { return eof_; }
+  void set_eof() { eof_ = true; }
+  // Bytes read but not yet taken by next().
+  size_t buffered() const { return end_ - begin_; }
+
+ private:
+  void make_room();
+
+  size_t max_line_bytes_;
+  std::vector<char> buf_;
+  size_t begin_ = 0, end_ = 0;
+  bool skipping_ = false;  // inside a line over the limit
+  bool eof_ = false;
+};
+
+// The answers of one batch, in request order, each for a destination the
+// transport names (a connection number); settled together at commit().
+class Committer {
+ public:
+  // `service` and `durability` must outlive the Committer. max_events: a
+  // batch is full at that many applied events (0: never).
+  Committer(Service& service, Durability& durability, uint32_t max_events);
+  Committer(const Committer&) = delete;
+  Committer& operator=(const Committer&) = delete;
+
+  // Finishes the request service.prepare() took, for destination `to`: an
+  // event is applied (answered at commit), anything else answered now but
+  // kept in its place. A query must not be taken while events() > 0.
+  // Returns the bytes the answer holds so far (an event's: its result), so
+  // the transport can bound what one connection's answers hold.
+  size_t take(uint64_t to, double now);
+  // An answer the transport formed itself (a line over the limit).
+  void add(uint64_t to, std::string answer);
+
+  uint32_t events() const { return events_; }
+  // Batches committed with at least one event, and how long each commit
+  // took (for --stats; whoever reads them may empty the histogram).
+  uint64_t commits() const { return commits_; }
+  storage::LatencyHistogram& commit_latency() { return commit_latency_; }
+  bool full() const { return max_events_ != 0 && events_ >= max_events_; }
+  bool empty() const { return entries_.empty(); }
+
+  // Makes the batch's events durable (when it has any), forms their
+  // answers, and gives every answer of the batch to deliver(to, answer) in
+  // request order. Then the Durability's between-batches work runs. True
+  // when the state changed: the batch had events and they are durable.
+  template <class Deliver>
+  bool commit(Deliver&& deliver) {
+    bool changed = settle();
+    for (Entry& e : entries_) deliver(e.to, e.text);
+    entries_.clear();
+    events_ = 0;
+    durability_.between_batches();
+    return changed;
+  }
+
+ private:
+  struct Entry {
+    uint64_t to = 0;
+    std::string text;  // the answer; for an applied event, its result until settled
+    std::string id;    // an applied event's raw id
+    bool applied = false;
+    bool has_result = false;
+  };
+  bool settle();
+
+  Service& service_;
+  Durability& durability_;
+  uint32_t max_events_;
+  std::vector<Entry> entries_;
+  uint32_t events_ = 0;
+  std::string error_;
+  uint64_t commits_ = 0;
+  storage::LatencyHistogram commit_latency_;
+};
+
+// What waits to be written to one connection. Answers are appended whole;
+// send_to() writes as much as the socket takes with one system call.
+class Outbox {
+ public:
+  std::string& text() { return buf_; }
+  // Bytes appended and not yet written.
+  size_t waiting() const { return buf_.size() - at_; }
+  enum class Sent : uint8_t { All, Some, Gone };
+  // One send(2) (MSG_NOSIGNAL). Gone: the peer cannot take answers any more.
+  Sent send_to(int fd);
+  void clear() {
+    buf_.clear();
+    at_ = 0;
+  }
+
+ private:
+  std::string buf_;
+  size_t at_ = 0;
+};
+
+}  // namespace aup::runtime
