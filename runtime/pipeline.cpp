@@ -112,8 +112,7 @@ Committer::Committer(Service& service, Durability& durability, uint32_t max_even
 size_t Committer::take(uint64_t to, double now) {
   assert(!(service_.prepared_query() && events_ > 0));  // a query reads only committed state
   service_.set_refusing(durability_.refusing());
-  Entry& e = entries_.emplace_back();
-  e.to = to;
+  Entry& e = next_entry(to);
   Outcome o = service_.finish(now, e.text);
   if (o == Outcome::EventApplied) {
     e.applied = true;
@@ -124,10 +123,17 @@ size_t Committer::take(uint64_t to, double now) {
   return e.text.size();
 }
 
-void Committer::add(uint64_t to, std::string answer) {
-  Entry& e = entries_.emplace_back();
+void Committer::add(uint64_t to, std::string answer) { next_entry(to).text = std::move(answer); }
+
+Committer::Entry& Committer::next_entry(uint64_t to) {
+  if (used_ == entries_.size()) entries_.emplace_back();
+  Entry& e = entries_[used_++];
   e.to = to;
-  e.text = std::move(answer);
+  e.text.clear();
+  e.id.clear();
+  e.applied = false;
+  e.has_result = false;
+  return e;
 }
 
 bool Committer::settle() {
@@ -141,16 +147,16 @@ bool Committer::settle() {
   // The reason says whether the entry may have been written ("not
   // written: ..." or "perhaps written: ..."); every event of the batch
   // shares the fate of its one entry.
-  std::string result;
-  for (Entry& e : entries_) {
+  for (size_t i = 0; i < used_; ++i) {
+    Entry& e = entries_[i];
     if (!e.applied) continue;
-    result.swap(e.text);
-    e.text.clear();
+    scratch_.clear();
     if (committed) {
-      append_ok(e.text, e.id, e.has_result ? &result : nullptr);
+      append_ok(scratch_, e.id, e.has_result ? &e.text : nullptr);
     } else {
-      append_error(e.text, e.id, "unavailable", error_);
+      append_error(scratch_, e.id, "unavailable", error_);
     }
+    e.text.swap(scratch_);
   }
   return committed;
 }

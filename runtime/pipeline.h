@@ -104,7 +104,7 @@ class Committer {
   uint64_t commits() const { return commits_; }
   storage::LatencyHistogram& commit_latency() { return commit_latency_; }
   bool full() const { return max_events_ != 0 && events_ >= max_events_; }
-  bool empty() const { return entries_.empty(); }
+  bool empty() const { return used_ == 0; }
 
   // Makes the batch's events durable (when it has any), forms their
   // answers, and gives every answer of the batch to deliver(to, answer) in
@@ -113,8 +113,8 @@ class Committer {
   template <class Deliver>
   bool commit(Deliver&& deliver) {
     bool changed = settle();
-    for (Entry& e : entries_) deliver(e.to, e.text);
-    entries_.clear();
+    for (size_t i = 0; i < used_; ++i) deliver(entries_[i].to, entries_[i].text);
+    used_ = 0;
     events_ = 0;
     durability_.between_batches();
     return changed;
@@ -129,11 +129,17 @@ class Committer {
     bool has_result = false;
   };
   bool settle();
+  Entry& next_entry(uint64_t to);
 
   Service& service_;
   Durability& durability_;
   uint32_t max_events_;
+  // The batch is the first used_ entries; the strings of the others keep
+  // their capacity, so a batch allocates nothing for its answers once one
+  // as large has passed.
   std::vector<Entry> entries_;
+  size_t used_ = 0;
+  std::string scratch_;  // an answer being formed (swapped with an entry's)
   uint32_t events_ = 0;
   std::string error_;
   uint64_t commits_ = 0;

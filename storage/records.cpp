@@ -12,20 +12,49 @@ namespace aup::storage {
 using vm::BTree;
 using vm::Key;
 
-size_t BatchEncoder::KeyHash::operator()(const std::pair<uint32_t, Key>& k) const {
-  uint64_t h = k.second.ord * 0x9E3779B97F4A7C15ull ^ k.first;
-  if (k.second.text) h ^= XXH3_64bits(k.second.text->bytes, k.second.text->len);
-  return static_cast<size_t>(h);
+namespace {
+size_t key_hash(uint32_t table, const Key& key) {
+  uint64_t h = (key.ord ^ table) * 0x9E3779B97F4A7C15ull;
+  if (key.text) h ^= XXH3_64bits(key.text->bytes, key.text->len);
+  return static_cast<size_t>(h ^ (h >> 29));
+}
+}  // namespace
+
+void BatchEncoder::grow_slots() {
+  slots_.assign(std::max<size_t>(64, slots_.size() * 2), 0);
+  size_t mask = slots_.size() - 1;
+  for (size_t i = 0; i < used_; ++i) {
+    size_t h = key_hash(touched_[i].table, touched_[i].key) & mask;
+    while (slots_[h]) h = (h + 1) & mask;
+    slots_[h] = static_cast<uint32_t>(i + 1);
+    touched_[i].slot = static_cast<uint32_t>(h);
+  }
+}
+
+BatchEncoder::Touched& BatchEncoder::touch(uint32_t table, const Key& key, bool existed_before) {
+  if ((used_ + 1) * 2 > slots_.size()) grow_slots();
+  size_t mask = slots_.size() - 1;
+  size_t h = key_hash(table, key) & mask;
+  for (; slots_[h]; h = (h + 1) & mask) {
+    Touched& t = touched_[slots_[h] - 1];
+    if (t.table == table && vm::key_cmp(t.key, key) == 0) return t;
+  }
+  if (used_ == touched_.size()) touched_.emplace_back();
+  Touched& t = touched_[used_];
+  t.table = table;
+  t.slot = static_cast<uint32_t>(h);
+  t.key = key;
+  vm::retain(key.text);
+  // The first change to a row says whether it existed before the batch.
+  t.existed_before = existed_before;
+  t.rewritten = false;
+  t.fields.clear();
+  slots_[h] = static_cast<uint32_t>(++used_);
+  return t;
 }
 
 void BatchEncoder::note(Op op, uint32_t table, const Key& key, uint32_t field) {
-  auto [it, fresh] = index_.emplace(std::make_pair(table, key), touched_.size());
-  if (fresh) {
-    // The first change to a row says whether it existed before the batch.
-    vm::retain(key.text);
-    touched_.push_back(Touched{table, key, op != Op::Insert, false, {}});
-  }
-  Touched& t = touched_[it->second];
+  Touched& t = touch(table, key, op != Op::Insert);
   switch (op) {
     case Op::Insert:
     case Op::Replace: t.rewritten = true; break;
@@ -41,9 +70,13 @@ void BatchEncoder::note_var(uint32_t var) {
 }
 
 void BatchEncoder::clear() {
-  for (Touched& t : touched_) vm::release(t.key.text);
-  touched_.clear();
-  index_.clear();
+  for (size_t i = 0; i < used_; ++i) {
+    Touched& t = touched_[i];
+    vm::release(t.key.text);
+    t.key = Key{};
+    slots_[t.slot] = 0;
+  }
+  used_ = 0;
   vars_.clear();
 }
 
@@ -51,7 +84,7 @@ void BatchEncoder::encode(Tables& tables, std::vector<uint8_t>& out, std::vector
   Encoder e(out);
   // Group by table, in table order; within a table, first-touch order.
   std::vector<std::vector<size_t>> by_table(schema_.tables.size());
-  for (size_t i = 0; i < touched_.size(); ++i) by_table[touched_[i].table].push_back(i);
+  for (size_t i = 0; i < used_; ++i) by_table[touched_[i].table].push_back(i);
   std::vector<uint8_t> group;
   for (uint32_t t = 0; t < by_table.size(); ++t) {
     if (by_table[t].empty()) continue;

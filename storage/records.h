@@ -17,7 +17,6 @@
 #include <cstdint>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "btree.h"
@@ -45,7 +44,7 @@ class BatchEncoder {
   enum class Op : uint8_t { Insert, Set, Remove, Replace };
   void note(Op op, uint32_t table, const vm::Key& key, uint32_t field = 0);
   void note_var(uint32_t var);
-  bool empty() const { return touched_.empty() && vars_.empty(); }
+  bool empty() const { return used_ == 0 && vars_.empty(); }
 
   // Appends the payload to `out`, reading final values from `tables`; adds
   // each table's bytes to `bytes_per_table` (for the checkpoint policy; the
@@ -54,25 +53,28 @@ class BatchEncoder {
   void clear();
 
  private:
-  struct KeyHash {
-    size_t operator()(const std::pair<uint32_t, vm::Key>& k) const;
-  };
-  struct KeyEq {
-    bool operator()(const std::pair<uint32_t, vm::Key>& a, const std::pair<uint32_t, vm::Key>& b) const {
-      return a.first == b.first && vm::key_cmp(a.second, b.second) == 0;
-    }
-  };
   struct Touched {
-    uint32_t table;
+    uint32_t table = 0;
+    uint32_t slot = 0;  // its place in slots_
     vm::Key key;
-    bool existed_before;
-    bool rewritten;               // inserted or replaced in this batch
+    bool existed_before = false;
+    bool rewritten = false;        // inserted or replaced in this batch
     std::vector<uint32_t> fields;  // set in this batch (unique)
   };
+  // The touched row for (table, key), made when it is the first change.
+  Touched& touch(uint32_t table, const vm::Key& key, bool existed_before);
+  void grow_slots();
 
   const Schema& schema_;
-  std::vector<Touched> touched_;  // first-touch order
-  std::unordered_map<std::pair<uint32_t, vm::Key>, size_t, KeyHash, KeyEq> index_;
+  // Rows touched, in first-touch order: the first used_ entries. The ones
+  // after are kept with their fields' capacity, and slots_ keeps its size,
+  // so a batch allocates nothing once a batch as large has been seen (the
+  // owner notes every change of every event).
+  std::vector<Touched> touched_;
+  size_t used_ = 0;
+  // Open addressing over touched_ (index + 1; 0: empty), a power of two at
+  // least twice used_.
+  std::vector<uint32_t> slots_;
   std::vector<uint32_t> vars_;
 };
 

@@ -56,10 +56,10 @@ struct Common {
   uint64_t seed = 1;
   std::string aup = AUP_TPCC_DEFAULT_AUP;
   std::string module = AUP_TPCC_DEFAULT_MODULE;
-  // One I/O thread: the server is pinned to one core, where a second I/O
-  // thread only adds switches (65.8 against 77.7 µs of server CPU per
-  // transaction at W=1, 16 terminals, in RAM).
-  uint32_t io_threads = 1;
+  // None: the server is pinned to one core, where the owner serving the
+  // connections itself saves handing each request to it and each answer
+  // back (docs/benchmarks.md has the figures of both).
+  uint32_t io_threads = 0;
   std::string cpus = "auto";
   // The aup server's --engine (vm, jit); empty: none is passed, so aup's
   // own default applies.
@@ -77,8 +77,9 @@ void add_common(CLI::App* cmd, Common& c, bool with_backend) {
   cmd->add_option("--seed", c.seed, "seed of the population and the transactions (default 1)");
   cmd->add_option("--aup", c.aup, "the aup executable (default: the one built beside this program)");
   cmd->add_option("--module", c.module, "the TPC-C module (default: examples/tpcc/tpcc.aup)");
-  cmd->add_option("--io-threads", c.io_threads, "the aup server's --io-threads (default 1)")
-      ->check(CLI::Range(1, 64));
+  cmd->add_option("--io-threads", c.io_threads,
+                  "the aup server's --io-threads (default 0: the owner thread serves the connections)")
+      ->check(CLI::Range(0, 64));
   cmd->add_option("--engine", c.engine,
                   "the aup server's --engine (vm or jit; default: none passed, aup's own default)");
   cmd->add_option("--cpus", c.cpus,

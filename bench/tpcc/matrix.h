@@ -40,7 +40,7 @@ struct MatrixOptions {
   uint32_t reps = 1;
   std::string aup;     // the aup executable
   std::string module;  // examples/tpcc/tpcc.aup
-  uint32_t io_threads = 1;
+  uint32_t io_threads = 0;
   std::string engine;  // the aup server's --engine; "": none (aup's default)
   std::optional<CpuPlan> cpus;
   std::string out_dir;  // bench/results; empty: write nothing
