@@ -454,6 +454,8 @@ class Case:
         self.expect = expect              # a path the case must take ("perhaps-present", ...)
         self.group_count = group_count
         self.name = "%-40s %-6s" % (plan, scenario)  # scenario: fresh grow reopen grown torn listen
+        if "--io-threads" in self.args:
+            self.name += " io-threads %s" % self.args[self.args.index("--io-threads") + 1]
 
 
 class Matrix:
@@ -814,9 +816,14 @@ def cases(full):
     out.append(Case("fail:fdatasync:20:EIO,fail:pwrite:*:EIO", "fresh", args=QUIET_STORE,
                     expect="perhaps-present"))
     # The same faults through `--listen unix:`.
-    out.append(Case("fail:fdatasync:12:EIO", "listen", expect="refusing"))
-    out.append(Case("fail:fdatasync:12:EIO,fail:fdatasync:13:EIO", "listen", expect="perhaps"))
-    out.append(Case("fail:pwrite:40:ENOSPC", "listen", args=QUIET_STORE, expect="refusing"))
+    # Both ways of serving sockets: I/O threads, and the owner serving the
+    # connections itself (--io-threads 0).
+    for io in ("2", "0"):
+        served = ["--io-threads", io]
+        out.append(Case("fail:fdatasync:12:EIO", "listen", args=SMALL_STORE + served, expect="refusing"))
+        out.append(Case("fail:fdatasync:12:EIO,fail:fdatasync:13:EIO", "listen", args=SMALL_STORE + served,
+                        expect="perhaps"))
+        out.append(Case("fail:pwrite:40:ENOSPC", "listen", args=QUIET_STORE + served, expect="refusing"))
     return out
 
 
