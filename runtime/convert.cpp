@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bitset>
+#include <cassert>
 #include <charconv>
 #include <cmath>
 
@@ -38,12 +40,24 @@ std::string_view JsonToValue::kind_name(const JsonNode& n) {
 }
 
 bool JsonToValue::fail(std::string what) {
-  std::string where = path_text(path_);
-  error_ = where.empty() ? std::move(what) : where + ": " + what;
+  error_ = std::move(what);
+  path_.clear();
   return false;
 }
 
-bool JsonToValue::value(uint32_t n, uint32_t type, Value* out) {
+bool JsonToValue::finish(bool ok) {
+  if (ok) return true;
+  std::reverse(path_.begin(), path_.end());  // pushed innermost first
+  std::string where = path_text(path_);
+  if (!where.empty()) error_ = where + ": " + error_;
+  return false;
+}
+
+bool JsonToValue::value(uint32_t n, uint32_t type, Value* out) { return finish(value_at(n, type, out)); }
+
+bool JsonToValue::record(uint32_t n, uint32_t record, Value* out) { return finish(record_at(n, record, out)); }
+
+bool JsonToValue::value_at(uint32_t n, uint32_t type, Value* out) {
   const vm::Module& m = vm_.module();
   const JsonNode& node = doc_.node(n);
   const vm::TypeDesc& t = m.types[type];
@@ -68,13 +82,18 @@ bool JsonToValue::value(uint32_t n, uint32_t type, Value* out) {
       return true;
     case TypeCode::Record:
       if (node.kind != JsonNode::Kind::Object) return expected("object");
-      return record(n, t.index, out);
+      return record_at(n, t.index, out);
     case TypeCode::Object: {
       if (node.kind != JsonNode::Kind::Object) return expected("object");
       const vm::ShapeDesc& s = m.shapes[t.index];
       vm::RecObj* obj = vm_.new_object(t.index);
-      std::vector<const vm::Constant*> none(s.names.size(), nullptr);
-      if (!fields(n, s.names, s.types, none, obj)) return false;
+      struct Field {
+        const vm::ShapeDesc& s;
+        std::string_view name(size_t f) const { return s.names[f]; }
+        uint32_t type(size_t f) const { return s.types[f]; }
+        bool defaulted(size_t) const { return false; }
+      };
+      if (!fields_at(n, s.names.size(), Field{s}, obj)) return false;
       *out = vm::ptr_value(obj);
       return true;
     }
@@ -85,11 +104,13 @@ bool JsonToValue::value(uint32_t n, uint32_t type, Value* out) {
       vm::ArrayObj* a = vm_.new_array(aggregate);
       uint32_t i = doc_.first_child(n);
       for (uint32_t k = 0; k < node.count; ++k, i = doc_.after(i)) {
-        path_.push_back(fmt::format("[{}]", k));
         Value v;
-        if (!value(i, t.index, &v)) return false;
-        path_.pop_back();
-        if (!vm_.push(a, v)) return fail(fmt::format("array longer than {} items", vm::kMaxArrayItems));
+        bool ok = value_at(i, t.index, &v);
+        if (ok && !vm_.push(a, v)) ok = fail(fmt::format("array longer than {} items", vm::kMaxArrayItems));
+        if (!ok) {
+          path_.push_back(fmt::format("[{}]", k));
+          return false;
+        }
       }
       *out = vm::ptr_value(a);
       return true;
@@ -99,18 +120,16 @@ bool JsonToValue::value(uint32_t n, uint32_t type, Value* out) {
   }
 }
 
-bool JsonToValue::record(uint32_t n, uint32_t record, Value* out) {
+bool JsonToValue::record_at(uint32_t n, uint32_t record, Value* out) {
   const vm::RecordDesc& r = vm_.module().records[record];
-  std::vector<std::string> names;
-  std::vector<uint32_t> types;
-  std::vector<const vm::Constant*> defaults;
-  for (const vm::FieldDesc& f : r.fields) {
-    names.push_back(f.name);
-    types.push_back(f.type);
-    defaults.push_back(f.has_default ? &f.default_value : nullptr);
-  }
+  struct Field {
+    const vm::RecordDesc& r;
+    std::string_view name(size_t f) const { return r.fields[f].name; }
+    uint32_t type(size_t f) const { return r.fields[f].type; }
+    bool defaulted(size_t f) const { return r.fields[f].has_default; }
+  };
   vm::RecObj* rec = vm_.new_record(record);
-  if (!fields(n, names, types, defaults, rec)) return false;
+  if (!fields_at(n, r.fields.size(), Field{r}, rec)) return false;
   *out = vm::ptr_value(rec);
   return true;
 }
@@ -118,10 +137,12 @@ bool JsonToValue::record(uint32_t n, uint32_t record, Value* out) {
 // Fills `out` from the object's members: each known once, none unknown,
 // every field without a default present. (new_record already put the
 // defaults in place.)
-bool JsonToValue::fields(uint32_t n, const std::vector<std::string>& names,
-                         const std::vector<uint32_t>& types,
-                         const std::vector<const vm::Constant*>& defaults, vm::RecObj* out) {
-  std::vector<bool> seen(names.size(), false);
+template <class Field>
+bool JsonToValue::fields_at(uint32_t n, size_t count, Field field, vm::RecObj* out) {
+  // A record has at most 255 fields (the checker's limit), an object's
+  // shape no more: one bit each.
+  std::bitset<256> seen;
+  assert(count <= seen.size());
   if (n != kNoNode) {
     const JsonNode& obj = doc_.node(n);
     uint32_t key = doc_.first_child(n);
@@ -129,18 +150,19 @@ bool JsonToValue::fields(uint32_t n, const std::vector<std::string>& names,
       const JsonNode& kn = doc_.node(key);
       uint32_t val = key + 1;
       size_t f = 0;
-      while (f < names.size() && names[f] != kn.str) ++f;
-      if (f == names.size()) return fail(fmt::format("unknown field `{}`", kn.str));
+      while (f < count && field.name(f) != kn.str) ++f;
+      if (f == count) return fail(fmt::format("unknown field `{}`", kn.str));
       if (seen[f]) return fail(fmt::format("field `{}` appears twice", kn.str));
       seen[f] = true;
-      path_.push_back(names[f]);
-      if (!value(val, types[f], &out->fields[f])) return false;
-      path_.pop_back();
+      if (!value_at(val, field.type(f), &out->fields[f])) {
+        path_.emplace_back(field.name(f));
+        return false;
+      }
       key = doc_.after(val);
     }
   }
-  for (size_t f = 0; f < names.size(); ++f) {
-    if (!seen[f] && !defaults[f]) return fail(fmt::format("missing field `{}`", names[f]));
+  for (size_t f = 0; f < count; ++f) {
+    if (!seen[f] && !field.defaulted(f)) return fail(fmt::format("missing field `{}`", field.name(f)));
   }
   return true;
 }

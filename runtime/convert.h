@@ -28,12 +28,20 @@ class JsonToValue {
   // when n is kNoNode: every field must have a default).
   bool record(uint32_t n, uint32_t record, vm::Value* out);
   static constexpr uint32_t kNoNode = UINT32_MAX;
+  // Why the last call failed, with the path to the part (`lines[3].item:
+  // expected number, got string`).
   const std::string& error() const { return error_; }
 
  private:
+  // The same, without the path in the message: a failure's path is
+  // collected while the recursion unwinds (in path_, innermost first), so
+  // reading what succeeds builds no text.
+  bool value_at(uint32_t n, uint32_t type, vm::Value* out);
+  bool record_at(uint32_t n, uint32_t record, vm::Value* out);
+  template <class Field>
+  bool fields_at(uint32_t n, size_t count, Field field, vm::RecObj* out);
   bool fail(std::string what);
-  bool fields(uint32_t n, const std::vector<std::string>& names, const std::vector<uint32_t>& types,
-              const std::vector<const vm::Constant*>& defaults, vm::RecObj* out);
+  bool finish(bool ok);
   static std::string_view kind_name(const JsonNode& n);
 
   const JsonDoc& doc_;
