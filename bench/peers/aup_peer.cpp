@@ -55,7 +55,7 @@ class AupPeer : public Peer {
   static ChildSpec spec(const AupConfig& config, const PeerSetup& setup, const std::string& socket) {
     std::vector<std::string> argv{config.aup, "run", config.bank, "--data", setup.dir + "/store",
                                   "--listen", "unix:" + socket};
-    if (config.io_threads > 0) {
+    if (config.io_threads >= 0) {
       argv.push_back("--io-threads");
       argv.push_back(std::to_string(config.io_threads));
     }

@@ -129,7 +129,7 @@ bool own_flag(aup::bench::CommandLine& args, pe::Options& o, const std::string& 
   else if (a == "--warmup") o.warmup = seconds_value(args);
   else if (a == "--sync-seconds") o.sync_seconds = seconds_value(args);
   else if (a == "--accounts") o.accounts = static_cast<uint32_t>(args.count_value(2, 10000000));
-  else if (a == "--io-threads") o.io_threads = static_cast<uint32_t>(args.count_value(1, 64));
+  else if (a == "--io-threads") o.io_threads = static_cast<int>(args.count_value(0, 64));
   else if (a == "--cpus") cpu_plan(args, o);
   else if (a == "--name") {
     o.name = args.value();

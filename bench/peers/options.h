@@ -29,7 +29,7 @@ struct Options : RunOptions {
   double sync_seconds = 3;                          // the bare fdatasync loop, once per repetition
   uint32_t accounts = 10000;
   uint64_t deposit = 1000000;                       // each account's: no transfer of 1 can run short
-  uint32_t io_threads = 0;                          // aup's --io-threads; 0: its default
+  int io_threads = -1;                              // aup's --io-threads; -1: its default
   std::string server_cpus = "0";                    // taskset -c for every server; empty: not pinned
   std::string client_cpus = "1";                    // this program's CPUs; empty: not pinned
   std::string name = "peers";                       // results go to OUT/NAME.{json,md}

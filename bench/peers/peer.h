@@ -60,7 +60,7 @@ inline constexpr const char* kTarantoolPerClient = "tarantool-per-client";
 struct AupConfig {
   std::string aup;         // the executable
   std::string bank;        // examples/bank/bank.aup
-  uint32_t io_threads = 0; // --io-threads; 0: aup's default
+  int io_threads = -1; // --io-threads; -1: aup's default
 };
 
 std::unique_ptr<Peer> start_aup(const AupConfig& config, const PeerSetup& setup);

@@ -212,7 +212,7 @@ std::string to_json(const Environment& env, const Options& o, const Versions& v,
       "  \"accounts\": {},\n  \"deposit\": {},\n  \"amount\": 1,\n  \"io_threads\": {},\n  \"server_cpus\": {},\n"
       "  \"client_cpus\": {},\n  \"seed\": {},\n  \"data\": {},\n  \"device\": {},\n",
       o.reps, o.seconds, o.warmup, o.sync_seconds, o.accounts, o.deposit,
-      o.io_threads ? std::to_string(o.io_threads) : std::string("null"), json_string(o.server_cpus),
+      o.io_threads >= 0 ? std::to_string(o.io_threads) : std::string("null"), json_string(o.server_cpus),
       json_string(o.client_cpus), o.seed, json_string(o.data), sweep.device.empty() ? "null" : json_string(sweep.device));
   out += fmt::format("  \"systems\": {},\n  \"skipped\": {},\n", json_list(o.systems), json_list(o.skipped));
   out += "  \"fdatasync\": " + json_syncs(sweep.syncs) + ",\n";
@@ -245,7 +245,7 @@ std::string to_markdown(const Environment& env, const Options& o, const Versions
       "a connection per client. {}. Per run: a fresh server in a fresh directory, {} s warm-up, {} s timed; "
       "then the server's count of transfers and sum of balances must match the clients'. {} repetition{}, systems "
       "in a rotating order; medians, with the min–max of transfers/s.\n\n",
-      grouped(o.accounts), grouped(o.deposit), o.io_threads ? fmt::format(" --io-threads {}", o.io_threads) : "",
+      grouped(o.accounts), grouped(o.deposit), o.io_threads >= 0 ? fmt::format(" --io-threads {}", o.io_threads) : "",
       pinning_text(o), o.warmup, o.seconds, o.reps, o.reps == 1 ? "" : "s");
   md += sync_text(sweep);
   md += "Server CPU is utime + stime of the server process over the timed phase (/proc/PID/stat, 10 ms ticks) per "
