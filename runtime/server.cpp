@@ -45,7 +45,7 @@ struct EventRequest {
   uint32_t io = 0;       // the I/O thread that owns the connection
   uint64_t conn = 0;
   uint64_t slot = 0;     // the request's number on its connection
-  std::string line;
+  std::unique_ptr<ParsedLine> request;  // parsed once, here on the I/O thread
   double now = 0;
 };
 
@@ -72,7 +72,7 @@ struct Conn {
   uint32_t events_in_flight = 0;
   // A query that must wait for this connection's events in flight.
   bool parked = false;
-  std::string parked_line;
+  std::unique_ptr<ParsedLine> parked_request;
   uint64_t parked_slot = 0;
   double parked_now = 0;
   Outbox out;
@@ -407,15 +407,18 @@ void IoThread::handle_line(Conn& c, std::string_view line) {
   uint64_t number = c.first_slot + c.slots.size();
   c.slots.emplace_back();
   double t = now();
-  bool query = service_->prepare(line);
+  // Parsed once, into a buffer of its own: an event's parse is handed to
+  // the owner, which only turns its arguments into values.
+  auto request = std::make_unique<ParsedLine>(line);
+  bool query = service_->prepare(*request);
   if (service_->prepared_event()) {
-    to_owner_.push_back(EventRequest{index_, c.id, number, std::string(line), t});
+    to_owner_.push_back(EventRequest{index_, c.id, number, std::move(request), t});
     ++c.events_in_flight;
   } else if (query && c.events_in_flight > 0) {
     // It must read this connection's earlier events: wait for their
     // commit, and read nothing after it meanwhile.
     c.parked = true;
-    c.parked_line.assign(line);
+    c.parked_request = std::move(request);
     c.parked_slot = number;
     c.parked_now = t;
   } else if (query) {
@@ -455,8 +458,8 @@ void IoThread::settle(Conn& c) {
     flush(c);
     if (c.parked && c.events_in_flight == 0 && !c.dead) {
       c.parked = false;
-      std::string line = std::move(c.parked_line);
-      service_->prepare(line);
+      std::unique_ptr<ParsedLine> request = std::move(c.parked_request);
+      service_->prepare(*request);
       run_query(c, c.parked_slot, c.parked_now);
       pump(c);  // what came after it
       continue;
@@ -530,11 +533,10 @@ void Server::stop() {
 }
 
 void Server::apply(std::vector<EventRequest>& batch) {
-  // The owner parses each event's line again (the I/O thread parsed it to
-  // tell events from queries): values for the VM are made on the thread
-  // that owns the state.
+  // The I/O threads parsed the lines; values for the VM are made here, on
+  // the thread that owns the state.
   for (size_t i = 0; i < batch.size(); ++i) {
-    owner_.prepare(batch[i].line);
+    owner_.prepare(*batch[i].request);
     committer_.take(i, batch[i].now);
   }
   std::vector<std::vector<Answer>> per(ios_.size());

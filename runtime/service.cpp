@@ -56,25 +56,47 @@ Outcome Service::handle(std::string_view line, double now, std::string& out) {
 }
 
 bool Service::prepare(std::string_view line) {
+  std::string error;
+  if (!own_doc_.parse(line, error)) {
+    reset();
+    parse_error_ = "not JSON: " + error;
+    return false;
+  }
+  return classify(own_doc_);
+}
+
+bool Service::prepare(const ParsedLine& parsed) {
+  if (!parsed.ok()) {
+    reset();
+    parse_error_ = "not JSON: " + parsed.error();
+    return false;
+  }
+  return classify(parsed.doc());
+}
+
+void Service::reset() {
   id_ = {};
   parse_error_.clear();
   problem_.clear();
   constexpr uint32_t kNone = JsonToValue::kNoNode;
   event_ = query_ = args_ = kNone;
-  std::string error;
-  if (!doc_.parse(line, error)) {
-    parse_error_ = "not JSON: " + error;
-    return false;
-  }
-  const JsonNode& root = doc_.node(doc_.root());
+  is_event_ = false;
+}
+
+// What the parsed request asks for, or what is wrong with it.
+bool Service::classify(const JsonDoc& doc) {
+  reset();
+  doc_ = &doc;
+  constexpr uint32_t kNone = JsonToValue::kNoNode;
+  const JsonNode& root = doc_->node(doc_->root());
   if (root.kind != JsonNode::Kind::Object) {
     parse_error_ = "a request is a JSON object: {\"event\": ..., \"args\": {...}}";
     return false;
   }
   uint32_t id = kNone;
-  uint32_t key = doc_.first_child(doc_.root());
+  uint32_t key = doc_->first_child(doc_->root());
   for (uint32_t k = 0; k < root.count; ++k) {
-    std::string_view name = doc_.node(key).str;
+    std::string_view name = doc_->node(key).str;
     uint32_t* slot = name == "event" ? &event_ : name == "query" ? &query_ : name == "args" ? &args_
                      : name == "id"  ? &id
                                      : nullptr;
@@ -87,14 +109,14 @@ bool Service::prepare(std::string_view line) {
     } else {
       *slot = key + 1;
     }
-    key = doc_.after(key + 1);
+    key = doc_->after(key + 1);
   }
   if (id != kNone) {
-    JsonNode::Kind k = doc_.node(id).kind;
+    JsonNode::Kind k = doc_->node(id).kind;
     if (k == JsonNode::Kind::Array || k == JsonNode::Kind::Object) {
       if (problem_.empty()) problem_ = "`id` must be a number, a string, a bool or null";
     } else {
-      id_ = doc_.node(id).raw;
+      id_ = doc_->node(id).raw;
     }
   }
   if (problem_.empty()) {
@@ -102,7 +124,7 @@ bool Service::prepare(std::string_view line) {
       problem_ = "a request has `event` or `query`, not both";
     } else if (event_ == kNone && query_ == kNone) {
       problem_ = "a request needs `event` or `query`";
-    } else if (doc_.node(event_ != kNone ? event_ : query_).kind != JsonNode::Kind::String) {
+    } else if (doc_->node(event_ != kNone ? event_ : query_).kind != JsonNode::Kind::String) {
       problem_ = fmt::format("`{}` must be a string", event_ != kNone ? "event" : "query");
     }
   }
@@ -117,12 +139,12 @@ Outcome Service::finish(double now, std::string& out) {
     reply_error("bad_request", parse_error_.empty() ? problem_ : parse_error_);
     return Outcome::Invalid;
   }
-  if (args_ != JsonToValue::kNoNode && doc_.node(args_).kind != JsonNode::Kind::Object) {
+  if (args_ != JsonToValue::kNoNode && doc_->node(args_).kind != JsonNode::Kind::Object) {
     ++counters_.bad_requests;
     reply_error("bad_args", "`args` must be an object");
     return Outcome::Invalid;
   }
-  Outcome o = is_event_ ? event(doc_.node(event_).str, args_, now) : query(doc_.node(query_).str, args_, now);
+  Outcome o = is_event_ ? event(doc_->node(event_).str, args_, now) : query(doc_->node(query_).str, args_, now);
   vm_.reset_arena();
   return o;
 }
@@ -141,7 +163,7 @@ Outcome Service::event(std::string_view name, uint32_t args, double now) {
     return Outcome::EventFailed;
   }
   const vm::EventDesc& ed = module_.events[static_cast<size_t>(e)];
-  JsonToValue reader(doc_, vm_);
+  JsonToValue reader(*doc_, vm_);
   vm::Value rec;
   if (!reader.record(args, ed.record, &rec)) {
     ++counters_.bad_requests;
@@ -191,12 +213,12 @@ Outcome Service::query(std::string_view name, uint32_t args, double now) {
   // Parameters come by name from `args`, each once, none unknown.
   std::vector<vm::Value> params(f.param_names.size(), 0);
   std::vector<bool> seen(params.size(), false);
-  JsonToValue reader(doc_, vm_);
+  JsonToValue reader(*doc_, vm_);
   if (args != JsonToValue::kNoNode) {
-    const JsonNode& obj = doc_.node(args);
-    uint32_t key = doc_.first_child(args);
-    for (uint32_t k = 0; k < obj.count; ++k, key = doc_.after(key + 1)) {
-      std::string_view pname = doc_.node(key).str;
+    const JsonNode& obj = doc_->node(args);
+    uint32_t key = doc_->first_child(args);
+    for (uint32_t k = 0; k < obj.count; ++k, key = doc_->after(key + 1)) {
+      std::string_view pname = doc_->node(key).str;
       size_t p = 0;
       while (p < params.size() && f.param_names[p] != pname) ++p;
       if (p == params.size()) {

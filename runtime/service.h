@@ -36,6 +36,26 @@ struct ServiceOptions {
 
 class Durability;
 
+// A request line with its parse, so a line read on one thread (an I/O
+// thread) is parsed there, once, and applied on another (the owner). The
+// document's views point into the line and into its own scratch, so a
+// ParsedLine never moves once made: it is handed over by unique_ptr.
+class ParsedLine {
+ public:
+  explicit ParsedLine(std::string_view text) : line_(text) { ok_ = doc_.parse(line_, error_); }
+  ParsedLine(const ParsedLine&) = delete;
+  ParsedLine& operator=(const ParsedLine&) = delete;
+  bool ok() const { return ok_; }
+  const std::string& error() const { return error_; }  // why it is not JSON
+  const JsonDoc& doc() const { return doc_; }
+
+ private:
+  std::string line_;
+  JsonDoc doc_;
+  std::string error_;
+  bool ok_ = false;
+};
+
 // What handling a request did, for the loop that batches commits.
 enum class Outcome : uint8_t {
   EventApplied,  // changed the state (answered once the batch is durable)
@@ -68,6 +88,8 @@ class Service {
   // when has_result() is false), and the Committer (pipeline.h) forms the
   // answer once the commit says what it is.
   bool prepare(std::string_view line);  // true: a well-formed query request
+  // The same for a line parsed elsewhere; it must outlive finish().
+  bool prepare(const ParsedLine& parsed);
   Outcome finish(double now, std::string& out);
   // The raw JSON of the prepared request's id ("" when it has none).
   std::string_view id() const { return id_; }
@@ -91,6 +113,8 @@ class Service {
   bool prepared_event() const { return is_event_ && problem_.empty() && parse_error_.empty(); }
 
  private:
+  void reset();
+  bool classify(const JsonDoc& doc);
   Outcome event(std::string_view name, uint32_t args, double now);
   Outcome query(std::string_view name, uint32_t args, double now);
   void reply_ok(const std::string* body);
@@ -100,7 +124,8 @@ class Service {
   const vm::Module& module_;
   vm::State* state_;
   vm::Vm vm_;
-  JsonDoc doc_;
+  JsonDoc own_doc_;             // what prepare(line) parses into (reused)
+  const JsonDoc* doc_ = nullptr;  // the prepared request's parse
   ServiceCounters counters_;
   // The response being built, and the id to echo (raw JSON, or empty).
   std::string* out_ = nullptr;
