@@ -43,8 +43,9 @@ class Encoder {
   }
   void num(double d) {
     constexpr double kLimit = 9007199254740992.0;  // 2^53
-    if (std::fabs(d) < kLimit && d == std::trunc(d) && !(d == 0 && std::signbit(d))) {
-      auto i = static_cast<int64_t>(d);
+    // Whole (the conversion is exact below 2^53) and not -0.
+    auto i = std::fabs(d) < kLimit ? static_cast<int64_t>(d) : 0;
+    if (std::fabs(d) < kLimit && static_cast<double>(i) == d && !(d == 0 && std::signbit(d))) {
       uint64_t zig = (static_cast<uint64_t>(i) << 1) ^ static_cast<uint64_t>(i >> 63);
       varint(zig << 1);
     } else {
