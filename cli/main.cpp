@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--io-threads", run.io_threads,
                       "with --listen: threads that read, write and run queries; 0: the owner thread serves\n"
                       "the connections itself, each request run to completion (default: 0 when this process\n"
-                      "may run on one CPU only, as under `taskset -c 0`, else 2)")
+                      "may run on at most two CPUs, else 2)")
       ->check(CLI::Range(0u, 64u));
   run_cmd->add_option("--max-connections", run.max_connections,
                       "with --listen: connections at once; more are answered `unavailable` (default 1024)")

@@ -1,6 +1,6 @@
 // `aup run --listen` run to completion: the owner thread serves the
 // connections itself (`--io-threads 0`, the default when the process may
-// run on one CPU only).
+// run on at most two CPUs).
 //
 // One thread, one epoll. Each turn the owner reads once from every ready
 // connection, frames and decodes each request line once, applies the events

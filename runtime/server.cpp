@@ -612,9 +612,13 @@ int Server::run(int listen_fd) {
 }  // namespace
 
 uint32_t default_io_threads() {
+  // Measured on a 2-CPU machine (bench/server, docs/benchmarks.md): the
+  // owner serving the connections itself beat two I/O threads in every
+  // row, pipelined and closed-loop, pinned or not. I/O threads pay off only
+  // where they get cores of their own for reading and queries.
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
-  if (::sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) == 1) return 0;
+  if (::sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) <= 2) return 0;
   return 2;
 }
 

@@ -2,7 +2,7 @@
 // (runtime.md, docs/protocol.md).
 //
 // Two ways to serve, chosen by --io-threads. With 0 (the default when the
-// process may run on one CPU only) the owner thread serves the connections
+// process may run on at most two CPUs) the owner thread serves the connections
 // itself and runs each request to completion: owner_server.h. With N >= 1,
 // as the rest of this comment says:
 //   - the owner (the calling thread) applies every event, in the order the
@@ -64,7 +64,7 @@ struct ServerOptions {
 };
 
 // --io-threads by default: 0 (the owner serves the connections itself,
-// owner_server.h) when this process may run on one CPU only, else 2.
+// owner_server.h) when this process may run on at most two CPUs, else 2.
 uint32_t default_io_threads();
 
 // Serves until SIGINT/SIGTERM. `owner` applies events to `state`;
