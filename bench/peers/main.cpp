@@ -232,6 +232,7 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(o.data);
     // Absolute: redis-server and tarantool change to their data directory
     // before they open their sockets.
+    o.data_shown = o.data;
     o.data = std::filesystem::canonical(o.data).string();
     pe::Sweep sweep = pe::run_all(o);
     aup::bench::publish(o.out_dir, o.name, pe::to_json(env, o, v, sweep), pe::to_markdown(env, o, v, sweep));

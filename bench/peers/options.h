@@ -19,6 +19,7 @@ struct Options : RunOptions {
   std::string redis_server = "/usr/bin/redis-server";
   std::string tarantool = "/usr/bin/tarantool";
   std::string data;                                 // every run's fresh directory goes inside
+  std::string data_shown;  // --data as given, for the report (results name no checkout path)
   // In the order of the report; a system whose program is missing is
   // dropped from it before the runs (main.cpp says so).
   std::vector<std::string> systems{kAup, kRedis, kTarantoolShared, kTarantoolPerClient};

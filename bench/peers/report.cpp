@@ -213,7 +213,7 @@ std::string to_json(const Environment& env, const Options& o, const Versions& v,
       "  \"client_cpus\": {},\n  \"seed\": {},\n  \"data\": {},\n  \"device\": {},\n",
       o.reps, o.seconds, o.warmup, o.sync_seconds, o.accounts, o.deposit,
       o.io_threads >= 0 ? std::to_string(o.io_threads) : std::string("null"), json_string(o.server_cpus),
-      json_string(o.client_cpus), o.seed, json_string(o.data), sweep.device.empty() ? "null" : json_string(sweep.device));
+      json_string(o.client_cpus), o.seed, json_string(o.data_shown), sweep.device.empty() ? "null" : json_string(sweep.device));
   out += fmt::format("  \"systems\": {},\n  \"skipped\": {},\n", json_list(o.systems), json_list(o.skipped));
   out += "  \"fdatasync\": " + json_syncs(sweep.syncs) + ",\n";
   out += "  \"fdatasync_cpu_busy\": " + json_syncs(sweep.busy_syncs) + ",\n  \"points\": [\n";
@@ -232,7 +232,7 @@ std::string to_markdown(const Environment& env, const Options& o, const Versions
   md += fmt::format("Machine: {}; aup built {}; {}; {}; 1-minute load average at the start {:.2f}. Data under `{}` "
                     "(block device {}).\n\n",
                     env.machine, env.build_type, v.redis.empty() ? "Redis not run" : v.redis,
-                    v.tarantool.empty() ? "Tarantool not run" : v.tarantool, env.load_average, o.data,
+                    v.tarantool.empty() ? "Tarantool not run" : v.tarantool, env.load_average, o.data_shown,
                     sweep.device.empty() ? "unknown" : sweep.device);
   for (const std::string& s : o.skipped) md += "Skipped: " + s + ".\n\n";
   md += fmt::format(

@@ -21,4 +21,4 @@ cd "$root"
 "$build/bench/peers/peers_bench" --aup "$build/cli/aup" --bank examples/bank/bank.aup \
   --data "$build/peers-bench" --systems aup,redis,tarantool --clients 1,16,64 \
   --seconds 10 --warmup 2 --sync-seconds 3 --accounts 10000 --cpus 0:1 --reps 3 \
-  --out "$root/bench/results" "$@"
+  --out bench/results "$@"

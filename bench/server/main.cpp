@@ -106,7 +106,7 @@ sv::Options parse_args(int argc, char** argv) {
       o.name = args.value();
       if (o.name.empty() || o.name.find('/') != std::string::npos) args.usage("--name needs a plain file name");
     } else if (a == "--io-threads") {
-      o.io_threads = static_cast<uint32_t>(args.count_value(1, 64));
+      o.io_threads = static_cast<uint32_t>(args.count_value(0, 64));
     } else {
       return false;
     }

@@ -28,7 +28,7 @@ struct Options : RunOptions {
   double warmup = 1;                       // load before the timed phase
   uint32_t accounts = 10000;               // opened and funded before the load
   uint32_t window = 64;                    // requests outstanding per connection
-  uint32_t io_threads = 2;                 // the server's --io-threads
+  uint32_t io_threads = 2;                 // the server's --io-threads (0: the owner serves)
   std::string name = "server";             // results go to bench/results/NAME.{json,md}
 };
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 
 namespace aup::tpcc {
 
@@ -27,11 +28,19 @@ std::string cell_labels_json(const CellKey& c) {
                      c.warehouses, json_string(c.kind), c.terminals);
 }
 
+// A path as results show it: relative to the working directory when inside
+// it, so committed results name no one's checkout.
+std::string shown_path(const std::string& p) {
+  std::string here = std::filesystem::current_path().string() + "/";
+  return p.rfind(here, 0) == 0 ? p.substr(here.size()) : p;
+}
+
 std::string options_json(const MatrixOptions& o) {
   std::string out = fmt::format(
       "  \"options\": {{\"seconds\": {}, \"warmup_seconds\": {}, \"seed\": {}, \"repetitions\": {}, "
       "\"io_threads\": {}, \"aup\": {}, \"module\": {},\n    \"warehouses\": [",
-      o.seconds, o.warmup, o.seed, o.reps, o.io_threads, json_string(o.aup), json_string(o.module));
+      o.seconds, o.warmup, o.seed, o.reps, o.io_threads, json_string(shown_path(o.aup)),
+      json_string(shown_path(o.module)));
   for (size_t i = 0; i < o.warehouses.size(); ++i) out += fmt::format("{}{}", i ? ", " : "", o.warehouses[i]);
   out += "],\n    \"cells\": [";
   for (size_t i = 0; i < o.cells.size(); ++i) {
