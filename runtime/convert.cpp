@@ -105,12 +105,12 @@ bool JsonToValue::value_at(uint32_t n, uint32_t type, Value* out) {
       uint32_t i = doc_.first_child(n);
       for (uint32_t k = 0; k < node.count; ++k, i = doc_.after(i)) {
         Value v;
-        bool ok = value_at(i, t.index, &v);
-        if (ok && !vm_.push(a, v)) ok = fail(fmt::format("array longer than {} items", vm::kMaxArrayItems));
-        if (!ok) {
+        if (!value_at(i, t.index, &v)) {
           path_.push_back(fmt::format("[{}]", k));
           return false;
         }
+        // The array's fault, not the item's: its path ends at the array.
+        if (!vm_.push(a, v)) return fail(fmt::format("array longer than {} items", vm::kMaxArrayItems));
       }
       *out = vm::ptr_value(a);
       return true;
