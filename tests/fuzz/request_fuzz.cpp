@@ -14,7 +14,8 @@
 #include <vector>
 
 #include "fuzz_common.h"
-#include "lines.h"
+#include "durability.h"
+#include "pipeline.h"
 #include "service.h"
 #include "state.h"
 
@@ -65,27 +66,30 @@ std::vector<std::string_view> request_lines(std::string_view input) {
     std::string_view line = input.substr(0, nl);
     input.remove_prefix(nl == std::string_view::npos ? input.size() : nl + 1);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (!runtime::blank(line)) lines.push_back(line);
+    if (line.find_first_not_of(" \t\r") != std::string_view::npos) lines.push_back(line);
   }
   return lines;
 }
 
-// Like the stdio loop's batch: events apply at once, a query commits the
-// events before it, and the rest commits at the end (--memory: at once).
+// Through the request pipeline as the stdio loop uses it: a query commits
+// the events before it, the rest commits at the end (--memory: at once),
+// and every answer is one line.
 void answer(const vm::Module& m, const std::vector<std::string_view>& lines) {
   vm::State state(m);
   runtime::ServiceOptions o;
   o.step_budget = kSteps;
   runtime::Service service(m, state, o);
-  std::string out;
+  runtime::MemoryDurability memory(state);
+  runtime::Committer batch(service, memory, 0);
+  auto deliver = [](uint64_t, std::string& answer) {
+    if (fuzz::check_answers(answer) != 1) fuzz::oracle_failed("not one answer a line");
+  };
   for (std::string_view line : lines) {
     bool query = service.prepare(line);
-    if (query) state.commit();
-    size_t before = out.size();
-    service.finish(kNow, out);
-    if (fuzz::check_answers(std::string_view(out).substr(before)) != 1) fuzz::oracle_failed("not one answer a line");
+    if (query && batch.events() > 0) batch.commit(deliver);
+    batch.take(0, kNow);
   }
-  state.commit();
+  batch.commit(deliver);
 }
 
 }  // namespace
