@@ -1,16 +1,11 @@
 // Small pieces the request loops (stdio_loop.cpp, the servers) share.
 #pragma once
 
-#include <fmt/format.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <cstddef>
-#include <string>
-#include <string_view>
 
 namespace aup::runtime {
 

@@ -158,6 +158,15 @@ void raise_descriptor_limit(uint32_t max_connections, std::FILE* err) {
   }
 }
 
+void set_interest(int epfd, int fd, uint64_t tag, uint32_t want, uint32_t& interest) {
+  if (want == interest) return;
+  epoll_event ev{};
+  ev.events = want;
+  ev.data.u64 = tag;
+  ::epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev);
+  interest = want;
+}
+
 Acceptor::Acceptor(int listen_fd, int epfd, uint64_t tag, uint32_t max_connections)
     : listen_fd_(listen_fd), epfd_(epfd), tag_(tag), max_connections_(max_connections) {
   epoll_event ev{};

@@ -29,6 +29,10 @@ int listen_on(const ListenAddress& a, std::string& where, std::string& error);
 // that is too few.
 void raise_descriptor_limit(uint32_t max_connections, std::FILE* err);
 
+// Sets the epoll interest of connection `fd` (tagged `tag`) to `want` when
+// it differs from `interest`, the one set before.
+void set_interest(int epfd, int fd, uint64_t tag, uint32_t want, uint32_t& interest);
+
 // Takes the connections waiting on a listener. Past `max_connections` a
 // connection is answered `unavailable` and closed at once. Out of
 // descriptors, the listener is taken out of `epfd` for a moment (a waiting

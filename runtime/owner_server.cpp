@@ -242,14 +242,9 @@ void OwnerServer::update_interest(Conn& c) {
     if (!c.in.eof() && !c.parked && !stopping_ && !backlog) want |= EPOLLIN | EPOLLRDHUP;
     if (c.out.waiting() > 0) want |= EPOLLOUT;
   }
-  if (want == c.interest) return;
-  epoll_event ev{};
-  ev.events = want;
-  ev.data.u64 = c.id;
   // A dead connection stays registered with no interest until its last
   // answer is dropped, so a hung-up socket does not report itself again.
-  ::epoll_ctl(epfd_, EPOLL_CTL_MOD, c.fd, &ev);
-  c.interest = want;
+  set_interest(epfd_, c.fd, c.id, want, c.interest);
 }
 
 void OwnerServer::close_conn(Conn& c) {

@@ -495,12 +495,7 @@ void IoThread::update_interest(Conn& c) {
   bool backlog = c.slots.size() >= o.max_pending || waiting_bytes(c) > o.max_output_bytes;
   if (!c.in.eof() && !c.parked && !server_.stopping() && !backlog) want |= EPOLLIN | EPOLLRDHUP;
   if (c.out.waiting() > 0) want |= EPOLLOUT;
-  if (want == c.interest) return;
-  epoll_event ev{};
-  ev.events = want;
-  ev.data.u64 = c.id;
-  ::epoll_ctl(epfd_, EPOLL_CTL_MOD, c.fd, &ev);
-  c.interest = want;
+  set_interest(epfd_, c.fd, c.id, want, c.interest);
 }
 
 void IoThread::close_conn(Conn& c) {
