@@ -1,14 +1,13 @@
 #include "load.h"
 
-#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
 #include <deque>
 #include <stdexcept>
-#include <thread>
 #include <vector>
 
+#include "common/client_threads.h"
 #include "common/measure.h"
 #include "percentile.h"
 
@@ -76,52 +75,13 @@ void drive(Teller& teller, const LoadSpec& spec, uint64_t seed, const std::atomi
   }
 }
 
-// The clients' threads; stopped and joined however the load ends, so an
-// exception on the way never leaves a thread running.
-class Clients {
- public:
-  Clients(std::vector<std::unique_ptr<Teller>>& tellers, const LoadSpec& spec) : tallies_(tellers.size()) {
-    for (size_t i = 0; i < tellers.size(); ++i) {
-      threads_.emplace_back([this, &tellers, &spec, i] {
-        try {
-          drive(*tellers[i], spec, spec.seed * 1000003 + i, stop_, tallies_[i]);
-        } catch (const std::exception& e) {
-          tallies_[i].error = e.what();
-        }
-      });
-    }
-  }
-  ~Clients() { join(); }
-  Clients(const Clients&) = delete;
-  Clients& operator=(const Clients&) = delete;
-
-  void join() {
-    stop_.store(true, std::memory_order_relaxed);
-    for (std::thread& t : threads_) {
-      if (t.joinable()) t.join();
-    }
-  }
-  const std::vector<Tally>& tallies() const { return tallies_; }
-
- private:
-  std::atomic<bool> stop_{false};
-  std::vector<Tally> tallies_;
-  std::vector<std::thread> threads_;
-};
-
-double own_cpu_ns() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  auto ns = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) * 1e9 + static_cast<double>(tv.tv_usec) * 1e3; };
-  return ns(ru.ru_utime) + ns(ru.ru_stime);
-}
 
 Counters read_counters(const Child& server, const BlockDevice& device) {
   Counters c;
   c.server_cpu = server.cpu();
   c.server_write_bytes = server.write_bytes();
   c.device_bytes = device.bytes_written();
-  c.client_cpu_ns = own_cpu_ns();
+  c.client_cpu_ns = aup::bench::own_cpu_ns();
   c.at_ns = now_ns(CLOCK_MONOTONIC);
   return c;
 }
@@ -153,7 +113,10 @@ LoadResult run_load(const LoadSpec& spec, Peer& peer, const BlockDevice& device)
   if (spec.accounts < 2) throw std::runtime_error("transfers need at least 2 accounts");
   std::vector<std::unique_ptr<Teller>> tellers = peer.tellers(spec.clients);
   LoadResult r;
-  Clients clients(tellers, spec);
+  aup::bench::ClientThreads<Tally> clients(tellers.size(),
+                                           [&tellers, &spec](size_t i, std::atomic<bool>& stop, Tally& t) {
+                                             drive(*tellers[i], spec, spec.seed * 1000003 + i, stop, t);
+                                           });
   sleep_s(spec.warmup_s);
   r.before = read_counters(peer.process(), device);
   sleep_s(spec.seconds);

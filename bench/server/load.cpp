@@ -1,7 +1,6 @@
 #include "load.h"
 
 #include <fmt/format.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -9,10 +8,10 @@
 #include <cmath>
 #include <deque>
 #include <stdexcept>
-#include <thread>
 #include <vector>
 
 #include "client.h"
+#include "common/client_threads.h"
 #include "common/measure.h"
 
 namespace aup::bench::server {
@@ -93,45 +92,6 @@ void drive(Connection& c, const LoadSpec& spec, uint64_t seed, const std::atomic
   }
 }
 
-// The connections' threads; stopped and joined however the load ends, so
-// an exception on the way never leaves a thread running.
-class Workers {
- public:
-  Workers(std::vector<Connection>& conns, const LoadSpec& spec) : tallies_(conns.size()) {
-    for (size_t i = 0; i < conns.size(); ++i) {
-      threads_.emplace_back([this, &conns, &spec, i] {
-        try {
-          drive(conns[i], spec, spec.seed * 1000003 + i, stop_, tallies_[i]);
-        } catch (const std::exception& e) {
-          tallies_[i].error = e.what();
-        }
-      });
-    }
-  }
-  ~Workers() { join(); }
-  Workers(const Workers&) = delete;
-  Workers& operator=(const Workers&) = delete;
-
-  void join() {
-    stop_.store(true, std::memory_order_relaxed);
-    for (std::thread& t : threads_) {
-      if (t.joinable()) t.join();
-    }
-  }
-  const std::vector<Tally>& tallies() const { return tallies_; }
-
- private:
-  std::atomic<bool> stop_{false};
-  std::vector<Tally> tallies_;
-  std::vector<std::thread> threads_;
-};
-
-double process_cpu_ns() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  auto ns = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) * 1e9 + static_cast<double>(tv.tv_usec) * 1e3; };
-  return ns(ru.ru_utime) + ns(ru.ru_stime);
-}
 
 void sleep_s(double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }
 
@@ -170,15 +130,17 @@ LoadResult run_load(const LoadSpec& spec, const ServerProcess& server) {
   std::vector<Connection> conns;
   for (uint32_t i = 0; i < spec.connections; ++i) conns.emplace_back(spec.socket);
   LoadResult r;
-  Workers workers(conns, spec);
+  bench::ClientThreads<Tally> workers(conns.size(), [&conns, &spec](size_t i, std::atomic<bool>& stop, Tally& t) {
+    drive(conns[i], spec, spec.seed * 1000003 + i, stop, t);
+  });
   sleep_s(spec.warmup_s);
   r.server_before = server.cpu();
-  double client_before = process_cpu_ns();
+  double client_before = bench::own_cpu_ns();
   r.start_ns = now_ns(CLOCK_MONOTONIC);
   sleep_s(spec.seconds);
   r.end_ns = now_ns(CLOCK_MONOTONIC);
   r.server_after = server.cpu();
-  r.client_cpu_ns = process_cpu_ns() - client_before;
+  r.client_cpu_ns = bench::own_cpu_ns() - client_before;
   workers.join();
   collect(workers.tallies(), r);
   return r;
