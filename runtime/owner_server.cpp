@@ -59,7 +59,7 @@ class OwnerServer {
   OwnerServer(const OwnerServer&) = delete;
   OwnerServer& operator=(const OwnerServer&) = delete;
 
-  int run(int listen_fd);
+  int run(int listen_fd, int signal_fd);
 
  private:
   void turn(const epoll_event* events, int n, int signal_fd);
@@ -295,19 +295,18 @@ void OwnerServer::turn(const epoll_event* events, int n, int signal_fd) {
   settle_touched();
 }
 
-int OwnerServer::run(int listen_fd) {
-  SignalFd signals;
+int OwnerServer::run(int listen_fd, int signal_fd) {
   epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
   if (epfd_ < 0) {
     fmt::print(err_, "aup run: cannot create an epoll descriptor: {}\n", std::strerror(errno));
     return 2;
   }
   acceptor_ = std::make_unique<Acceptor>(listen_fd, epfd_, kListenerTag, o_.max_connections);
-  if (signals.fd() >= 0) {
+  if (signal_fd >= 0) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = kSignalTag;
-    ::epoll_ctl(epfd_, EPOLL_CTL_ADD, signals.fd(), &ev);
+    ::epoll_ctl(epfd_, EPOLL_CTL_ADD, signal_fd, &ev);
   }
   using Clock = std::chrono::steady_clock;
   StatsLine stats(state_, durability_);
@@ -333,7 +332,7 @@ int OwnerServer::run(int listen_fd) {
       fmt::print(err_, "aup run: epoll_wait: {}\n", std::strerror(errno));
       break;
     }
-    turn(events, std::max(n, 0), signals.fd());
+    turn(events, std::max(n, 0), signal_fd);
     if (o_.stats && Clock::now() - interval_start >= std::chrono::seconds(1)) {
       auto now = Clock::now();
       const ServiceCounters& sc = service_.counters();
@@ -350,11 +349,11 @@ int OwnerServer::run(int listen_fd) {
 }  // namespace
 
 int serve_on_owner(Service& owner, vm::State& state, Durability& durability, const ServerOptions& o, int listen_fd,
-                   std::FILE* err) {
+                   int signal_fd, std::FILE* err) {
   int rc;
   {
     OwnerServer server(owner, state, durability, o, err);
-    rc = server.run(listen_fd);
+    rc = server.run(listen_fd, signal_fd);
   }  // closes the connections
   durability.close();
   return rc;

@@ -37,9 +37,10 @@
 
 namespace aup::runtime {
 
-// Serves on `listen_fd` (listening, non-blocking) until a signal; returns
-// the exit code. `state` is the one `owner` applies events to.
+// Serves on `listen_fd` (listening, non-blocking) until SIGINT/SIGTERM
+// arrive on `signal_fd` (a signalfd, or -1 for none); returns the exit
+// code. `state` is the one `owner` applies events to.
 int serve_on_owner(Service& owner, vm::State& state, Durability& durability, const ServerOptions& o, int listen_fd,
-                   std::FILE* err);
+                   int signal_fd, std::FILE* err);
 
 }  // namespace aup::runtime

@@ -148,7 +148,7 @@ class Server {
       : owner_(owner), state_(state), durability_(durability), o_(o), err_(err), snapshots_(state),
         committer_(owner, durability, 0) {}
 
-  int run(int listen_fd);
+  int run(int listen_fd, int signal_fd);
 
   // I/O threads.
   const ServerOptions& options() const { return o_; }
@@ -586,8 +586,7 @@ void Server::owner_loop() {
   for (auto& io : ios_) io->wake();
 }
 
-int Server::run(int listen_fd) {
-  SignalFd signals;  // before any thread starts: they inherit the mask
+int Server::run(int listen_fd, int signal_fd) {
   for (uint32_t i = 0; i < o_.io_threads; ++i) {
     ios_.push_back(std::make_unique<IoThread>(*this, i));
     if (!ios_.back()->ok()) {
@@ -595,7 +594,7 @@ int Server::run(int listen_fd) {
       return 2;
     }
   }
-  ios_[0]->watch_listener(listen_fd, signals.fd());
+  ios_[0]->watch_listener(listen_fd, signal_fd);
   for (auto& io : ios_) io->start();
   owner_loop();
   for (auto& io : ios_) io->join();
@@ -631,14 +630,18 @@ int serve_socket(Service& owner, vm::State& state, Durability& durability, const
     return 2;
   }
   raise_descriptor_limit(o.max_connections, err);
+  // SIGINT and SIGTERM go to a descriptor from before the address is
+  // announced (a client may signal as soon as it reads it) and before any
+  // thread starts (threads inherit the mask).
+  SignalFd signals;
   fmt::print(err, "aup: listening on {}\n", where);
   std::fflush(err);
   int rc;
   if (o.io_threads == 0) {
-    rc = serve_on_owner(owner, state, durability, o, fd, err);
+    rc = serve_on_owner(owner, state, durability, o, fd, signals.fd(), err);
   } else {
     Server server(owner, state, durability, o, err);
-    rc = server.run(fd);
+    rc = server.run(fd, signals.fd());
   }
   ::close(fd);
   if (a.unix_socket) ::unlink(a.path.c_str());
