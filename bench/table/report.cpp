@@ -93,7 +93,8 @@ std::string to_markdown(const Environment& env, const Options& o, const std::vec
                       median(f->base_ns), ratio_median(*f), seed ? seed->before_ns : "–",
                       seed ? seed->after_ns : "–");
   }
-  md += "\nThe seed 092 columns are copied from `shared/seeds/092-tpcc.md` (section 안내 노드): a different "
+  md += "\nThe seed 092 columns are copied from seed 092's report (an earlier TPC-C study, not in this "
+        "repository; its section on guide nodes): a different "
         "machine (Raspberry Pi 5) and a different B+tree (seed 092's, before and after its guide nodes). "
         "They were not measured here; compare trends, not absolute times.\n\n";
 

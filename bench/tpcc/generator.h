@@ -8,8 +8,8 @@
 // gives the same rows and the same transactions on every machine, which is
 // what lets aup and the SQLite comparison run exactly the same workload.
 //
-// The facts (ranges, shares, NURand) are TPC-C rev 5.11 as summarised in
-// /work/shared/design/tpcc.md; the deviations are the module's: customers
+// The facts (ranges, shares, NURand) are TPC-C rev 5.11 (clauses 2 and 4:
+// population, transaction inputs, NURand); the deviations are the module's: customers
 // chosen by number, read-only strings left out, one district per Delivery.
 // Money is integer cents, tax and discount rates ten-thousandths.
 #pragma once

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Differential fuzz test: two engines (the VM and the JIT) run the same
 bytecode and must give the same answers and leave the same state
-(shared/design/language.md, "Determinism").
+(docs/jit.md: the same answers, failures and final state, byte for byte).
 
 For every program it generates a random well-typed aup module and random
 requests (seeded, so a run is repeatable), builds the module once and runs
