@@ -39,9 +39,6 @@ struct Conn {
   uint32_t in_batch = 0;     // answers of this connection the Committer holds
   size_t batch_bytes = 0;    // and about how many bytes they hold
   bool dead = false;      // cannot be written: its answers are dropped
-  bool parked = false;    // a query set aside until the batch commits
-  std::string parked_line;
-  double parked_now = 0;
   bool queued = false;   // in work_: lines to take this turn
   bool touched = false;  // in touched_: to flush, close or re-arm after the turn
   uint32_t interest = 0;
@@ -88,10 +85,10 @@ class OwnerServer {
   std::unique_ptr<Acceptor> acceptor_;
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;
   uint64_t next_id_ = 1;
-  // Connections with lines to take, with a query set aside, held at
-  // --max-pending until the commit, and touched this turn. A connection is
-  // closed only in settle_touched(), when the first three are empty.
-  std::vector<Conn*> work_, parked_, held_, touched_;
+  // Connections with lines to take, held at --max-pending until the
+  // commit, and touched this turn. A connection is closed only in
+  // settle_touched(), when the first two are empty.
+  std::vector<Conn*> work_, held_, touched_;
   double turn_now_ = 0;  // an event's `now`: when its turn's read happened
   bool stopping_ = false;
 };
@@ -144,13 +141,13 @@ void OwnerServer::on_ready(Conn& c, uint32_t events) {
   }
 }
 
-// Takes the connection's complete lines into the batch until one of them
-// is a query that must wait for the batch, or a limit holds it back.
+// Takes the connection's complete lines into the batch until none is
+// left, or a limit holds the connection back.
 void OwnerServer::take_lines(Conn& c) {
   std::string_view line;
   // Answers still in the batch count toward --max-output, so a connection
   // asking for large answers holds at most about the limit plus one.
-  while (!c.dead && !c.parked && !stopping_ && c.out.waiting() + c.batch_bytes <= o_.max_output_bytes) {
+  while (!c.dead && !stopping_ && c.out.waiting() + c.batch_bytes <= o_.max_output_bytes) {
     if (c.in_batch >= o_.max_pending) {
       held_.push_back(&c);  // taken again once this batch is answered
       return;
@@ -162,16 +159,9 @@ void OwnerServer::take_lines(Conn& c) {
       batch_.add(c.id, too_long_answer(o_.max_line_bytes));
       continue;
     }
-    bool query = service_.prepare(line);
-    if (query && batch_.events() > 0) {
-      c.parked = true;
-      c.parked_line.assign(line);
-      c.parked_now = turn_now_;
-      parked_.push_back(&c);
-      return;
-    }
+    service_.prepare(line);
     ++c.in_batch;
-    c.batch_bytes += batch_.take(c.id, turn_now_);
+    c.batch_bytes += batch_.take(c.id, turn_now_, line);
     if (batch_.full()) commit();
   }
 }
@@ -185,23 +175,10 @@ void OwnerServer::deliver(uint64_t to, std::string& answer) {
   touch(c);
 }
 
-// Commits the batch, then runs the queries that waited for it; their
-// connections go on with the lines after them.
+// Commits the batch (its answers go out with the turn's); connections
+// held at --max-pending go on.
 void OwnerServer::commit() {
-  auto deliver_to = [this](uint64_t to, std::string& answer) { deliver(to, answer); };
-  batch_.commit(deliver_to);
-  if (!parked_.empty()) {
-    for (Conn* c : parked_) {
-      c->parked = false;
-      if (c->dead) continue;
-      service_.prepare(c->parked_line);
-      ++c->in_batch;
-      c->batch_bytes += batch_.take(c->id, c->parked_now);
-      queue(*c);
-    }
-    parked_.clear();
-    batch_.commit(deliver_to);  // queries only: nothing to sync
-  }
+  batch_.commit([this](uint64_t to, std::string& answer) { deliver(to, answer); });
   for (Conn* c : held_) queue(*c);
   held_.clear();
 }
@@ -220,7 +197,7 @@ void OwnerServer::work() {
     work_.clear();
     commit();
   }
-  assert(batch_.empty() && parked_.empty() && held_.empty());
+  assert(batch_.empty() && held_.empty());
 }
 
 void OwnerServer::flush(Conn& c) {
@@ -229,7 +206,7 @@ void OwnerServer::flush(Conn& c) {
 }
 
 bool OwnerServer::finished(const Conn& c) const {
-  if (c.in_batch > 0 || c.parked) return false;
+  if (c.in_batch > 0) return false;
   if (c.dead) return true;
   if (!c.in.eof() && !stopping_) return false;
   return c.out.waiting() == 0 && (stopping_ || !c.in.ready());
@@ -239,7 +216,7 @@ void OwnerServer::update_interest(Conn& c) {
   uint32_t want = 0;
   if (!c.dead) {
     bool backlog = c.in_batch >= o_.max_pending || c.out.waiting() > o_.max_output_bytes;
-    if (!c.in.eof() && !c.parked && !stopping_ && !backlog) want |= EPOLLIN | EPOLLRDHUP;
+    if (!c.in.eof() && !stopping_ && !backlog) want |= EPOLLIN | EPOLLRDHUP;
     if (c.out.waiting() > 0) want |= EPOLLOUT;
   }
   // A dead connection stays registered with no interest until its last

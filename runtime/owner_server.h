@@ -4,20 +4,18 @@
 //
 // One thread, one epoll. Each turn the owner reads once from every ready
 // connection, frames and decodes each request line once, applies the events
-// of all connections as one batch, commits it (one log entry, one
-// fdatasync), runs the queries that waited for that commit, and writes
-// every connection's answers with one send. Nothing crosses a thread on
+// and runs the queries of all connections as one batch, commits it (one
+// log entry, one fdatasync), and writes every connection's answers with one
+// send. Nothing crosses a thread on
 // the request path: on one core, handing requests and answers between
 // threads cost more than applying them (two wake-ups and about nine system
 // calls per request, docs/benchmarks.md).
 //
-// Queries read the live state, which between batches is exactly the
-// committed state, so no snapshot is ever published (checkpoints take
-// their own). A query that arrives while the batch holds events is set
-// aside until the batch is committed, and its connection reads nothing
-// after it meanwhile; so a query reads every earlier event of its
-// connection, never an event that might still be undone, and nothing
-// that came after it.
+// Queries run in their place in the batch, on the live state, so no
+// snapshot is ever published (checkpoints take their own): a query reads
+// every earlier event of its connection and nothing after it, and its
+// answer leaves with the batch's, once what it read is durable (the
+// Committer runs it again if the commit fails, pipeline.h).
 //
 // Limits and back-pressure as with I/O threads (server.h): a connection
 // whose answers waiting exceed --max-output, or whose requests in the

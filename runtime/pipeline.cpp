@@ -109,9 +109,9 @@ bool LineFramer::ready() const {
 Committer::Committer(Service& service, Durability& durability, uint32_t max_events)
     : service_(service), durability_(durability), max_events_(max_events) {}
 
-size_t Committer::take(uint64_t to, double now) {
-  assert(!(service_.prepared_query() && events_ > 0));  // a query reads only committed state
+size_t Committer::take(uint64_t to, double now, std::string_view request) {
   service_.set_refusing(durability_.refusing());
+  bool query = service_.prepared_query();
   Entry& e = next_entry(to);
   Outcome o = service_.finish(now, e.text);
   if (o == Outcome::EventApplied) {
@@ -119,6 +119,12 @@ size_t Committer::take(uint64_t to, double now) {
     e.has_result = service_.has_result();
     e.id.assign(service_.id());
     ++events_;
+  } else if (query && events_ > 0) {
+    // It read events whose commit may still fail.
+    assert(!request.empty());
+    e.rerun = true;
+    e.request.assign(request);
+    e.now = now;
   }
   return e.text.size();
 }
@@ -133,6 +139,7 @@ Committer::Entry& Committer::next_entry(uint64_t to) {
   e.id.clear();
   e.applied = false;
   e.has_result = false;
+  e.rerun = false;
   return e;
 }
 
@@ -158,7 +165,20 @@ bool Committer::settle() {
     }
     e.text.swap(scratch_);
   }
+  if (!committed) rerun_queries();
   return committed;
+}
+
+// The failed commit undid the events the batch's queries may have read:
+// each runs again, in order, on the state that is left.
+void Committer::rerun_queries() {
+  for (size_t i = 0; i < used_; ++i) {
+    Entry& e = entries_[i];
+    if (!e.rerun) continue;
+    e.text.clear();
+    service_.prepare(e.request);
+    service_.finish(e.now, e.text);
+  }
 }
 
 // ---- Outbox --------------------------------------------------------------------------

@@ -16,12 +16,9 @@
 // each answer to its connection's Outbox and writes what waits with one
 // system call.
 //
-// The one rule a transport must keep itself: a query may run only when the
-// Committer holds no applied event (it reads committed state, never what a
-// failed commit could still undo). Before such a query the transport either
-// commits (stdin) or sets the query aside until the batch is committed
-// (sockets: the connection reads nothing after it meanwhile, so its later
-// requests still come after it).
+// A query is taken in its place like any other request: it reads the live
+// state, and its answer leaves with the batch's, once what it read is
+// durable (the Committer runs it again if that commit fails).
 #pragma once
 
 #include <sys/types.h>
@@ -79,8 +76,16 @@ class LineFramer {
   bool eof_ = false;
 };
 
-// The answers of one batch, in request order, each for a destination the
+// The answers of a batch, in request order, each for a destination the
 // transport names (a connection number); settled together at commit().
+//
+// Queries are taken like anything else, at any point of a batch: a query
+// reads the live state, so it sees every request taken before it (its own
+// connection's events among them), and its answer is held with the batch's
+// and leaves only after the events it may have read are durable. Should
+// the commit fail, those events are undone, and every query that may have
+// read them runs again on the state they left before any answer leaves: no
+// answer ever shows a change that did not become durable.
 class Committer {
  public:
   // `service` and `durability` must outlive the Committer. max_events: a
@@ -89,12 +94,14 @@ class Committer {
   Committer(const Committer&) = delete;
   Committer& operator=(const Committer&) = delete;
 
-  // Finishes the request service.prepare() took, for destination `to`: an
-  // event is applied (answered at commit), anything else answered now but
-  // kept in its place. A query must not be taken while events() > 0.
-  // Returns the bytes the answer holds so far (an event's: its result), so
-  // the transport can bound what one connection's answers hold.
-  size_t take(uint64_t to, double now);
+  // Finishes the request service.prepare(request) took, for destination
+  // `to`: an event is applied (answered at commit), anything else is
+  // answered now but kept in its place. `request` is the line itself, kept
+  // for a query that may have to run again (a transport that hands the
+  // Committer only events may pass none). Returns the bytes the answer
+  // holds so far (an event's: its result), so the transport can bound
+  // what one connection's answers hold.
+  size_t take(uint64_t to, double now, std::string_view request = {});
   // An answer the transport formed itself (a line over the limit).
   void add(uint64_t to, std::string answer);
 
@@ -123,12 +130,16 @@ class Committer {
  private:
   struct Entry {
     uint64_t to = 0;
-    std::string text;  // the answer; for an applied event, its result until settled
-    std::string id;    // an applied event's raw id
+    std::string text;     // the answer; for an applied event, its result until settled
+    std::string id;       // an applied event's raw id
+    std::string request;  // a query that read events not yet durable: its line
+    double now = 0;       // and its `now`
     bool applied = false;
     bool has_result = false;
+    bool rerun = false;  // such a query: run again if the commit fails
   };
   bool settle();
+  void rerun_queries();
   Entry& next_entry(uint64_t to);
 
   Service& service_;

@@ -44,9 +44,8 @@ void take_lines(LineFramer& in, Service& service, Committer& batch, size_t max_l
       batch.add(0, too_long_answer(max_line_bytes));
       continue;
     }
-    bool query = service.prepare(line);
-    if (query && batch.events() > 0) batch.commit(deliver);  // a query reads only committed state
-    batch.take(0, now);
+    service.prepare(line);
+    batch.take(0, now, line);
     if (batch.full()) batch.commit(deliver);
   }
   batch.commit(deliver);  // everything read together: one commit, then the answers

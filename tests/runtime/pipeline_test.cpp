@@ -157,6 +157,54 @@ query balance(id: num) { return accounts[id].balance }
     CHECK(q.got[0].second.find("\"code\":\"not_found\"") != std::string::npos);
   }
 
+  // Takes one request line into the batch, as a transport does.
+  void take(Service& service, Committer& batch, uint64_t to, const std::string& line) {
+    service.prepare(line);
+    batch.take(to, 0, line);
+  }
+
+  TEST_CASE("a query inside a batch reads the events before it, and its answer waits for their commit") {
+    testing::Running run(kBank);
+    FakeDurability d(run.state());
+    Service service(run.module(), run.state(), ServiceOptions{});
+    Committer batch(service, d, 0);
+    take(service, batch, 1, R"({"query":"balance","args":{"id":1},"id":"before"})");
+    take(service, batch, 1, R"({"event":"open","args":{"id":1}})");
+    take(service, batch, 2, R"({"query":"balance","args":{"id":1},"id":"after"})");
+    Answers a;
+    CHECK(batch.commit(a));
+    CHECK(d.commits == 1);
+    REQUIRE(a.got.size() == 3);
+    CHECK(a.got[0].second.find("\"id\":\"before\",\"ok\":false,\"error\":{\"code\":\"not_found\"") != std::string::npos);
+    CHECK(a.got[1].second == "{\"ok\":true}\n");
+    CHECK(a.got[2] == std::pair<uint64_t, std::string>{2, "{\"id\":\"after\",\"ok\":true,\"result\":0}\n"});
+  }
+
+  TEST_CASE("when the commit fails, a query that read the batch's events runs again on the state before them") {
+    testing::Running run(kBank);
+    FakeDurability d(run.state());
+    Service service(run.module(), run.state(), ServiceOptions{});
+    Committer batch(service, d, 0);
+    take(service, batch, 1, R"({"event":"open","args":{"id":1}})");
+    take(service, batch, 2, R"({"query":"balance","args":{"id":1},"id":"q1"})");
+    take(service, batch, 1, R"({"event":"touch","args":{"id":1}})");
+    take(service, batch, 3, R"({"query":"balance","args":{"id":1},"id":"q2"})");
+    d.fail_next = true;
+    Answers a;
+    CHECK(!batch.commit(a));
+    REQUIRE(a.got.size() == 4);
+    CHECK(a.got[0].second.find("\"code\":\"unavailable\"") != std::string::npos);
+    CHECK(a.got[2].second.find("\"code\":\"unavailable\"") != std::string::npos);
+    // Both queries had found account 1; run again, neither does.
+    for (size_t i : {size_t{1}, size_t{3}}) {
+      INFO(a.got[i].second);
+      CHECK(a.got[i].second.find("\"code\":\"not_found\"") != std::string::npos);
+    }
+    CHECK(a.got[1].first == 2);
+    CHECK(a.got[3].first == 3);
+    CHECK(a.got[3].second.find("\"id\":\"q2\"") == 1);
+  }
+
   TEST_CASE("a batch is full at its event limit; failed events do not count") {
     testing::Running run(kBank);
     FakeDurability d(run.state());
