@@ -42,13 +42,10 @@ class AupPeer : public Peer {
   void fund(uint32_t accounts, uint64_t deposit) override { server::open_accounts(socket_, accounts, deposit); }
   std::vector<std::unique_ptr<Teller>> tellers(uint32_t clients) override {
     std::vector<std::unique_ptr<Teller>> out;
-    for (uint32_t i = 0; i < clients; ++i) out.push_back(std::make_unique<AupTeller>(socket_));
+    for (uint32_t i = 0; i < clients; ++i) out.push_back(line_teller(socket_));
     return out;
   }
-  Totals totals() override {
-    server::BankTotals t = server::read_totals(socket_);
-    return Totals{t.transfers_made, t.total, t.accounts};
-  }
+  Totals totals() override { return line_totals(socket_); }
   void stop() override { child_.stop(); }
 
  private:
@@ -67,6 +64,13 @@ class AupPeer : public Peer {
 };
 
 }  // namespace
+
+std::unique_ptr<Teller> line_teller(const std::string& socket) { return std::make_unique<AupTeller>(socket); }
+
+Totals line_totals(const std::string& socket) {
+  server::BankTotals t = server::read_totals(socket);
+  return Totals{t.transfers_made, t.total, t.accounts};
+}
 
 std::unique_ptr<Peer> start_aup(const AupConfig& config, const PeerSetup& setup) {
   return std::make_unique<AupPeer>(config, setup);

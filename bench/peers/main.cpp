@@ -1,19 +1,21 @@
 // peers_bench: the same durable bank transfer on aup, Redis (AOF fsync'ed
 // on every write) and Tarantool (WAL fsync'ed on every write) at 1, 16 and
 // 64 closed-loop clients, each server pinned to one CPU and this load
-// generator to the other, beside the bare fdatasync rate of the volume.
+// generator to the other, beside the bare fdatasync rate of the volume and
+// the floor: a hand-written server doing only the transport and the group
+// commit (floor_server.cpp), the least any of them can cost here.
 // See docs/benchmarks.md, "Durable transfers beside Redis and Tarantool".
 //
 // Usage: peers_bench --aup PATH --bank BANK.aup --data DIR
 //          [--systems aup,redis,tarantool] [--clients 1,16,64]
 //          [--seconds 10] [--warmup 2] [--sync-seconds 3] [--accounts 10000]
 //          [--io-threads N] [--cpus SERVER:CLIENT | none]
-//          [--redis-server PATH] [--tarantool PATH]
+//          [--redis-server PATH] [--tarantool PATH] [--floor PATH]
 //          [--reps 3] [--seed 92] [--out DIR] [--name peers] [--smoke]
 //
 // A system whose program is missing is skipped, saying which Debian
 // package would bring it; nothing is installed.
-// --smoke: aup alone at 1 and 4 clients, about 3 s in all, unpinned, in a
+// --smoke: aup and the floor at 1 and 4 clients, about 5 s in all, unpinned, in a
 // temporary directory; checks the answers and totals, never speed; writes
 // nothing unless --out (the meson test).
 #include <sched.h>
@@ -63,12 +65,13 @@ std::vector<uint32_t> client_counts(aup::bench::CommandLine& args, const std::st
 std::vector<std::string> systems(aup::bench::CommandLine& args, const std::string& text) {
   std::vector<std::string> out;
   for (const std::string& s : split(text, ',')) {
-    if (s == pe::kAup || s == pe::kRedis || s == pe::kTarantoolShared || s == pe::kTarantoolPerClient) {
+    if (s == pe::kAup || s == pe::kRedis || s == pe::kTarantoolShared || s == pe::kTarantoolPerClient ||
+        s == pe::kFloor) {
       out.push_back(s);
     } else if (s == "tarantool") {
       out.insert(out.end(), {pe::kTarantoolShared, pe::kTarantoolPerClient});
     } else {
-      args.usage("no system `" + s + "` (aup, redis, tarantool, tarantool-shared, tarantool-per-client)");
+      args.usage("no system `" + s + "` (aup, redis, tarantool, tarantool-shared, tarantool-per-client, floor)");
     }
   }
   if (out.empty()) args.usage("--systems needs at least one system");
@@ -101,11 +104,11 @@ void cpu_plan(aup::bench::CommandLine& args, pe::Options& o) {
   o.client_cpus = text.substr(colon + 1);
 }
 
-// The smoke test's shape: aup alone, short, unpinned (meson runs tests in
+// The smoke test's shape: aup and the floor, short, unpinned (meson runs tests in
 // parallel on any number of CPUs); its data directory is made when it runs.
 void smoke_shape(pe::Options& o) {
   o.smoke = true;
-  o.systems = {pe::kAup};
+  o.systems = {pe::kAup, pe::kFloor};
   o.clients = {1, 4};
   o.reps = 1;
   o.seconds = 0.8;
@@ -123,6 +126,7 @@ bool own_flag(aup::bench::CommandLine& args, pe::Options& o, const std::string& 
   else if (a == "--data") o.data = args.value();
   else if (a == "--redis-server") o.redis_server = args.value();
   else if (a == "--tarantool") o.tarantool = args.value();
+  else if (a == "--floor") o.floor = args.value();
   else if (a == "--systems") o.systems = systems(args, args.value());
   else if (a == "--clients") o.clients = client_counts(args, args.value());
   else if (a == "--seconds") o.seconds = seconds_value(args);
@@ -145,11 +149,15 @@ pe::Options parse_args(int argc, char** argv) {
                                "--aup PATH --bank BANK.aup --data DIR [--systems aup,redis,tarantool] "
                                "[--clients 1,16,64] [--seconds S] [--warmup S] [--sync-seconds S] [--accounts N] "
                                "[--io-threads N] [--cpus SERVER:CLIENT|none] [--redis-server PATH] "
-                               "[--tarantool PATH] [--reps N] [--seed N] [--out DIR] [--name NAME] [--smoke]");
+                               "[--tarantool PATH] [--floor PATH] [--reps N] [--seed N] [--out DIR] [--name NAME] [--smoke]");
   pe::Options o;
   args.parse(o, 1, kMaxCount, [&](const std::string& a) { return own_flag(args, o, a); });
   if (o.aup.empty() || o.bank.empty()) args.usage("--aup and --bank are required");
   if (o.data.empty() && !o.smoke) args.usage("--data DIR is required: the volume to measure");
+  if (o.floor.empty()) {
+    // Built beside this program.
+    o.floor = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "peers_floor").string();
+  }
   return o;
 }
 
@@ -157,14 +165,17 @@ pe::Options parse_args(int argc, char** argv) {
 void skip_missing(pe::Options& o) {
   std::vector<std::string> kept;
   for (const std::string& s : o.systems) {
-    bool redis = s == pe::kRedis;
-    const std::string& program = redis ? o.redis_server : o.tarantool;
+    bool redis = s == pe::kRedis, floor = s == pe::kFloor;
+    const std::string& program = redis ? o.redis_server : floor ? o.floor : o.tarantool;
     if (s == pe::kAup || ::access(program.c_str(), X_OK) == 0) {
       kept.push_back(s);
       continue;
     }
-    std::string why = s + ": " + program + " is missing (the Debian package " +
-                      (redis ? "redis-server" : "tarantool") + " is not installed)";
+    std::string why = s + ": " + program + " is missing (" +
+                      (floor  ? std::string("build it: ninja bench/peers/peers_floor")
+                       : redis ? std::string("the Debian package redis-server is not installed")
+                               : std::string("the Debian package tarantool is not installed")) +
+                      ")";
     std::fprintf(stderr, "%s: skipping %s\n", kProgram, why.c_str());
     o.skipped.push_back(why);
   }

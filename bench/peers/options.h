@@ -18,11 +18,12 @@ struct Options : RunOptions {
   std::string bank;                                 // examples/bank/bank.aup
   std::string redis_server = "/usr/bin/redis-server";
   std::string tarantool = "/usr/bin/tarantool";
+  std::string floor;                                // peers_floor (floor_server.cpp)
   std::string data;                                 // every run's fresh directory goes inside
   std::string data_shown;  // --data as given, for the report (results name no checkout path)
   // In the order of the report; a system whose program is missing is
   // dropped from it before the runs (main.cpp says so).
-  std::vector<std::string> systems{kAup, kRedis, kTarantoolShared, kTarantoolPerClient};
+  std::vector<std::string> systems{kAup, kRedis, kTarantoolShared, kTarantoolPerClient, kFloor};
   std::vector<std::string> skipped;                 // "redis: the Debian package redis-server is not installed"
   std::vector<uint32_t> clients{1, 16, 64};
   double seconds = 10;                              // the timed phase of one run

@@ -56,6 +56,8 @@ inline constexpr const char* kAup = "aup";
 inline constexpr const char* kRedis = "redis";
 inline constexpr const char* kTarantoolShared = "tarantool-shared";
 inline constexpr const char* kTarantoolPerClient = "tarantool-per-client";
+// Not a peer: the least a server of this shape costs here (floor_server.cpp).
+inline constexpr const char* kFloor = "floor";
 
 struct AupConfig {
   std::string aup;         // the executable
@@ -64,6 +66,13 @@ struct AupConfig {
 };
 
 std::unique_ptr<Peer> start_aup(const AupConfig& config, const PeerSetup& setup);
+// `program`: peers_floor; it starts with the accounts funded.
+std::unique_ptr<Peer> start_floor(const std::string& program, uint32_t accounts, uint64_t deposit,
+                                  const PeerSetup& setup);
+// A teller and the totals over aup's line protocol (the bank's transfer,
+// transfers_made and total), for aup and the floor.
+std::unique_ptr<Teller> line_teller(const std::string& socket);
+Totals line_totals(const std::string& socket);
 std::unique_ptr<Peer> start_redis(const std::string& redis_server, const PeerSetup& setup);
 // `shared`: every teller calls through one connection; else one each.
 std::unique_ptr<Peer> start_tarantool(const std::string& tarantool, bool shared, const PeerSetup& setup);

@@ -20,6 +20,7 @@ std::string label(const std::string& system) {
   if (system == kRedis) return "Redis";
   if (system == kTarantoolShared) return "Tarantool, one shared connection";
   if (system == kTarantoolPerClient) return "Tarantool, a connection per client";
+  if (system == kFloor) return "floor (transport + group commit only)";
   return system;
 }
 
@@ -45,7 +46,7 @@ std::vector<double> best_peer_rates(const Sweep& sweep, const Options& o, uint32
   std::vector<double> best(o.reps, 0);
   bool any = false;
   for (const std::string& system : o.systems) {
-    if (system == kAup) continue;
+    if (system == kAup || system == kFloor) continue;
     for (const Sample* s : runs_of(sweep, system, clients)) {
       best[s->rep] = std::max(best[s->rep], s->transfers_per_s);
       any = true;

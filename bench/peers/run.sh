@@ -19,6 +19,6 @@ build=${1:-build}
 ninja -C "$root/$build" cli/aup bench/peers/peers_bench >/dev/null
 cd "$root"
 "$build/bench/peers/peers_bench" --aup "$build/cli/aup" --bank examples/bank/bank.aup \
-  --data "$build/peers-bench" --systems aup,redis,tarantool --clients 1,16,64 \
+  --data "$build/peers-bench" --systems aup,redis,tarantool,floor --clients 1,16,64 \
   --seconds 10 --warmup 2 --sync-seconds 3 --accounts 10000 --cpus 0:1 --reps 3 \
   --out bench/results "$@"

@@ -20,6 +20,7 @@ std::unique_ptr<Peer> start(const Options& o, const std::string& system, const P
   if (system == kRedis) return start_redis(o.redis_server, setup);
   if (system == kTarantoolShared) return start_tarantool(o.tarantool, true, setup);
   if (system == kTarantoolPerClient) return start_tarantool(o.tarantool, false, setup);
+  if (system == kFloor) return start_floor(o.floor, o.accounts, o.deposit, setup);
   throw std::logic_error("no system " + system);
 }
 
