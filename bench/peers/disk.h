@@ -1,29 +1,15 @@
-// The volume under a data directory: the block device that holds it, whose
-// sectors-written counter says what the device was asked to write (every
-// process's writes, metadata and journal included), and the bare rate of
-// 4 KiB writes each made durable with fdatasync there: the most a server
-// that syncs once per transfer could answer one client.
+// The bare rate of 4 KiB writes each made durable with fdatasync on the
+// volume measured: the most a server that syncs once per transfer could
+// answer one client.
 #pragma once
 
-#include <optional>
 #include <string>
+
+#include "common/block_device.h"
 
 namespace aup::bench::peers {
 
-class BlockDevice {
- public:
-  // The whole disk holding `dir` (the parent of a partition), found from
-  // the directory's st_dev through /sys/dev/block/MAJ:MIN. None when it is
-  // not a block device (tmpfs, overlayfs): then bytes_written() is empty.
-  explicit BlockDevice(const std::string& dir);
-  const std::string& name() const { return name_; }  // "vda"; empty: none
-  // Sectors written since boot × 512 (/sys/block/DEV/stat, field 7).
-  std::optional<double> bytes_written() const;
-
- private:
-  std::string name_;
-  std::string stat_path_;
-};
+using bench::BlockDevice;
 
 struct SyncRate {
   double seconds = 0;

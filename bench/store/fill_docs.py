@@ -12,10 +12,11 @@ doc_path = root + "/docs/benchmarks.md"
 doc = open(doc_path).read()
 rows = []
 for row in r["rows"]:
-    dev = "%.0f" % row["device_bytes_per_event"] if row["device_bytes_per_event"] is not None else "n/a"
-    rows.append("| %s | %.0f | %.3f | %.1f | %.0f µs | %.2f | %.0f µs | %.1f | %s |" % (
+    cells = ["n/a" if row.get(k) is None else "%.0f" % row[k]
+             for k in ("process_bytes_per_event", "device_bytes_per_event")]
+    rows.append("| %s | %.0f | %.3f | %.1f | %.0f µs | %.2f | %.0f µs | %.1f | %s | %s |" % (
         row["batches"], row["events_per_s"], row["vs_memory"], row["events_per_commit"], row["commit_p50_us"],
-        row["p50_vs_floor"], row["commit_p99_us"], row["log_bytes_per_event"], dev))
+        row["p50_vs_floor"], row["commit_p99_us"], row["log_bytes_per_event"], cells[0], cells[1]))
 growth = ", ".join("%.1f" % g["image_bytes_per_event"] for g in r["append_only"] if g["events"] >= 100000)
 s = r["summary"]
 uncapped = [row for row in r["rows"] if row["batches"] == "uncapped"][0]

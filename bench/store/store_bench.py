@@ -54,6 +54,23 @@ def write_input(path, lines):
         f.write("\n".join(lines) + "\n")
 
 
+def device_bytes(path):
+    """Sectors written x 512 so far by the whole block device holding `path`
+    (/sys/block/DEV/stat: every process's writes, the file system's journal
+    included), or None when it is not on a block device."""
+    st = os.stat(path)
+    sys_dir = os.path.realpath("/sys/dev/block/%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev)))
+    if not os.path.isdir(sys_dir):
+        return None
+    if os.path.exists(os.path.join(sys_dir, "partition")):
+        sys_dir = os.path.dirname(sys_dir)
+    try:
+        with open(os.path.join(sys_dir, "stat")) as f:
+            return int(f.read().split()[6]) * 512
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def run_aup(aup, args, input_path):
     """Runs aup on a file; (wall seconds, stats dict or None)."""
     with open(input_path, "rb") as inp:
@@ -92,6 +109,10 @@ def fdatasync_floor(work, count):
     os.unlink(path)
     lat.sort()
     return {"p50_us": lat[len(lat) // 2] / 1000, "p99_us": lat[int(len(lat) * 0.99)] / 1000, "count": count}
+
+
+def bytes_cell(v):
+    return "n/a" if v is None else "%.0f" % v
 
 
 def main():
@@ -135,7 +156,9 @@ def main():
         for name, cap, n in order:
             d = fresh_store(a.aup, a.module, work, setup_path, "store-" + name)
             args = [a.module, "--data", d, "--stats"] + (["--max-batch", str(cap)] if cap else [])
+            dev_before = device_bytes(work)
             wall, st = run_aup(a.aup, args, inputs[name])
+            dev_after = device_bytes(work)
             r[name] = {
                 "events": n,
                 "wall_s": wall,
@@ -144,16 +167,20 @@ def main():
                 "events_per_commit": n / max(1, st["commits"]),
                 "store_bytes_per_event": (st["log_bytes"] + st["image_bytes"]) / n,
                 "log_bytes_per_event": st["log_bytes"] / n,
-                "device_bytes_per_event": st["process_write_bytes"] / n if st["process_write_bytes"] >= 0 else None,
+                # write_bytes of /proc/PID/io counts every page dirtied as a
+                # whole page; the device counts what it was asked to write.
+                "process_bytes_per_event": st["process_write_bytes"] / n if st["process_write_bytes"] >= 0 else None,
+                "device_bytes_per_event": (dev_after - dev_before) / n if dev_before is not None else None,
                 "commit_p50_us": st["commit_p50_us"],
                 "commit_p99_us": st["commit_p99_us"],
                 "checkpoints": st["checkpoints"],
             }
             shutil.rmtree(d, ignore_errors=True)
             print("rep %d, batches %-8s %8.0f events/s  %6.1f events/commit  commit p50 %7.1f us  p99 %7.1f us  "
-                  "%6.1f B/event (store) %7.1f B/event (device)" %
+                  "%6.1f B/event (store) %7.1f (process) %7.1f (device)" %
                   (rep + 1, name, r[name]["events_per_s"], r[name]["events_per_commit"], r[name]["commit_p50_us"],
-                   r[name]["commit_p99_us"], r[name]["store_bytes_per_event"], r[name]["device_bytes_per_event"] or -1))
+                   r[name]["commit_p99_us"], r[name]["store_bytes_per_event"], r[name]["process_bytes_per_event"] or -1,
+                   r[name]["device_bytes_per_event"] or -1))
         print("rep %d, baselines: aup --memory %.0f events/s; bare fdatasync p50 %.1f us, p99 %.1f us" %
               (rep + 1, r["memory_events_per_s"], r["floor"]["p50_us"], r["floor"]["p99_us"]))
         reps.append(r)
@@ -187,8 +214,9 @@ def main():
         row = {k: med(lambda r, k=k: r[name][k]) for k in
                ["events_per_s", "events_per_commit", "commit_p50_us", "commit_p99_us", "store_bytes_per_event",
                 "log_bytes_per_event"]}
-        dev = [r[name]["device_bytes_per_event"] for r in reps if r[name]["device_bytes_per_event"] is not None]
-        row["device_bytes_per_event"] = statistics.median(dev) if dev else None
+        for k in ("process_bytes_per_event", "device_bytes_per_event"):
+            got = [r[name][k] for r in reps if r[name][k] is not None]
+            row[k] = statistics.median(got) if got else None
         row["vs_memory"] = row["events_per_s"] / summary["memory_events_per_s"]
         row["p50_vs_floor"] = row["commit_p50_us"] / summary["floor_p50_us"]
         row["batches"] = name
@@ -217,14 +245,14 @@ def main():
                 "p50 %.1f us, p99 %.1f us.\n\n" % (summary["memory_events_per_s"], summary["floor_p50_us"],
                                                    summary["floor_p99_us"]))
         f.write("| batches | events | events/s | / --memory | events/commit | commit p50 | p50 / bare fdatasync "
-                "| commit p99 | store B/event | log B/event | device B/event |\n")
-        f.write("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+                "| commit p99 | store B/event | log B/event | process B/event | device B/event |\n")
+        f.write("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
         for row in rows:
-            dev = "%.0f" % row["device_bytes_per_event"] if row["device_bytes_per_event"] is not None else "n/a"
-            f.write("| %s | %d | %.0f | %.3f | %.1f | %.1f us | %.2f | %.1f us | %.1f | %.1f | %s |\n" %
+            f.write("| %s | %d | %.0f | %.3f | %.1f | %.1f us | %.2f | %.1f us | %.1f | %.1f | %s | %s |\n" %
                     (row["batches"], row["events"], row["events_per_s"], row["vs_memory"], row["events_per_commit"],
                      row["commit_p50_us"], row["p50_vs_floor"], row["commit_p99_us"], row["store_bytes_per_event"],
-                     row["log_bytes_per_event"], dev))
+                     row["log_bytes_per_event"], bytes_cell(row["process_bytes_per_event"]),
+                     bytes_cell(row["device_bytes_per_event"])))
         f.write("\nAppend-only table (`transfers` only grows), uncapped batches:\n\n")
         f.write("| transfers | image bytes written | per event | image / log bytes | images written |\n")
         f.write("|---:|---:|---:|---:|---:|\n")

@@ -175,6 +175,7 @@ class AupBackend final : public Backend {
   explicit AupBackend(const BackendConfig& config) : config_(config), store_dir_(config.dir + "/store") {
     check_config(config);
     std::filesystem::create_directories(config.dir);
+    device_ = std::make_unique<bench::BlockDevice>(config.dir);
     socket_ = config.dir + "/aup.sock";
     if (socket_.size() > kMaxSocketPathBytes) {
       socket_dir_ = std::make_unique<server::TempDir>("/tmp", "aup-tpcc");
@@ -227,7 +228,7 @@ class AupBackend final : public Backend {
     return table_counts(json, ok_result(json, 1));
   }
 
-  ProcessFigures figures() override { return process_figures(running().pid()); }
+  ProcessFigures figures() override { return process_figures(running().pid(), *device_); }
 
   // Stops the server (so every row it answered is in the store and nothing
   // writes to it) and reads the rows back; a later call that needs the
@@ -266,6 +267,7 @@ class AupBackend final : public Backend {
 
   BackendConfig config_;
   std::string store_dir_;
+  std::unique_ptr<bench::BlockDevice> device_;  // made once the directory is
   std::string socket_;
   std::unique_ptr<server::TempDir> socket_dir_;  // outlives the server (declared before it)
   // terminal() may be called from the terminals' threads; the rest is

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "common/block_device.h"
 #include "generator.h"
 #include "state.h"
 
@@ -64,11 +65,15 @@ struct ProcessFigures {
   double cpu_ns = 0;           // user + system, every thread (utime + stime)
   uint64_t write_bytes = 0;    // /proc/PID/io write_bytes: sent to the block device
   uint64_t resident_bytes = 0; // VmRSS
+  // Sectors written × 512 by the block device holding the data (every
+  // process's writes, the file system's journal and metadata included);
+  // -1 when the data is not on a block device.
+  double device_bytes = -1;
 };
 
-// Reads ProcessFigures of `pid` (0: this process). Throws when /proc cannot
-// be read.
-ProcessFigures process_figures(pid_t pid);
+// Reads ProcessFigures of `pid` (0: this process) and of `device`. Throws
+// when /proc cannot be read.
+ProcessFigures process_figures(pid_t pid, const bench::BlockDevice& device);
 
 // Where and how a backend keeps its data.
 struct BackendConfig {

@@ -1,5 +1,7 @@
 #include "driver.h"
 
+#include "common/proc.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -174,6 +176,12 @@ double RunResult::write_bytes_per_transaction() const {
   return n ? static_cast<double>(after.write_bytes - before.write_bytes) / static_cast<double>(n) : 0;
 }
 
+double RunResult::device_bytes_per_transaction() const {
+  uint64_t n = transactions();
+  if (!n || before.device_bytes < 0 || after.device_bytes < 0) return -1;
+  return (after.device_bytes - before.device_bytes) / static_cast<double>(n);
+}
+
 std::vector<double> RunResult::all_latencies_us() const {
   std::vector<double> all;
   for (const KindFigures& k : kinds) all.insert(all.end(), k.latencies_us.begin(), k.latencies_us.end());
@@ -191,7 +199,7 @@ RunResult run_terminals(Backend& backend, const RunSpec& spec, const std::functi
   double start = now_ns();
   if (by_count) {
     r.before = backend.figures();
-    r.driver_cpu_ns = -process_figures(0).cpu_ns;
+    r.driver_cpu_ns = -bench::process_cpu(0).total();
   }
   std::vector<std::thread> threads;
   threads.reserve(spec.terminals);
@@ -204,17 +212,17 @@ RunResult run_terminals(Backend& backend, const RunSpec& spec, const std::functi
     end = now_ns();
     if (shared.error) std::rethrow_exception(shared.error);
     r.after = backend.figures();
-    r.driver_cpu_ns += process_figures(0).cpu_ns;
+    r.driver_cpu_ns += bench::process_cpu(0).total();
   } else {
     try {
       wait_phase(start + spec.warmup_s * 1e9, "warm-up", start, shared, progress);
       start = now_ns();
       r.before = backend.figures();
-      r.driver_cpu_ns = -process_figures(0).cpu_ns;
+      r.driver_cpu_ns = -bench::process_cpu(0).total();
       wait_phase(start + spec.seconds * 1e9, "timed", start, shared, progress);
       end = now_ns();
       r.after = backend.figures();
-      r.driver_cpu_ns += process_figures(0).cpu_ns;
+      r.driver_cpu_ns += bench::process_cpu(0).total();
     } catch (...) {
       shared.fail(std::current_exception());
     }

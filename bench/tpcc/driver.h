@@ -49,6 +49,8 @@ struct RunResult {
   // Server CPU per transaction (µs), device bytes per transaction, over the phase.
   double cpu_us_per_transaction() const;
   double write_bytes_per_transaction() const;
+  // -1 when the data is not on a block device.
+  double device_bytes_per_transaction() const;
   // All types together, ascending (for the latency CDF).
   std::vector<double> all_latencies_us() const;
 };

@@ -122,6 +122,7 @@ RunFigures figures_of(const Measured& m) {
   }
   f.cpu_us_per_transaction = r.cpu_us_per_transaction();
   f.write_bytes_per_transaction = r.write_bytes_per_transaction();
+  f.device_bytes_per_transaction = r.device_bytes_per_transaction();
   f.resident_bytes = static_cast<double>(m.resident_bytes);
   f.state_bytes = static_cast<double>(m.state_bytes);
   std::vector<double> all = r.all_latencies_us();
@@ -152,6 +153,8 @@ std::optional<CellFigures> cell_figures(const MatrixResults& results, const Cell
   m.p99_us_all = median_of(timed, [](const RunFigures& f) { return f.p99_us_all; });
   m.cpu_us_per_transaction = median_of(runs, [](const RunFigures& f) { return f.cpu_us_per_transaction; });
   m.write_bytes_per_transaction = median_of(runs, [](const RunFigures& f) { return f.write_bytes_per_transaction; });
+  m.device_bytes_per_transaction =
+      median_of(runs, [](const RunFigures& f) { return f.device_bytes_per_transaction; });  // -1 in all, or none
   m.resident_bytes = median_of(runs, [](const RunFigures& f) { return f.resident_bytes; });
   m.state_bytes = median_of(runs, [](const RunFigures& f) { return f.state_bytes; });
   for (size_t i = 0; i < cdf_fractions().size(); ++i) {

@@ -26,6 +26,7 @@ struct RunFigures {
   double p99_us_all = 0;  // every type together
   double cpu_us_per_transaction = 0;
   double write_bytes_per_transaction = 0;
+  double device_bytes_per_transaction = -1;  // -1: not on a block device
   double resident_bytes = 0;
   double state_bytes = 0;
   // The latency of all transactions at each of cdf_fractions().

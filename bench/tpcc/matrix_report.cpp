@@ -105,9 +105,10 @@ std::string cells_json(const MatrixOptions& o, const MatrixResults& results) {
     out += fmt::format(
         "{}\n    {{{},\"runs\":{},\"median\":{{\"transactions_per_s\":{:.1f},\"transactions_per_s_min\":{:.1f},"
         "\"transactions_per_s_max\":{:.1f},\"new_orders_per_min\":{:.0f},\"cpu_us_per_transaction\":{:.2f},"
-        "\"write_bytes_per_transaction\":{:.1f},\"resident_bytes\":{:.0f},\"state_bytes\":{:.0f},\"per_type\":{}}}}}",
+        "\"write_bytes_per_transaction\":{:.1f},\"device_bytes_per_transaction\":{},\"resident_bytes\":{:.0f},\"state_bytes\":{:.0f},\"per_type\":{}}}}}",
         first ? "" : ",", cell_labels_json(key), c->runs, m.transactions_per_s, c->transactions_per_s_min,
         c->transactions_per_s_max, m.new_orders_per_min, m.cpu_us_per_transaction, m.write_bytes_per_transaction,
+        m.device_bytes_per_transaction < 0 ? std::string("null") : fmt::format("{:.1f}", m.device_bytes_per_transaction),
         m.resident_bytes, m.state_bytes, per_type_json(m));
     first = false;
   }
@@ -176,7 +177,8 @@ std::string figures_text(const MatrixOptions& o) {
          "its length; NO/min the New-Orders among them per minute; latencies from sending a transaction to its "
          "final answer, in ms; server CPU is utime + stime of the working process (the aup server, or this whole "
          "process for SQLite, terminals included) per transaction; bytes written is /proc/PID/io write_bytes of "
-         "that process per transaction; resident is its VmRSS after the run, state the rows' size as data (8 "
+         "that process per transaction, and device the sectors written × 512 of the block device holding the data "
+         "(/sys/block/DEV/stat: every process's writes, the file system's journal included; – in memory); resident is its VmRSS after the run, state the rows' size as data (8 "
          "bytes a number). " +
          reps;
 }
@@ -203,10 +205,11 @@ std::string table_row(const CellKey& key, const CellFigures& c, bool with_range)
   constexpr int kPayment = static_cast<int>(TxKind::payment);
   std::string tx = count(m.transactions_per_s);
   if (with_range) tx += fmt::format(" ({}-{})", count(c.transactions_per_s_min), count(c.transactions_per_s_max));
-  return fmt::format("| {} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {:.1f} | {} | {:.1f} | {:.1f} | {:.2f} |\n",
+  std::string device = m.device_bytes_per_transaction < 0 ? "–" : count(m.device_bytes_per_transaction);
+  return fmt::format("| {} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {:.1f} | {} | {} | {:.1f} | {:.1f} | {:.2f} |\n",
                      key.medium, key.warehouses, key.kind, key.terminals, tx, count(m.new_orders_per_min),
                      ms(m.p50_us[kNewOrder]), ms(m.p99_us[kNewOrder]), ms(m.p50_us[kPayment]), ms(m.p99_us[kPayment]),
-                     m.cpu_us_per_transaction, count(m.write_bytes_per_transaction), m.resident_bytes / 1e6,
+                     m.cpu_us_per_transaction, count(m.write_bytes_per_transaction), device, m.resident_bytes / 1e6,
                      m.state_bytes / 1e6, m.state_bytes > 0 ? m.resident_bytes / m.state_bytes : 0.0);
 }
 
@@ -215,8 +218,8 @@ std::string table_row(const CellKey& key, const CellFigures& c, bool with_range)
 std::string matrix_table(const MatrixOptions& o, const MatrixResults& results) {
   std::string out =
       "| medium | W | backend | terminals | tx/s | NO/min | New-Order p50 / p99 ms | Payment p50 / p99 ms | "
-      "server CPU µs/tx | bytes written/tx | resident MB | state MB | resident ÷ state |\n"
-      "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "server CPU µs/tx | bytes written/tx: process | device | resident MB | state MB | resident ÷ state |\n"
+      "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const CellKey& key : cell_keys(o)) {
     std::optional<CellFigures> c = cell_figures(results, key);
     if (c) out += table_row(key, *c, o.reps > 1);

@@ -166,7 +166,7 @@ class SqliteBackend final : public Backend {
   std::vector<std::string> consistency(int64_t warehouses) override { return check_consistency(admin(), warehouses); }
   State dump() override { return read_state(admin()); }
   TableCounts counts() override { return count_rows(admin()); }
-  ProcessFigures figures() override { return process_figures(0); }
+  ProcessFigures figures() override { return process_figures(0, *device_); }
   void close() override;
 
  private:
@@ -177,6 +177,7 @@ class SqliteBackend final : public Backend {
   BackendConfig config_;
   Settings settings_;
   std::string path_;
+  std::unique_ptr<bench::BlockDevice> device_;  // made once the directory is
   std::unique_ptr<Db> admin_;            // load, consistency, dump, counts, the final checkpoint
   std::unique_ptr<GroupWriter> writer_;  // sqlite-grouped, from the first terminal on
   std::atomic<uint32_t> open_terminals_{0};
@@ -188,6 +189,7 @@ SqliteBackend::SqliteBackend(const BackendConfig& config)
   std::error_code ec;
   std::filesystem::create_directories(config_.dir, ec);
   if (ec) refuse("cannot make the directory " + config_.dir + ": " + ec.message());
+  device_ = std::make_unique<bench::BlockDevice>(config_.dir);
   admin_ = open_connection(path_, name(), settings_);
   if (has_schema(*admin_)) {
     ensure_page_size(*admin_, settings_.small_pages ? kSmallPageBytes : kDefaultPageBytes);
