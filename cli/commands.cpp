@@ -18,6 +18,7 @@
 #include "durability.h"
 #include "io.h"
 #include "jit.h"
+#include "listener.h"
 #include "server.h"
 #include "stdio_loop.h"
 #include "store.h"
@@ -232,6 +233,15 @@ int choose_engine(const RunOptions& o, const vm::Module& m, std::unique_ptr<vm::
 }  // namespace
 
 int run(const RunOptions& o) {
+  if (!o.listen.empty()) {
+    // Refused before anything is loaded or made (the store directory).
+    runtime::ListenAddress where;
+    std::string error;
+    if (!runtime::parse_listen_address(o.listen, where, error)) {
+      fmt::print(stderr, "aup run: --listen: {}\n", error);
+      return kExitUsage;
+    }
+  }
   int rc = kExitOk;
   auto m = load(o.module, rc);
   if (!m) return rc;
@@ -297,7 +307,7 @@ int run(const RunOptions& o) {
     // A store in use, or a disk that refuses, is the environment; a
     // damaged or mismatched store is for the user to fix.
     bool environment = st.err == EWOULDBLOCK || st.err == EACCES || st.err == ENOSPC || st.err == EROFS ||
-                       st.err == EDQUOT || st.err == EPERM || st.err == EIO;
+                       st.err == EDQUOT || st.err == EPERM || st.err == EIO || st.err == ENOTDIR;
     return environment ? kExitUsage : kExitErrors;
   }
   if (report.created) fmt::print(stderr, "aup: created the store {}\n", o.data);

@@ -2,10 +2,42 @@
 // subcommand's work lives in a library (compiler/, vm/, runtime/) behind
 // cli/commands.h.
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <string_view>
+#include <vector>
 
 #include "check_cli.h"
 #include "commands.h"
 #include "replay.h"
+#include "suggest.h"
+
+namespace {
+
+// Before CLI11 parses: `aup` alone prints the help, and a first word that
+// is no command is named with the closest command (CLI11 would only say
+// that a subcommand is required). -1 when the line has a known command.
+int missing_command(CLI::App& app, int argc, char** argv) {
+  if (argc < 2) {
+    fmt::print(stderr, "{}", app.help());
+    return aup::kExitUsage;
+  }
+  std::string_view first = argv[1];
+  if (first.empty() || first[0] == '-') return -1;  // --help, --version, or an error CLI11 reports
+  std::vector<std::string_view> names;
+  std::string list;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_name() == first) return -1;
+    names.push_back(sub->get_name());
+    list += (list.empty() ? "" : ", ") + sub->get_name();
+  }
+  fmt::print(stderr, "aup: no command `{}`{} (the commands: {}; `aup --help` says more)\n", first,
+             aup::did_you_mean(first, names), list);
+  return aup::kExitUsage;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"aup: durable applications from small typed modules.\n"
@@ -32,10 +64,12 @@ int main(int argc, char** argv) {
   disasm_cmd->add_option("module", disasm.module, "an .aupm module file, or an .aup source (compiled first)")
       ->required()
       ->type_name("MODULE");
-  disasm_cmd->add_flag("--ir", disasm.ir, "print LLVM IR (after LLVM's O2 optimizations, as it runs)");
+  CLI::Option* ir = disasm_cmd->add_flag("--ir", disasm.ir, "print LLVM IR (after LLVM's O2 optimizations, as it runs)");
   disasm_cmd->add_option("--function", disasm.function, "with --ir: only this handler, query or helper")
-      ->type_name("NAME");
-  disasm_cmd->add_flag("--unoptimized", disasm.unoptimized, "with --ir: the IR as translated, before optimizing");
+      ->type_name("NAME")
+      ->needs(ir);
+  disasm_cmd->add_flag("--unoptimized", disasm.unoptimized, "with --ir: the IR as translated, before optimizing")
+      ->needs(ir);
 
   aup::cli::RunOptions run;
   double fixed_time = 0;
@@ -47,8 +81,9 @@ int main(int argc, char** argv) {
   run_cmd->add_option("module", run.module, "an .aupm module file, or an .aup source (compiled first)")
       ->required()
       ->type_name("MODULE");
-  run_cmd->add_option("--data", run.data, "the store directory")->capture_default_str()->type_name("DIR");
-  run_cmd->add_flag("--memory", run.memory, "keep the state in memory only: nothing is written, nothing survives");
+  CLI::Option* data = run_cmd->add_option("--data", run.data, "the store directory")->capture_default_str()->type_name("DIR");
+  run_cmd->add_flag("--memory", run.memory, "keep the state in memory only: nothing is written, nothing survives")
+      ->excludes(data);
   run_cmd->add_option("--max-batch", run.max_batch, "at most N events per commit (default: all read together)")
       ->check(CLI::Range(1u, 1000000u));
   run_cmd->add_option("--segment-size", run.segment_bytes, "bytes per log segment (default 64 MiB)")
@@ -100,7 +135,13 @@ int main(int argc, char** argv) {
       ->type_name("ENGINE");
   CLI::Option* fixed = run_cmd->add_option(
       "--fixed-time", fixed_time,
-      "use this time (ms since the Unix epoch) as `now` for every event and query (for tests)");
+      "use this time (ms since the Unix epoch) as `now` for every event and query (for tests)")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            double v = std::strtod(text.c_str(), nullptr);
+            return std::isfinite(v) ? std::string() : "a time must be a finite number of milliseconds, not " + text;
+          },
+          "MS"));
 
   aup::runtime::ReplayOptions replay;
   uint64_t replay_at = 0;
@@ -110,11 +151,12 @@ int main(int argc, char** argv) {
   replay_cmd->add_option("--data", replay.data, "the store directory")->capture_default_str()->type_name("DIR");
   replay_cmd->add_flag("--verify", replay.verify, "read everything; check every digest and the log's chain");
   replay_cmd->add_flag("--entries", replay.entries, "one JSON line per log entry");
-  replay_cmd->add_option("--dump", replay.dump, "print a table's rows as JSON lines")->type_name("TABLE");
-  replay_cmd->add_flag("--vars", replay.vars, "print the vars as one JSON object");
+  CLI::Option* dump = replay_cmd->add_option("--dump", replay.dump, "print a table's rows as JSON lines")->type_name("TABLE");
+  replay_cmd->add_flag("--vars", replay.vars, "print the vars as one JSON object")->excludes(dump);
   CLI::Option* at = replay_cmd->add_option("--at", replay_at, "with --dump or --vars: as of this save number")
                         ->type_name("SEQ");
 
+  if (int rc = missing_command(app, argc, argv); rc >= 0) return rc;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

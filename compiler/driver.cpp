@@ -40,8 +40,7 @@ std::string summary(const CheckedModule& m) {
 // Checks one file; returns its exit code.
 int check_one(const std::string& path, const CheckOptions& o, bool color, std::FILE* out,
               std::FILE* err) {
-  std::string text, problem;
-  if (!read_source_file(path, text, problem)) {
+  auto refuse = [&](const std::string& problem) {
     if (o.json) {
       fmt::print(out, "{{\"file\":{},\"line\":0,\"col\":0,\"width\":0,\"severity\":\"error\",\"message\":{}}}\n",
                  json_quote(path), json_quote(problem));
@@ -49,6 +48,13 @@ int check_one(const std::string& path, const CheckOptions& o, bool color, std::F
       fmt::print(err, "aup: {}\n", problem);
     }
     return kExitUsage;
+  };
+  std::string text, problem;
+  if (!read_source_file(path, text, problem)) return refuse(problem);
+  if (text.rfind("AUPM", 0) == 0) {
+    // A module file (`aup build`'s output) would give an error per byte.
+    return refuse(path + " is a compiled module (it starts with AUPM), not source: `aup check` reads .aup files, "
+                         "`aup disasm` shows a module");
   }
   auto m = check_source(path, std::move(text));
   const auto& list = m->diags.list();

@@ -24,6 +24,9 @@ namespace {
 using storage::FieldType;
 using storage::Status;
 
+// "1 row", "3 rows".
+std::string counted(uint64_t n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
+
 std::string size_text(uint64_t b) {
   if (b < 10 * 1024) return fmt::format("{} B", b);
   if (b < 10 * 1024 * 1024) return fmt::format("{:.1f} KiB", static_cast<double>(b) / 1024);
@@ -265,16 +268,16 @@ int replay(const ReplayOptions& o, std::FILE* out, std::FILE* err) {
                schema.vars.size() == 1 ? "" : "s", last_seq);
     for (size_t t = 0; t < n; ++t) {
       const storage::TableSchema& ts = schema.tables[t];
-      fmt::print(out, "  table {}: {} rows; image {}\n", ts.name, s.tables->table(static_cast<uint32_t>(t)).size(),
+      fmt::print(out, "  table {}: {}; image {}\n", ts.name, counted(s.tables->table(static_cast<uint32_t>(t)).size(), "row", "rows"),
                  s.has_image[t] ? fmt::format("save {}, {}", s.image_seq[t], size_text(s.image_bytes[t])) : "none");
     }
     fmt::print(out, "  vars: image {}\n",
                s.has_image[n] ? fmt::format("save {}, {}", s.image_seq[n], size_text(s.image_bytes[n])) : "none");
-    fmt::print(out, "  log: {} segment{}, {} entries, {} of changes\n", lr.segments, lr.segments == 1 ? "" : "s",
-               lr.entries, size_text(lr.payload_bytes));
+    fmt::print(out, "  log: {}, {}, {} of changes\n", counted(lr.segments, "segment", "segments"),
+               counted(lr.entries, "entry", "entries"), size_text(lr.payload_bytes));
     for (const auto& seg : log->segments()) {
-      fmt::print(out, "    log-{}: generation {:016x}, {} entries{}, {} of {} used\n", seg.number, seg.generation,
-                 seg.entries,
+      fmt::print(out, "    log-{}: generation {:016x}, {}{}, {} of {} used\n", seg.number, seg.generation,
+                 counted(seg.entries, "entry", "entries"),
                  seg.entries ? fmt::format(", saves {}..{}", seg.first_seq, seg.last_seq) : std::string(),
                  size_text(seg.used), size_text(seg.size));
     }
@@ -284,9 +287,15 @@ int replay(const ReplayOptions& o, std::FILE* out, std::FILE* err) {
     if (damaged) {
       fmt::print(err, "aup replay: the store {} is damaged\n", dir);
     } else {
-      fmt::print(out, "verified: schema, {} image{} ({} rows), {} log entries{}\n",
-                 std::count(s.has_image.begin(), s.has_image.end(), true),
-                 std::count(s.has_image.begin(), s.has_image.end(), true) == 1 ? "" : "s", image_rows, lr.entries,
+      // The images hold the rows as of their save numbers; the log entries
+      // after those bring the tables to the rows the state has.
+      uint64_t rows = 0;
+      for (size_t t = 0; t < n; ++t) rows += s.tables->table(static_cast<uint32_t>(t)).size();
+      fmt::print(out, "verified: schema, {} holding {}, {}; {} in the state{}\n",
+                 counted(static_cast<uint64_t>(std::count(s.has_image.begin(), s.has_image.end(), true)), "image",
+                         "images"),
+                 counted(image_rows, "row", "rows"), counted(lr.entries, "log entry", "log entries"),
+                 counted(rows, "row", "rows"),
                  lr.torn ? fmt::format("; the log ends in a torn write ({}), cut at the next open", lr.torn_where)
                          : std::string());
     }

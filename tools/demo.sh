@@ -24,5 +24,4 @@ echo "--- aup replay --data build/demo-store --dump accounts"
 echo "--- aup replay --data build/demo-store --verify"
 ./build/cli/aup replay --data build/demo-store --verify
 echo "--- a module with a mistake, to show a diagnostic:"
-printf 'record Stock { id: num, quantity: num }\ntable stock: Stock key id\nevent take { id: num, n: num }\non take {\n  let s = stock[take.id]\n  s.quantiy = s.quantity - take.n\n}\n' >build/demo-mistake.aup
-./build/cli/aup check build/demo-mistake.aup || true
+./build/cli/aup check examples/tour/mistake.aup || true

@@ -3,7 +3,7 @@
 # unreadable file), the text and JSON diagnostic formats, --help, --version.
 # Usage: check_cli_test.sh AUP SOURCE_ROOT
 set -u
-aup=$1
+aup=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")  # absolute: some steps run elsewhere
 root=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -42,7 +42,27 @@ expect_rc 2 "$aup" check "$tmp"
 expect_rc 2 "$aup" check
 expect_rc 2 "$aup" check --no-such-flag "$tmp/bad.aup"
 expect_rc 2 "$aup"
+grep -q "Subcommands:" "$tmp/err" || fail "bare aup prints the help: $(cat "$tmp/err")"
 expect_rc 2 "$aup" frobnicate
+grep -q "no command \`frobnicate\` (the commands: check, build, disasm, run, replay" "$tmp/err" ||
+  fail "an unknown command is named with the commands: $(cat "$tmp/err")"
+expect_rc 2 "$aup" chek "$root/examples/bank/bank.aup"
+grep -q "no command \`chek\`; did you mean \`check\`?" "$tmp/err" || fail "a misspelt command: $(cat "$tmp/err")"
+
+# A compiled module is not source: one message, not an error per byte.
+expect_rc 0 "$aup" build "$root/examples/bank/bank.aup" -o "$tmp/bank.aupm"
+expect_rc 2 "$aup" check "$tmp/bank.aupm"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "check on a module file says one line: $(head -3 "$tmp/err")"
+grep -q "bank.aupm is a compiled module" "$tmp/err" || fail "check names a module file: $(cat "$tmp/err")"
+
+# The README's tour shows what aup check prints on the two tour examples.
+for example in mistake counter; do
+  (cd "$root" && "$aup" check --color never "examples/tour/$example.aup") >/dev/null 2>"$tmp/tour"
+  while IFS= read -r line; do
+    grep -qxF -- "$line" "$root/README.md" || fail "README's tour does not show \`$line\` for $example.aup"
+  done <"$tmp/tour"
+  [ -s "$tmp/tour" ] || fail "examples/tour/$example.aup has an error to show"
+done
 # Several files: the worst status wins.
 expect_rc 1 "$aup" check "$root/examples/bank/bank.aup" "$tmp/bad.aup"
 expect_rc 2 "$aup" check "$tmp/bad.aup" "$tmp/missing.aup"

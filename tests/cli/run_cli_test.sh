@@ -4,7 +4,7 @@
 # a newline, SIGTERM, and a closed stdout.
 # Usage: run_cli_test.sh AUP SOURCE_ROOT
 set -u
-aup=$1
+aup=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")  # absolute: some steps run elsewhere
 root=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -197,6 +197,27 @@ grep -q "cannot write responses" "$tmp/err" || fail "closed stdout explained: $(
 
 expect_rc 0 "$aup" run --help
 grep -q -- "--memory" "$tmp/out" || fail "run --help lists --memory"
+
+# Flags that would be ignored together, and values that mean nothing, are
+# refused (exit 2) rather than silently dropped.
+expect_rc 2 "$aup" run "$bank" --memory --data "$tmp/nowhere"
+grep -q "excludes" "$tmp/err" || fail "--memory with --data: $(cat "$tmp/err")"
+[ -e "$tmp/nowhere" ] && fail "--memory with --data made the store"
+expect_rc 2 "$aup" run "$bank" --memory --fixed-time nan
+grep -q "finite" "$tmp/err" || fail "--fixed-time nan: $(cat "$tmp/err")"
+expect_rc 2 "$aup" run "$bank" --memory --fixed-time inf
+expect_rc 2 "$aup" disasm --function transfer "$tmp/bank.aupm"
+grep -q "requires --ir" "$tmp/err" || fail "disasm --function without --ir: $(cat "$tmp/err")"
+expect_rc 2 "$aup" disasm --unoptimized "$tmp/bank.aupm"
+# A bad --listen address is refused before anything is made.
+mkdir "$tmp/cwd"
+(cd "$tmp/cwd" && "$aup" run "$bank" --listen nope </dev/null >/dev/null 2>"$tmp/err"; echo $? >"$tmp/rc")
+[ "$(cat "$tmp/rc")" -eq 2 ] || fail "--listen nope exits 2 (got $(cat "$tmp/rc"))"
+grep -q "^aup run: --listen: " "$tmp/err" || fail "--listen nope says why: $(cat "$tmp/err")"
+[ -e "$tmp/cwd/aup-data" ] && fail "--listen nope made ./aup-data before refusing"
+# --data naming a regular file is the caller's mistake (2), not damage (1).
+: >"$tmp/plain-file"
+expect_rc 2 "$aup" run "$bank" --data "$tmp/plain-file"
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures failure(s)"

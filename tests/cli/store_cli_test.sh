@@ -172,5 +172,17 @@ grep -q '"id":"q","ok":true,"result":100}' "$tmp/out" ||
   fail "the query after it reads the state before it: $(cat "$tmp/out")"
 [ "$(wc -l <"$tmp/out")" -eq 2 ] || fail "two answers: $(cat "$tmp/out")"
 
+# replay: counts read as English, --verify counts the state's rows, and
+# --dump with --vars is refused rather than one of them ignored.
+mkdir "$tmp/one"
+echo '{"event":"open","args":{"id":1,"owner":"ann"}}' | "$aup" run "$bank" --data "$tmp/one/s" >/dev/null 2>&1
+expect_rc 0 "$aup" replay --data "$tmp/one/s"
+grep -q "table accounts: 1 row; " "$tmp/out" || fail "replay: 1 row: $(cat "$tmp/out")"
+grep -q "log: 1 segment, 1 entry, " "$tmp/out" || fail "replay: 1 segment, 1 entry: $(cat "$tmp/out")"
+expect_rc 0 "$aup" replay --data "$tmp/one/s" --verify
+grep -q "^verified: schema, 3 images holding 0 rows, 1 log entry; 1 row in the state$" "$tmp/out" ||
+  fail "replay --verify counts the state's rows: $(cat "$tmp/out")"
+expect_rc 2 "$aup" replay --data "$tmp/one/s" --dump accounts --vars
+
 [ "$failures" -eq 0 ] || exit 1
 echo ok

@@ -6,8 +6,10 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -284,6 +286,40 @@ TEST_SUITE("log") {
     REQUIRE_FALSE(o.status.ok());
     CHECK(o.status.message.find("damaged") != std::string::npos);
     CHECK(o.status.message.find("log-0 at byte " + std::to_string(middle)) != std::string::npos);
+  }
+
+  TEST_CASE("AWholeEntryWhoseSaveNumbersChainButWhoseDigestDoesNotIsDamage") {
+    // Entry 1's payload is rewritten and its digest made to match again: a
+    // whole entry, as another log with the same save numbers would hold.
+    // Entry 2 names save number 1 before it, as it should, but the digest
+    // it names is the old entry 1's: entries chain by digest, so entry 2
+    // (whole, not last) is damage, not an entry of this log.
+    TempDir dir;
+    SystemIo io;
+    std::vector<std::string> payloads = {"aaaa", "bbbb", "cccc"};
+    {
+      Opened o = open_log(io, dir.path);
+      for (size_t i = 0; i < payloads.size(); ++i) append(*o.log, i + 1, payloads[i]);
+    }
+    std::string path = dir.path + "/log-0";
+    int fd = ::open(path.c_str(), O_RDWR);
+    REQUIRE(fd >= 0);
+    uint8_t header[lf::kHeaderBytes];
+    REQUIRE(::pread(fd, header, sizeof header, 0) == static_cast<ssize_t>(sizeof header));
+    uint64_t generation = 0;
+    std::memcpy(&generation, header + 24, 8);  // little-endian, as this machine
+    uint64_t first = entry_offset(payloads, 0);
+    uint8_t entry[lf::kEntryHeaderBytes + 4];
+    REQUIRE(::pread(fd, entry, sizeof entry, static_cast<off_t>(first)) == static_cast<ssize_t>(sizeof entry));
+    std::memcpy(entry + lf::kEntryHeaderBytes, "xxxx", 4);
+    uint64_t digest = XXH3_64bits_withSeed(entry + lf::kEntryHeaderBytes, 4, XXH3_64bits_withSeed(entry, 32, generation));
+    std::memcpy(entry + 32, &digest, 8);
+    REQUIRE(::pwrite(fd, entry, sizeof entry, static_cast<off_t>(first)) == static_cast<ssize_t>(sizeof entry));
+    ::close(fd);
+    Opened o = open_log(io, dir.path);
+    REQUIRE_FALSE(o.status.ok());
+    CHECK(o.status.message.find("log-0 at byte " + std::to_string(entry_offset(payloads, 1)) + ": does not chain") !=
+          std::string::npos);
   }
 
   TEST_CASE("AnEntryThatDoesNotChainEndsTheLog") {
