@@ -69,10 +69,6 @@ std::unique_ptr<Peer> start_aup(const AupConfig& config, const PeerSetup& setup)
 // `program`: peers_floor; it starts with the accounts funded.
 std::unique_ptr<Peer> start_floor(const std::string& program, uint32_t accounts, uint64_t deposit,
                                   const PeerSetup& setup);
-// A teller and the totals over aup's line protocol (the bank's transfer,
-// transfers_made and total), for aup and the floor.
-std::unique_ptr<Teller> line_teller(const std::string& socket);
-Totals line_totals(const std::string& socket);
 std::unique_ptr<Peer> start_redis(const std::string& redis_server, const PeerSetup& setup);
 // `shared`: every teller calls through one connection; else one each.
 std::unique_ptr<Peer> start_tarantool(const std::string& tarantool, bool shared, const PeerSetup& setup);

@@ -136,7 +136,7 @@ def main():
         inputs[name] = os.path.join(work, "transfers-%s.ndjson" % name)
         write_input(inputs[name], transfer_lines(n, 7))
     df = subprocess.run(["df", "-T", a.dir], capture_output=True, text=True).stdout.splitlines()[-1].split()
-    volume = {"device": df[0], "fs": df[1], "dir": os.path.abspath(a.dir)}
+    volume = {"device": df[0], "fs": df[1], "dir": a.dir}  # as given: results name no checkout path
     print("volume: %s (%s) at %s" % (volume["device"], volume["fs"], volume["dir"]))
 
     reps = []
