@@ -1,5 +1,6 @@
-// aupc: the front end alone (design README). `aupc check FILE.aup` does
-// what `aup check` does; compiling to a module file arrives with bytecode.
+// aupc: the front end alone, linked without the runtime, the store or
+// LLVM. `aupc check FILE.aup` does what `aup check` does (the one command
+// it has: `aup build` writes module files).
 #include <CLI/CLI.hpp>
 
 #include "check_cli.h"

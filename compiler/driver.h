@@ -19,7 +19,7 @@ struct CheckOptions {
   ColorMode color = ColorMode::Auto;
 };
 
-// Exit codes (runtime.md): 0 clean, 1 errors in a module, 2 usage or I/O.
+// Exit codes (docs/protocol.md, README): 0 clean, 1 errors in a module, 2 usage or I/O.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitErrors = 1;
 inline constexpr int kExitUsage = 2;

@@ -73,7 +73,7 @@ bool JsonToValue::value_at(uint32_t n, uint32_t type, Value* out) {
     case TypeCode::Text:
       if (node.kind != JsonNode::Kind::String) return expected("string");
       if (node.str.size() > vm::kMaxTextBytes) return fail("string longer than 16 MiB");
-      // Copied out of the read buffer (runtime.md): a kept text never pins it.
+      // Copied out of the read buffer (docs/architecture.md): a kept text never pins it.
       *out = vm::ptr_value(vm_.new_text(node.str));
       return true;
     case TypeCode::Bool:

@@ -1,5 +1,5 @@
 // `aup run --listen`: the request protocol over many connections
-// (runtime.md, docs/protocol.md).
+// (docs/architecture.md, docs/protocol.md).
 //
 // Two ways to serve, chosen by --io-threads. With 0 (the default when the
 // process may run on at most two CPUs) the owner thread serves the connections

@@ -1,4 +1,4 @@
-// The request protocol (runtime.md): one JSON object per line in, one
+// The request protocol (docs/protocol.md): one JSON object per line in, one
 // response line out.
 //
 //   {"event": "transfer", "args": {...}, "id": 17}

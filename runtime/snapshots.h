@@ -1,5 +1,5 @@
 // Read-only snapshots of the state, for queries on other threads
-// (runtime.md, seed 107).
+// (docs/architecture.md, "Threads of `aup run`").
 //
 // After each commit the owner publishes the state as it is: per table a
 // root reference (BTree::share, so the owner's next change to any node of

@@ -1,4 +1,4 @@
-// Operating errors of the store, as values (style.md: two error channels).
+// Operating errors of the store, as values (a broken invariant asserts instead).
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
 // A store: a directory holding the schema it was written with, an image per
-// table (and one for the vars), and the log (storage.md).
+// table (and one for the vars), and the log (docs/store-format.md).
 //
 //   DIR/LOCK            flock'd while a process has the store open
 //   DIR/schema          tables and vars (schema_file.h)
@@ -36,7 +36,7 @@ namespace aup::storage {
 
 struct StoreOptions {
   uint64_t segment_bytes = log_format::kDefaultSegmentBytes;
-  // Checkpoint policy (storage.md): a table whose log records since its
+  // Checkpoint policy (docs/store-format.md): a table whose log records since its
   // image exceed its image's bytes (at least image_min_bytes) gets a new
   // image; when the whole live log exceeds all images' bytes (at least
   // log_min_bytes), the table holding the oldest needed entry does.

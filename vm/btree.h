@@ -11,7 +11,7 @@
 // reference (a snapshot); afterwards a change copies each shared node on
 // its path before changing it (path copying), so a snapshot never sees a
 // later change. Nodes and texts are reference counted without atomics:
-// only the owner thread changes counts (runtime.md's owner loop; snapshot
+// only the owner thread changes counts (docs/architecture.md; snapshot
 // readers only read).
 //
 // `version()` changes whenever rows may have moved or nodes been replaced

@@ -28,7 +28,7 @@
 
 namespace aup::vm {
 
-// The failure codes of runtime.md that code can cause.
+// The failure codes of docs/protocol.md that code can cause.
 enum class ErrorCode : uint8_t {
   Failed,      // `fail`
   NotFound,    // a missing key, an empty table's first/last, a position past the end

@@ -5,7 +5,7 @@
 // temporary built while an event or query runs, freed with the arena). A
 // temporary stored into a table or var is copied to the heap first
 // (`heap_text`), so a table never points into an arena, and a text taken
-// from a request is always copied out of the read buffer (runtime.md).
+// from a request is always copied out of the read buffer (docs/architecture.md).
 //
 // Reference counts are not atomic: only the owner thread retains and
 // releases heap texts (snapshot readers only read them).

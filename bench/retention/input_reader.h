@@ -3,7 +3,7 @@
 // caller's buffer. Every input byte is read (skipped bytes go through a
 // scratch buffer, never lseek), so all policies pay the same input cost.
 //
-// Recovery policy, case by case (style.md, habit 4); each is an Error with
+// Recovery policy, case by case; each is an Error with
 // the record number and byte offset, and each has a named test:
 //   - a file shorter than its header, or with the wrong magic;
 //   - a record count of 0 or above kMaxRecords;

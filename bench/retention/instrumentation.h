@@ -31,7 +31,7 @@ std::optional<uint64_t> parse_status_kib(std::string_view status_text, std::stri
 Result<uint64_t> read_vm_hwm_kib();
 uint64_t rusage_maxrss_kib();
 
-// One list of the numeric fields a run reports (style.md, habit 1): the
+// One list of the numeric fields a run reports: the
 // struct, the key=value line and its parser are all generated from it.
 // clang-format off
 #define AUP_RETENTION_STATS_FIELDS(X)                                                     \

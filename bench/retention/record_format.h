@@ -1,5 +1,5 @@
 // The fixture file and output frame layouts, next to the code that reads
-// and writes them (style.md, habit 3). Little-endian throughout.
+// and writes them. Little-endian throughout.
 //
 //   file header, kFileHeaderBytes = 24
 //     0  magic          8 bytes  "AUPRET1\n"
@@ -37,7 +37,7 @@ inline constexpr uint32_t kRecordMagic = 0x31434552;  // "REC1" read little-endi
 inline constexpr size_t kRecordHeaderBytes = 16;
 inline constexpr size_t kFrameHeaderBytes = 8;
 
-// One record is at most one request line of the runtime (runtime.md's
+// One record is at most one request line of the runtime (aup's
 // 16 MiB limit), which is also the largest buffer capacity class.
 inline constexpr uint32_t kMaxBodyBytes = 16u << 20;
 // Bounds the reader's loop and the per-record latency samples (8 MiB).

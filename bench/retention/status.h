@@ -1,4 +1,4 @@
-// Operating errors as values (style.md, habit 5): a truncated input, a full
+// Operating errors as values: a truncated input, a full
 // disk or a budget that cannot be kept comes back as an Error the caller must
 // look at; a broken invariant inside the program is an assertion instead.
 #pragma once

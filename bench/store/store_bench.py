@@ -9,7 +9,7 @@ preallocated file in the same directory (the device's floor).
 
 Then the append-only check: every transfer adds a row to `transfers`, a
 table that only grows, so the image bytes per event must stay flat as the
-run gets longer (storage.md's checkpoint policy rewrites an image only
+run gets longer (docs/store-format.md's checkpoint policy rewrites an image only
 when its table's log bytes pass the image's size).
 
 usage: store_bench.py AUP BANK_MODULE [--dir DIR] [--reps N] [--out DIR] [--quick]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`aup run --listen` under many clients, as runtime.md and docs/protocol.md
+"""`aup run --listen` under many clients, as docs/architecture.md and docs/protocol.md
 promise: every acknowledged event is in the state, each connection's
 answers come in its request order and a query reads its connection's
 earlier events, misbehaving clients cannot hurt the others, limits hold,
