@@ -243,7 +243,9 @@ std::string to_markdown(const Environment& env, const Options& o, const Versions
       "`transfer` event. Redis: `appendonly yes`, `appendfsync always`, no RDB saves, the transfer a Lua script "
       "(EVALSHA) that checks then applies. Tarantool: memtx, `wal_mode = 'fsync'`, the transfer a stored function "
       "in box.begin()/box.commit(), called over IPROTO through one connection shared by all clients (sync ids) or "
-      "a connection per client. {}. Per run: a fresh server in a fresh directory, {} s warm-up, {} s timed; "
+      "a connection per client. The floor (`peers_floor`, not a peer): a hand-written server doing only one read and "
+      "one send per request and one pwrite + fdatasync per turn, in aup's line protocol: the least any server "
+      "answering each transfer on its own connection costs here. {}. Per run: a fresh server in a fresh directory, {} s warm-up, {} s timed; "
       "then the server's count of transfers and sum of balances must match the clients'. {} repetition{}, systems "
       "in a rotating order; medians, with the min–max of transfers/s.\n\n",
       grouped(o.accounts), grouped(o.deposit), o.io_threads >= 0 ? fmt::format(" --io-threads {}", o.io_threads) : "",

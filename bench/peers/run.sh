@@ -6,7 +6,7 @@
 # generator to CPU 1, data in BUILD_DIR/peers-bench (the work volume);
 # 10 s timed per run after 2 s of warm-up, 3 repetitions, with the bare
 # fdatasync rate of the volume in each, and the floor (peers_floor: the
-# transport and the group commit only). About 13 minutes; writes
+# transport and the group commit only). About 11 minutes; writes
 # bench/results/peers.{json,md} and prints the Markdown.
 #
 # Needs the Debian packages redis-server and tarantool (2.x):

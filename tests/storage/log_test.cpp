@@ -64,6 +64,12 @@ void append(Log& log, uint64_t seq, const std::string& s) {
   REQUIRE_MESSAGE(st.ok(), st.message);
 }
 
+// A log holding `payloads` as entries 1, 2, ..., each synced; closed again.
+void write_log(Io& io, const std::string& dir, const std::vector<std::string>& payloads) {
+  Opened o = open_log(io, dir);
+  for (size_t i = 0; i < payloads.size(); ++i) append(*o.log, i + 1, payloads[i]);
+}
+
 // ---- byte damage -------------------------------------------------------------
 
 void flip(const std::string& path, uint64_t at) {
@@ -128,10 +134,7 @@ TEST_SUITE("log") {
     TempDir dir;
     SystemIo io;
     std::vector<std::string> payloads = {"aaaa", "bbbbbbbb", std::string(300, 'c')};
-    {
-      Opened o = open_log(io, dir.path);
-      for (size_t i = 0; i < payloads.size(); ++i) append(*o.log, i + 1, payloads[i]);
-    }
+    write_log(io, dir.path, payloads);
     // A write cut short: the last entry's payload only half there.
     uint64_t last = entry_offset(payloads, 2);
     zero(dir.path + "/log-0", last + lf::kEntryHeaderBytes + 150, 150);
@@ -221,10 +224,7 @@ TEST_SUITE("log") {
     TempDir dir;
     SystemIo io;
     std::vector<std::string> payloads = {"aaaa", "bbbb", "cccc"};
-    {
-      Opened o = open_log(io, dir.path);
-      for (size_t i = 0; i < payloads.size(); ++i) append(*o.log, i + 1, payloads[i]);
-    }
+    write_log(io, dir.path, payloads);
     uint64_t middle = entry_offset(payloads, 1);
     zero(dir.path + "/log-0", middle, lf::kEntryHeaderBytes);
     Opened o = open_log(io, dir.path);
@@ -238,10 +238,7 @@ TEST_SUITE("log") {
     TempDir dir;
     SystemIo io;
     std::vector<std::string> payloads = {"aaaa", "bbbb", "cccc"};
-    {
-      Opened o = open_log(io, dir.path);
-      for (size_t i = 0; i < payloads.size(); ++i) append(*o.log, i + 1, payloads[i]);
-    }
+    write_log(io, dir.path, payloads);
     zero(dir.path + "/log-0", entry_offset(payloads, 2), lf::kEntryHeaderBytes);
     Opened o = open_log(io, dir.path);
     REQUIRE_MESSAGE(o.status.ok(), o.status.message);
@@ -276,10 +273,7 @@ TEST_SUITE("log") {
     TempDir dir;
     SystemIo io;
     std::vector<std::string> payloads = {"aaaa", "bbbb", "cccc"};
-    {
-      Opened o = open_log(io, dir.path);
-      for (size_t i = 0; i < payloads.size(); ++i) append(*o.log, i + 1, payloads[i]);
-    }
+    write_log(io, dir.path, payloads);
     uint64_t middle = entry_offset(payloads, 1);
     flip(dir.path + "/log-0", middle + lf::kEntryHeaderBytes + 1);
     Opened o = open_log(io, dir.path);
@@ -297,23 +291,20 @@ TEST_SUITE("log") {
     TempDir dir;
     SystemIo io;
     std::vector<std::string> payloads = {"aaaa", "bbbb", "cccc"};
-    {
-      Opened o = open_log(io, dir.path);
-      for (size_t i = 0; i < payloads.size(); ++i) append(*o.log, i + 1, payloads[i]);
-    }
+    write_log(io, dir.path, payloads);
     std::string path = dir.path + "/log-0";
     int fd = ::open(path.c_str(), O_RDWR);
     REQUIRE(fd >= 0);
     uint8_t header[lf::kHeaderBytes];
     REQUIRE(::pread(fd, header, sizeof header, 0) == static_cast<ssize_t>(sizeof header));
-    uint64_t generation = 0;
-    std::memcpy(&generation, header + 24, 8);  // little-endian, as this machine
+    uint64_t generation = 0;  // little-endian at byte 24
+    for (int i = 7; i >= 0; --i) generation = generation << 8 | header[24 + i];
     uint64_t first = entry_offset(payloads, 0);
     uint8_t entry[lf::kEntryHeaderBytes + 4];
     REQUIRE(::pread(fd, entry, sizeof entry, static_cast<off_t>(first)) == static_cast<ssize_t>(sizeof entry));
     std::memcpy(entry + lf::kEntryHeaderBytes, "xxxx", 4);
     uint64_t digest = XXH3_64bits_withSeed(entry + lf::kEntryHeaderBytes, 4, XXH3_64bits_withSeed(entry, 32, generation));
-    std::memcpy(entry + 32, &digest, 8);
+    for (int i = 0; i < 8; ++i) entry[32 + i] = static_cast<uint8_t>(digest >> (8 * i));  // little-endian
     REQUIRE(::pwrite(fd, entry, sizeof entry, static_cast<off_t>(first)) == static_cast<ssize_t>(sizeof entry));
     ::close(fd);
     Opened o = open_log(io, dir.path);
