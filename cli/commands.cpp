@@ -1,4 +1,4 @@
-#include "commands.h"
+#include "cli/commands.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -8,20 +8,20 @@
 #include <cstdlib>
 #include <memory>
 
-#include "codegen.h"
-#include "compiler.h"
-#include "disasm.h"
-#include "driver.h"
-#include "module_file.h"
-#include "service.h"
-#include "state.h"
-#include "durability.h"
-#include "io.h"
-#include "jit.h"
-#include "listener.h"
-#include "server.h"
-#include "stdio_loop.h"
-#include "store.h"
+#include "compiler/codegen.h"
+#include "compiler/compiler.h"
+#include "vm/disasm.h"
+#include "compiler/driver.h"
+#include "vm/module_file.h"
+#include "runtime/service.h"
+#include "vm/state.h"
+#include "runtime/durability.h"
+#include "storage/io.h"
+#include "vm/jit/jit.h"
+#include "runtime/listener.h"
+#include "runtime/server.h"
+#include "runtime/stdio_loop.h"
+#include "storage/store.h"
 
 namespace aup::cli {
 

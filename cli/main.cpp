@@ -8,10 +8,10 @@
 #include <string_view>
 #include <vector>
 
-#include "check_cli.h"
-#include "commands.h"
-#include "replay.h"
-#include "suggest.h"
+#include "compiler/check_cli.h"
+#include "cli/commands.h"
+#include "runtime/replay.h"
+#include "compiler/suggest.h"
 
 namespace {
 

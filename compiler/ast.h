@@ -14,8 +14,8 @@
 #include <deque>
 #include <vector>
 
-#include "intern.h"
-#include "source.h"
+#include "compiler/intern.h"
+#include "compiler/source.h"
 
 namespace aup {
 

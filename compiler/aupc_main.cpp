@@ -3,7 +3,7 @@
 // it has: `aup build` writes module files).
 #include <CLI/CLI.hpp>
 
-#include "check_cli.h"
+#include "compiler/check_cli.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"aupc: the aup front end (parser and type checker)"};

@@ -2,7 +2,7 @@
 // each function has on state.
 #include <algorithm>
 
-#include "checker_impl.h"
+#include "compiler/checker_impl.h"
 
 namespace aup {
 namespace detail {

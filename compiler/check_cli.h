@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "driver.h"
+#include "compiler/driver.h"
 
 namespace aup {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <deque>
 
-#include "checker_impl.h"
+#include "compiler/checker_impl.h"
 
 namespace aup {
 namespace detail {

@@ -7,11 +7,11 @@
 
 #include <cstdint>
 
-#include "ast.h"
-#include "diag.h"
-#include "sema.h"
-#include "source.h"
-#include "types.h"
+#include "compiler/ast.h"
+#include "compiler/diag.h"
+#include "compiler/sema.h"
+#include "compiler/source.h"
+#include "compiler/types.h"
 
 namespace aup {
 

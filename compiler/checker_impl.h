@@ -10,9 +10,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "checker.h"
-#include "suggest.h"
-#include "builtins.h"
+#include "compiler/checker.h"
+#include "compiler/suggest.h"
+#include "stdlib/builtins.h"
 
 namespace aup::detail {
 

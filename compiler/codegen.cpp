@@ -1,4 +1,4 @@
-#include "codegen.h"
+#include "compiler/codegen.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <map>
 #include <tuple>
 
-#include "builtins.h"
+#include "stdlib/builtins.h"
 
 namespace aup {
 namespace {

@@ -10,8 +10,8 @@
 
 #include <memory>
 
-#include "compiler.h"
-#include "module.h"
+#include "compiler/compiler.h"
+#include "vm/module.h"
 
 namespace aup {
 

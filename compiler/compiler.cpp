@@ -1,4 +1,4 @@
-#include "compiler.h"
+#include "compiler/compiler.h"
 
 #include <fmt/format.h>
 
@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "checker.h"
-#include "lexer.h"
-#include "parser.h"
+#include "compiler/checker.h"
+#include "compiler/lexer.h"
+#include "compiler/parser.h"
 
 namespace aup {
 

@@ -5,12 +5,12 @@
 #include <memory>
 #include <string>
 
-#include "ast.h"
-#include "diag.h"
-#include "intern.h"
-#include "sema.h"
-#include "source.h"
-#include "types.h"
+#include "compiler/ast.h"
+#include "compiler/diag.h"
+#include "compiler/intern.h"
+#include "compiler/sema.h"
+#include "compiler/source.h"
+#include "compiler/types.h"
 
 namespace aup {
 

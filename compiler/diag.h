@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "source.h"
+#include "compiler/source.h"
 
 namespace aup {
 

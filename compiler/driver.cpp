@@ -1,11 +1,11 @@
-#include "driver.h"
+#include "compiler/driver.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdlib>
 
-#include "compiler.h"
+#include "compiler/compiler.h"
 
 namespace aup {
 

@@ -1,4 +1,4 @@
-#include "intern.h"
+#include "compiler/intern.h"
 
 namespace aup {
 

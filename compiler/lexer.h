@@ -8,10 +8,10 @@
 
 #include <vector>
 
-#include "diag.h"
-#include "intern.h"
-#include "source.h"
-#include "token.h"
+#include "compiler/diag.h"
+#include "compiler/intern.h"
+#include "compiler/source.h"
+#include "compiler/token.h"
 
 namespace aup {
 

@@ -3,7 +3,7 @@
 // points, so any invalid byte falls to the `*` rule and is reported where
 // it is. The source buffer ends with a NUL sentinel (SourceFile::c_str);
 // re2c's bounds check tells a NUL inside the file from the end.
-#include "lexer.h"
+#include "compiler/lexer.h"
 
 #include <fmt/format.h>
 
@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "text.h"  // vm::kMaxTextBytes
+#include "vm/text.h"  // vm::kMaxTextBytes
 
 namespace aup {
 namespace {

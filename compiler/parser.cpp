@@ -1,4 +1,4 @@
-#include "parser.h"
+#include "compiler/parser.h"
 
 #include <fmt/format.h>
 

@@ -13,9 +13,9 @@
 // not reported again.
 #pragma once
 
-#include "ast.h"
-#include "diag.h"
-#include "lexer.h"
+#include "compiler/ast.h"
+#include "compiler/diag.h"
+#include "compiler/lexer.h"
 
 namespace aup {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "ast.h"
-#include "types.h"
+#include "compiler/ast.h"
+#include "compiler/types.h"
 
 namespace aup {
 

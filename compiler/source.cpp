@@ -1,4 +1,4 @@
-#include "source.h"
+#include "compiler/source.h"
 
 #include <algorithm>
 #include <cassert>

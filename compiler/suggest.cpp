@@ -1,4 +1,4 @@
-#include "suggest.h"
+#include "compiler/suggest.h"
 
 #include <algorithm>
 #include <cctype>

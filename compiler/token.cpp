@@ -1,4 +1,4 @@
-#include "token.h"
+#include "compiler/token.h"
 
 #include <array>
 
@@ -7,7 +7,7 @@ namespace aup {
 namespace {
 constexpr std::array kSpellings = {
 #define AUP_TOKEN(name, spelling) std::string_view(spelling),
-#include "tokens.def"
+#include "compiler/tokens.def"
 #undef AUP_TOKEN
 };
 }  // namespace

@@ -4,13 +4,13 @@
 #include <cstdint>
 #include <string_view>
 
-#include "source.h"
+#include "compiler/source.h"
 
 namespace aup {
 
 enum class Tok : uint8_t {
 #define AUP_TOKEN(name, spelling) name,
-#include "tokens.def"
+#include "compiler/tokens.def"
 #undef AUP_TOKEN
 };
 

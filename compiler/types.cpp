@@ -1,8 +1,8 @@
-#include "types.h"
+#include "compiler/types.h"
 
 #include <fmt/format.h>
 
-#include "sema.h"
+#include "compiler/sema.h"
 
 namespace aup {
 

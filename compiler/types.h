@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "intern.h"
+#include "compiler/intern.h"
 
 namespace aup {
 

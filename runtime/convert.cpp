@@ -1,4 +1,4 @@
-#include "convert.h"
+#include "runtime/convert.h"
 
 #include <fmt/format.h>
 

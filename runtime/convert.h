@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "interp.h"
-#include "json.h"
+#include "vm/interp.h"
+#include "runtime/json.h"
 
 namespace aup::runtime {
 

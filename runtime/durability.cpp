@@ -1,4 +1,4 @@
-#include "durability.h"
+#include "runtime/durability.h"
 
 namespace aup::runtime {
 

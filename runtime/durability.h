@@ -12,11 +12,11 @@
 #include <memory>
 #include <string>
 
-#include "module.h"
-#include "records.h"
-#include "schema.h"
-#include "state.h"
-#include "store.h"
+#include "vm/module.h"
+#include "storage/records.h"
+#include "storage/schema.h"
+#include "vm/state.h"
+#include "storage/store.h"
 
 namespace aup::runtime {
 

@@ -1,4 +1,4 @@
-#include "json.h"
+#include "runtime/json.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "listener.h"
+#include "runtime/listener.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -15,7 +15,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "reply.h"
+#include "runtime/reply.h"
 
 namespace aup::runtime {
 

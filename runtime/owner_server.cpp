@@ -1,4 +1,4 @@
-#include "owner_server.h"
+#include "runtime/owner_server.h"
 
 #include <fmt/format.h>
 #include <sys/epoll.h>
@@ -14,10 +14,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "lines.h"
-#include "listener.h"
-#include "pipeline.h"
-#include "server_stats.h"
+#include "runtime/lines.h"
+#include "runtime/listener.h"
+#include "runtime/pipeline.h"
+#include "runtime/server_stats.h"
 
 namespace aup::runtime {
 

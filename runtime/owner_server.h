@@ -29,9 +29,9 @@
 #include <cstdio>
 #include <string>
 
-#include "durability.h"
-#include "server.h"
-#include "service.h"
+#include "runtime/durability.h"
+#include "runtime/server.h"
+#include "runtime/service.h"
 
 namespace aup::runtime {
 

@@ -1,4 +1,4 @@
-#include "pipeline.h"
+#include "runtime/pipeline.h"
 
 #include <fmt/format.h>
 #include <sys/socket.h>
@@ -10,7 +10,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "reply.h"
+#include "runtime/reply.h"
 
 namespace aup::runtime {
 

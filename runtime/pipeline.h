@@ -29,9 +29,9 @@
 #include <string_view>
 #include <vector>
 
-#include "durability.h"
-#include "latency.h"
-#include "service.h"
+#include "runtime/durability.h"
+#include "storage/latency.h"
+#include "runtime/service.h"
 
 namespace aup::runtime {
 

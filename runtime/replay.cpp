@@ -1,4 +1,4 @@
-#include "replay.h"
+#include "runtime/replay.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -11,11 +11,11 @@
 #include <cstring>
 #include <memory>
 
-#include "image.h"
-#include "json.h"
-#include "log.h"
-#include "memory_tables.h"
-#include "schema_file.h"
+#include "storage/image.h"
+#include "runtime/json.h"
+#include "storage/log.h"
+#include "storage/memory_tables.h"
+#include "storage/schema_file.h"
 
 namespace aup::runtime {
 

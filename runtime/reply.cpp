@@ -1,6 +1,6 @@
-#include "reply.h"
+#include "runtime/reply.h"
 
-#include "json.h"
+#include "runtime/json.h"
 
 namespace aup::runtime {
 

@@ -1,4 +1,4 @@
-#include "server.h"
+#include "runtime/server.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -28,12 +28,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "lines.h"
-#include "listener.h"
-#include "owner_server.h"
-#include "pipeline.h"
-#include "server_stats.h"
-#include "snapshots.h"
+#include "runtime/lines.h"
+#include "runtime/listener.h"
+#include "runtime/owner_server.h"
+#include "runtime/pipeline.h"
+#include "runtime/server_stats.h"
+#include "runtime/snapshots.h"
 
 namespace aup::runtime {
 

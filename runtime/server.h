@@ -43,10 +43,10 @@
 #include <optional>
 #include <string>
 
-#include "durability.h"
-#include "listener.h"
-#include "pipeline.h"
-#include "service.h"
+#include "runtime/durability.h"
+#include "runtime/listener.h"
+#include "runtime/pipeline.h"
+#include "runtime/service.h"
 
 namespace aup::runtime {
 

@@ -1,4 +1,4 @@
-#include "server_stats.h"
+#include "runtime/server_stats.h"
 
 #include <fmt/format.h>
 #include <time.h>

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "durability.h"
-#include "latency.h"
-#include "state.h"
+#include "runtime/durability.h"
+#include "storage/latency.h"
+#include "vm/state.h"
 
 namespace aup::runtime {
 

@@ -1,9 +1,9 @@
-#include "service.h"
+#include "runtime/service.h"
 
 #include <fmt/format.h>
 
-#include "convert.h"
-#include "reply.h"
+#include "runtime/convert.h"
+#include "runtime/reply.h"
 
 namespace aup::runtime {
 

@@ -22,8 +22,8 @@
 #include <string>
 #include <string_view>
 
-#include "interp.h"
-#include "json.h"
+#include "vm/interp.h"
+#include "runtime/json.h"
 
 namespace aup::runtime {
 

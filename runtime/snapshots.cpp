@@ -1,4 +1,4 @@
-#include "snapshots.h"
+#include "runtime/snapshots.h"
 
 #include <cassert>
 

@@ -21,7 +21,7 @@
 #include <mutex>
 #include <vector>
 
-#include "state.h"
+#include "vm/state.h"
 
 namespace aup::runtime {
 

@@ -1,4 +1,4 @@
-#include "stdio_loop.h"
+#include "runtime/stdio_loop.h"
 
 #include <fmt/format.h>
 #include <poll.h>
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "lines.h"
-#include "pipeline.h"
+#include "runtime/lines.h"
+#include "runtime/pipeline.h"
 
 namespace aup::runtime {
 

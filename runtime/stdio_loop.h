@@ -25,9 +25,9 @@
 #include <functional>
 #include <optional>
 
-#include "durability.h"
-#include "pipeline.h"
-#include "service.h"
+#include "runtime/durability.h"
+#include "runtime/pipeline.h"
+#include "runtime/service.h"
 
 namespace aup::runtime {
 

@@ -1,4 +1,4 @@
-#include "builtins.h"
+#include "stdlib/builtins.h"
 
 #include <array>
 #include <cassert>
@@ -109,7 +109,7 @@ constexpr std::array kBuiltins = {
 #define AUP_BUILTIN(id, name, min_args, max_args, p0, p1, result, impl, meaning)             \
   Builtin{BuiltinId::id, name,      min_args, max_args, {Ty::p0, Ty::p1}, Ty::result,       \
           std::string_view(name) == "now", impl, meaning},
-#include "builtins.def"
+#include "stdlib/builtins.def"
 #undef AUP_BUILTIN
 };
 

@@ -25,7 +25,7 @@ enum class Ty : uint8_t {
 
 enum class BuiltinId : uint8_t {
 #define AUP_BUILTIN(id, name, min_args, max_args, p0, p1, result, impl, meaning) id,
-#include "builtins.def"
+#include "stdlib/builtins.def"
 #undef AUP_BUILTIN
 };
 

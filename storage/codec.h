@@ -21,9 +21,9 @@
 #include <string_view>
 #include <vector>
 
-#include "key.h"
-#include "schema.h"
-#include "text.h"
+#include "vm/key.h"
+#include "storage/schema.h"
+#include "vm/text.h"
 
 namespace aup::storage {
 

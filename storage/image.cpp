@@ -1,4 +1,4 @@
-#include "image.h"
+#include "storage/image.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -7,8 +7,8 @@
 #include <cstring>
 #include <span>
 
-#include "codec.h"
-#include "image_format.h"
+#include "storage/codec.h"
+#include "storage/image_format.h"
 
 namespace aup::storage {
 

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "btree.h"
-#include "io.h"
-#include "schema.h"
-#include "status.h"
+#include "vm/btree.h"
+#include "storage/io.h"
+#include "storage/schema.h"
+#include "storage/status.h"
 
 namespace aup::storage {
 

@@ -1,4 +1,4 @@
-#include "io.h"
+#include "storage/io.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "log.h"
+#include "storage/log.h"
 
 #include <dirent.h>
 #include <fcntl.h>

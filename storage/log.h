@@ -30,9 +30,9 @@
 #include <string>
 #include <vector>
 
-#include "io.h"
-#include "log_format.h"
-#include "status.h"
+#include "storage/io.h"
+#include "storage/log_format.h"
+#include "storage/status.h"
 
 namespace aup::storage {
 

@@ -1,4 +1,4 @@
-#include "memory_tables.h"
+#include "storage/memory_tables.h"
 
 #include <bit>
 

@@ -5,8 +5,8 @@
 #include <memory>
 #include <vector>
 
-#include "records.h"
-#include "schema.h"
+#include "storage/records.h"
+#include "storage/schema.h"
 
 namespace aup::storage {
 

@@ -1,11 +1,11 @@
-#include "records.h"
+#include "storage/records.h"
 
 #include <fmt/format.h>
 #include <xxhash.h>
 
 #include <algorithm>
 
-#include "codec.h"
+#include "storage/codec.h"
 
 namespace aup::storage {
 

@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "btree.h"
-#include "schema.h"
-#include "status.h"
+#include "vm/btree.h"
+#include "storage/schema.h"
+#include "storage/status.h"
 
 namespace aup::storage {
 

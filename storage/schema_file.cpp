@@ -1,4 +1,4 @@
-#include "schema_file.h"
+#include "storage/schema_file.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "codec.h"
+#include "storage/codec.h"
 
 namespace aup::storage {
 

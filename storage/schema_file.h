@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "io.h"
-#include "schema.h"
-#include "status.h"
+#include "storage/io.h"
+#include "storage/schema.h"
+#include "storage/status.h"
 
 namespace aup::storage {
 

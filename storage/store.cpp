@@ -1,4 +1,4 @@
-#include "store.h"
+#include "storage/store.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -12,10 +12,10 @@
 #include <chrono>
 #include <cstring>
 
-#include "codec.h"
-#include "image.h"
-#include "image_format.h"
-#include "schema_file.h"
+#include "storage/codec.h"
+#include "storage/image.h"
+#include "storage/image_format.h"
+#include "storage/schema_file.h"
 
 namespace aup::storage {
 

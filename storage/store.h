@@ -25,12 +25,12 @@
 #include <thread>
 #include <vector>
 
-#include "io.h"
-#include "latency.h"
-#include "log.h"
-#include "records.h"
-#include "schema.h"
-#include "status.h"
+#include "storage/io.h"
+#include "storage/latency.h"
+#include "storage/log.h"
+#include "storage/records.h"
+#include "storage/schema.h"
+#include "storage/status.h"
 
 namespace aup::storage {
 

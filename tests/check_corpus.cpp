@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler.h"
+#include "compiler/compiler.h"
 
 namespace {
 

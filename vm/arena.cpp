@@ -1,4 +1,4 @@
-#include "arena.h"
+#include "vm/arena.h"
 
 #include <algorithm>
 #include <cassert>

@@ -1,4 +1,4 @@
-#include "btree.h"
+#include "vm/btree.h"
 
 #include <algorithm>
 #include <cassert>

@@ -23,7 +23,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "key.h"
+#include "vm/key.h"
 
 namespace aup::vm {
 

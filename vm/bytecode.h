@@ -35,12 +35,12 @@ namespace aup::vm {
 
 enum class Op : uint8_t {
 #define AUP_OP(name, format, meaning) name,
-#include "opcodes.def"
+#include "vm/opcodes.def"
 #undef AUP_OP
 };
 inline constexpr uint32_t kOpCount = 0
 #define AUP_OP(name, format, meaning) +1
-#include "opcodes.def"
+#include "vm/opcodes.def"
 #undef AUP_OP
     ;
 

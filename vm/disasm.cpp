@@ -1,8 +1,8 @@
-#include "disasm.h"
+#include "vm/disasm.h"
 
 #include <fmt/format.h>
 
-#include "builtins.h"
+#include "stdlib/builtins.h"
 
 namespace aup::vm {
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "module.h"
+#include "vm/module.h"
 
 namespace aup::vm {
 

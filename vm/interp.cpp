@@ -1,4 +1,4 @@
-#include "interp.h"
+#include "vm/interp.h"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <unordered_set>
 
-#include "builtins.h"
+#include "stdlib/builtins.h"
 
 #if !defined(AUP_VM_SWITCH) && (defined(__GNUC__) || defined(__clang__))
 #define AUP_COMPUTED_GOTO 1
@@ -729,7 +729,7 @@ bool Vm::execute(const Function* fn, Value* R, Value* result) {
 #if AUP_COMPUTED_GOTO
   static const void* const kLabels[] = {
 #define AUP_OP(name, format, meaning) &&op_##name,
-#include "opcodes.def"
+#include "vm/opcodes.def"
 #undef AUP_OP
   };
 #define VM_CASE(name) op_##name:

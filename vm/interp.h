@@ -20,11 +20,11 @@
 #include <string_view>
 #include <vector>
 
-#include "arena.h"
-#include "module.h"
-#include "native.h"
-#include "state.h"
-#include "value.h"
+#include "vm/arena.h"
+#include "vm/module.h"
+#include "vm/native.h"
+#include "vm/state.h"
+#include "vm/value.h"
 
 namespace aup::vm {
 

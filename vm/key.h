@@ -13,7 +13,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "text.h"
+#include "vm/text.h"
 
 namespace aup::vm {
 

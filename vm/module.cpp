@@ -1,4 +1,4 @@
-#include "module.h"
+#include "vm/module.h"
 
 #include <algorithm>
 #include <array>
@@ -14,7 +14,7 @@ struct OpInfo {
 };
 constexpr std::array<OpInfo, kOpCount> kOps = {{
 #define AUP_OP(name, format, meaning) {#name, OpFormat::format, meaning},
-#include "opcodes.def"
+#include "vm/opcodes.def"
 #undef AUP_OP
 }};
 }  // namespace

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "bytecode.h"
-#include "text.h"
+#include "vm/bytecode.h"
+#include "vm/text.h"
 
 namespace aup::vm {
 

@@ -1,4 +1,4 @@
-#include "module_file.h"
+#include "vm/module_file.h"
 
 #include <fmt/format.h>
 #include <xxhash.h>
@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "builtins.h"
-#include "module_format.h"
+#include "stdlib/builtins.h"
+#include "vm/module_format.h"
 
 namespace aup::vm {
 

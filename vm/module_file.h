@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "module.h"
+#include "vm/module.h"
 
 namespace aup::vm {
 

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "value.h"
+#include "vm/value.h"
 
 namespace aup::vm {
 

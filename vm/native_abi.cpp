@@ -13,8 +13,8 @@
 
 #include <cmath>
 
-#include "interp.h"
-#include "native.h"
+#include "vm/interp.h"
+#include "vm/native.h"
 
 namespace aup::vm {
 

@@ -1,4 +1,4 @@
-#include "state.h"
+#include "vm/state.h"
 
 #include <cassert>
 #include <cstring>

@@ -18,9 +18,9 @@
 #include <memory>
 #include <vector>
 
-#include "btree.h"
-#include "module.h"
-#include "value.h"
+#include "vm/btree.h"
+#include "vm/module.h"
+#include "vm/value.h"
 
 namespace aup::vm {
 

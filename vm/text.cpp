@@ -1,10 +1,10 @@
-#include "text.h"
+#include "vm/text.h"
 
 #include <cassert>
 #include <cstdlib>
 #include <new>
 
-#include "arena.h"
+#include "vm/arena.h"
 
 namespace aup::vm {
 

@@ -17,9 +17,9 @@
 #include <cmath>
 #include <cstdint>
 
-#include "btree.h"
-#include "key.h"
-#include "text.h"
+#include "vm/btree.h"
+#include "vm/key.h"
+#include "vm/text.h"
 
 namespace aup::vm {
 

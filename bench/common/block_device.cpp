@@ -1,4 +1,4 @@
-#include "block_device.h"
+#include "bench/common/block_device.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>

@@ -1,4 +1,4 @@
-#include "measure.h"
+#include "bench/common/measure.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "proc.h"
+#include "bench/common/proc.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "program.h"
+#include "bench/common/program.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "report.h"
+#include "bench/common/report.h"
 
 #include <fmt/format.h>
 #include <sys/utsname.h>

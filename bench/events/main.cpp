@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "common/program.h"
-#include "measure.h"
-#include "report.h"
+#include "bench/common/program.h"
+#include "bench/events/measure.h"
+#include "bench/events/report.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "measure.h"
+#include "bench/events/measure.h"
 
 #include <fmt/format.h>
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "common/measure.h"
-#include "common/program.h"
-#include "pipeline.h"
-#include "workload.h"
+#include "bench/common/measure.h"
+#include "bench/common/program.h"
+#include "bench/events/pipeline.h"
+#include "bench/events/workload.h"
 
 namespace aup::bench::events {
 

@@ -1,4 +1,4 @@
-#include "pipeline.h"
+#include "bench/events/pipeline.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -10,8 +10,8 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "common/spawn_actions.h"
-#include "common/measure.h"
+#include "bench/common/spawn_actions.h"
+#include "bench/common/measure.h"
 
 extern char** environ;
 

@@ -1,4 +1,4 @@
-#include "report.h"
+#include "bench/events/report.h"
 
 #include <fmt/format.h>
 

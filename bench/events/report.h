@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "common/report.h"
-#include "measure.h"
+#include "bench/common/report.h"
+#include "bench/events/measure.h"
 
 namespace aup::bench::events {
 

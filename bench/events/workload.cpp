@@ -1,4 +1,4 @@
-#include "workload.h"
+#include "bench/events/workload.h"
 
 #include <fmt/format.h>
 

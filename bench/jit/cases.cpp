@@ -1,4 +1,4 @@
-#include "cases.h"
+#include "bench/jit/cases.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "common/report.h"
+#include "bench/common/report.h"
 
 namespace aup::bench::jit {
 

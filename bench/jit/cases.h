@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "options.h"
-#include "process.h"
+#include "bench/jit/options.h"
+#include "bench/jit/process.h"
 
 namespace aup::bench::jit {
 

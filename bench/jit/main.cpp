@@ -30,14 +30,14 @@
 #include <string>
 #include <vector>
 
-#include "cases.h"
-#include "common/program.h"
-#include "common/report.h"
-#include "options.h"
-#include "process.h"
-#include "report.h"
-#include "server/temp_dir.h"
-#include "tpcc_pipe.h"
+#include "bench/jit/cases.h"
+#include "bench/common/program.h"
+#include "bench/common/report.h"
+#include "bench/jit/options.h"
+#include "bench/jit/process.h"
+#include "bench/jit/report.h"
+#include "bench/server/temp_dir.h"
+#include "bench/jit/tpcc_pipe.h"
 
 namespace {
 

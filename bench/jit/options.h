@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/program.h"
+#include "bench/common/program.h"
 
 namespace aup::bench::jit {
 

@@ -1,4 +1,4 @@
-#include "process.h"
+#include "bench/jit/process.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -11,8 +11,8 @@
 #include <iterator>
 #include <stdexcept>
 
-#include "common/spawn_actions.h"
-#include "common/measure.h"
+#include "bench/common/spawn_actions.h"
+#include "bench/common/measure.h"
 
 extern char** environ;
 

@@ -1,4 +1,4 @@
-#include "report.h"
+#include "bench/jit/report.h"
 
 #include <fmt/format.h>
 
@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <functional>
 
-#include "common/measure.h"
-#include "process.h"
-#include "tpcc_pipe.h"
+#include "bench/common/measure.h"
+#include "bench/jit/process.h"
+#include "bench/jit/tpcc_pipe.h"
 
 namespace aup::bench::jit {
 

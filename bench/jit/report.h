@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "cases.h"
-#include "common/report.h"
-#include "options.h"
-#include "tpcc_case.h"
+#include "bench/jit/cases.h"
+#include "bench/common/report.h"
+#include "bench/jit/options.h"
+#include "bench/jit/tpcc_case.h"
 
 namespace aup::bench::jit {
 

@@ -1,4 +1,4 @@
-#include "tpcc_case.h"
+#include "bench/jit/tpcc_case.h"
 
 #include <fmt/format.h>
 
@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "process.h"
-#include "server/temp_dir.h"
+#include "bench/jit/process.h"
+#include "bench/server/temp_dir.h"
 
 namespace aup::bench::jit {
 

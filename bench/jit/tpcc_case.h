@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "cases.h"
-#include "options.h"
+#include "bench/jit/cases.h"
+#include "bench/jit/options.h"
 
 namespace aup::bench::jit {
 

@@ -1,4 +1,4 @@
-#include "tpcc_pipe.h"
+#include "bench/jit/tpcc_pipe.h"
 
 #include <fmt/format.h>
 
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "common/report.h"
-#include "process.h"
+#include "bench/common/report.h"
+#include "bench/jit/process.h"
 
 namespace aup::bench::jit {
 

@@ -10,8 +10,8 @@
 
 #include <string>
 
-#include "cases.h"
-#include "options.h"
+#include "bench/jit/cases.h"
+#include "bench/jit/options.h"
 
 namespace aup::bench::jit {
 

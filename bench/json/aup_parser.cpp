@@ -1,6 +1,6 @@
 #include <bit>
 
-#include "parsers.h"
+#include "bench/json/parsers.h"
 
 namespace aup::bench::json {
 

@@ -1,4 +1,4 @@
-#include "corpus.h"
+#include "bench/json/corpus.h"
 
 #include <fmt/format.h>
 

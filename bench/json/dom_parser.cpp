@@ -4,7 +4,7 @@
 
 #include <bit>
 
-#include "parsers.h"
+#include "bench/json/parsers.h"
 
 namespace aup::bench::json {
 

@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "common/program.h"
-#include "corpus.h"
-#include "measure.h"
-#include "numbers.h"
-#include "parsers.h"
-#include "report.h"
+#include "bench/common/program.h"
+#include "bench/json/corpus.h"
+#include "bench/json/measure.h"
+#include "bench/json/numbers.h"
+#include "bench/json/parsers.h"
+#include "bench/json/report.h"
 
 namespace {
 

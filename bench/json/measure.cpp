@@ -1,4 +1,4 @@
-#include "measure.h"
+#include "bench/json/measure.h"
 
 #include <fmt/format.h>
 

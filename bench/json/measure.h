@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "common/measure.h"
-#include "common/program.h"
-#include "corpus.h"
-#include "numbers.h"
-#include "parsers.h"
+#include "bench/common/measure.h"
+#include "bench/common/program.h"
+#include "bench/json/corpus.h"
+#include "bench/json/numbers.h"
+#include "bench/json/parsers.h"
 
 namespace aup::bench::json {
 

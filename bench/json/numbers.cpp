@@ -1,4 +1,4 @@
-#include "numbers.h"
+#include "bench/json/numbers.h"
 
 #include <bit>
 #include <charconv>
@@ -7,7 +7,7 @@
 #include <limits>
 #include <random>
 
-#include "corpus.h"
+#include "bench/json/corpus.h"
 
 namespace aup::bench::json {
 

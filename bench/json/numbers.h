@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "parsers.h"
+#include "bench/json/parsers.h"
 
 namespace aup::bench::json {
 

@@ -7,7 +7,7 @@
 
 #include <bit>
 
-#include "parsers.h"
+#include "bench/json/parsers.h"
 
 #define AUP_STR2(x) #x
 #define AUP_STR(x) AUP_STR2(x)

@@ -23,7 +23,7 @@
 #include <string>
 #include <string_view>
 
-#include "json.h"
+#include "runtime/json.h"
 
 namespace aup::bench::json {
 

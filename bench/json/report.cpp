@@ -1,10 +1,10 @@
-#include "report.h"
+#include "bench/json/report.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "parsers.h"
+#include "bench/json/parsers.h"
 
 #ifndef AUP_SIMDJSON_VERSION
 #define AUP_SIMDJSON_VERSION "unknown"

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "common/report.h"
-#include "measure.h"
-#include "numbers.h"
+#include "bench/common/report.h"
+#include "bench/json/measure.h"
+#include "bench/json/numbers.h"
 
 namespace aup::bench::json {
 

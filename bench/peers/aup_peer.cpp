@@ -4,9 +4,9 @@
 // totals go through bench/server's client (open_accounts, read_totals).
 #include <fmt/format.h>
 
-#include "peer.h"
-#include "server/client.h"
-#include "stream.h"
+#include "bench/peers/peer.h"
+#include "bench/server/client.h"
+#include "bench/peers/stream.h"
 
 namespace aup::bench::peers {
 

@@ -1,4 +1,4 @@
-#include "child.h"
+#include "bench/peers/child.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -11,9 +11,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "common/measure.h"
-#include "common/spawn_actions.h"
-#include "stream.h"
+#include "bench/common/measure.h"
+#include "bench/common/spawn_actions.h"
+#include "bench/peers/stream.h"
 
 extern char** environ;
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "common/proc.h"
+#include "bench/common/proc.h"
 
 namespace aup::bench::peers {
 

@@ -1,4 +1,4 @@
-#include "disk.h"
+#include "bench/peers/disk.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/measure.h"
-#include "percentile.h"
+#include "bench/common/measure.h"
+#include "bench/peers/percentile.h"
 
 namespace aup::bench::peers {
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "common/block_device.h"
+#include "bench/common/block_device.h"
 
 namespace aup::bench::peers {
 

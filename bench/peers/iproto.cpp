@@ -1,9 +1,9 @@
-#include "iproto.h"
+#include "bench/peers/iproto.h"
 
 #include <chrono>
 #include <stdexcept>
 
-#include "msgpack.h"
+#include "bench/peers/msgpack.h"
 
 namespace aup::bench::peers::iproto {
 

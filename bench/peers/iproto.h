@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "stream.h"
+#include "bench/peers/stream.h"
 
 namespace aup::bench::peers::iproto {
 

@@ -1,4 +1,4 @@
-#include "load.h"
+#include "bench/peers/load.h"
 
 
 #include <atomic>
@@ -7,9 +7,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "common/client_threads.h"
-#include "common/measure.h"
-#include "percentile.h"
+#include "bench/common/client_threads.h"
+#include "bench/common/measure.h"
+#include "bench/peers/percentile.h"
 
 namespace aup::bench::peers {
 

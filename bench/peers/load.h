@@ -9,9 +9,9 @@
 #include <optional>
 #include <string>
 
-#include "common/proc.h"
-#include "disk.h"
-#include "peer.h"
+#include "bench/common/proc.h"
+#include "bench/peers/disk.h"
+#include "bench/peers/peer.h"
 
 namespace aup::bench::peers {
 

@@ -30,12 +30,12 @@
 #include <string>
 #include <vector>
 
-#include "common/program.h"
-#include "common/report.h"
-#include "options.h"
-#include "report.h"
-#include "server/temp_dir.h"
-#include "sweep.h"
+#include "bench/common/program.h"
+#include "bench/common/report.h"
+#include "bench/peers/options.h"
+#include "bench/peers/report.h"
+#include "bench/server/temp_dir.h"
+#include "bench/peers/sweep.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "msgpack.h"
+#include "bench/peers/msgpack.h"
 
 #include <bit>
 #include <cstring>

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "common/program.h"
-#include "peer.h"
+#include "bench/common/program.h"
+#include "bench/peers/peer.h"
 
 namespace aup::bench::peers {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "child.h"
+#include "bench/peers/child.h"
 
 namespace aup::bench::peers {
 

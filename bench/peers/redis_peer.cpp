@@ -7,9 +7,9 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "peer.h"
-#include "resp.h"
-#include "stream.h"
+#include "bench/peers/peer.h"
+#include "bench/peers/resp.h"
+#include "bench/peers/stream.h"
 
 namespace aup::bench::peers {
 

@@ -1,11 +1,11 @@
-#include "report.h"
+#include "bench/peers/report.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <functional>
 
-#include "common/measure.h"
+#include "bench/common/measure.h"
 
 namespace aup::bench::peers {
 

@@ -6,9 +6,9 @@
 
 #include <string>
 
-#include "common/report.h"
-#include "options.h"
-#include "sweep.h"
+#include "bench/common/report.h"
+#include "bench/peers/options.h"
+#include "bench/peers/sweep.h"
 
 namespace aup::bench::peers {
 

@@ -1,4 +1,4 @@
-#include "resp.h"
+#include "bench/peers/resp.h"
 
 #include <charconv>
 #include <stdexcept>

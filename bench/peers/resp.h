@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "stream.h"
+#include "bench/peers/stream.h"
 
 namespace aup::bench::peers::resp {
 

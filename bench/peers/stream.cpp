@@ -1,4 +1,4 @@
-#include "stream.h"
+#include "bench/peers/stream.h"
 
 #include <sys/socket.h>
 #include <sys/un.h>

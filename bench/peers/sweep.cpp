@@ -1,4 +1,4 @@
-#include "sweep.h"
+#include "bench/peers/sweep.h"
 
 #include <fmt/format.h>
 
@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "load.h"
-#include "server/temp_dir.h"
+#include "bench/peers/load.h"
+#include "bench/server/temp_dir.h"
 
 namespace aup::bench::peers {
 

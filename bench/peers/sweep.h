@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "disk.h"
-#include "options.h"
+#include "bench/peers/disk.h"
+#include "bench/peers/options.h"
 
 namespace aup::bench::peers {
 

@@ -9,9 +9,9 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "iproto.h"
-#include "msgpack.h"
-#include "peer.h"
+#include "bench/peers/iproto.h"
+#include "bench/peers/msgpack.h"
+#include "bench/peers/peer.h"
 
 namespace aup::bench::peers {
 

@@ -1,4 +1,4 @@
-#include "buffer_pool.h"
+#include "bench/retention/buffer_pool.h"
 
 #include <bit>
 #include <cassert>

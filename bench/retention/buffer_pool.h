@@ -20,7 +20,7 @@
 #include <optional>
 #include <vector>
 
-#include "record_format.h"
+#include "bench/retention/record_format.h"
 
 namespace aup::retention {
 

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "consumer.h"
-#include "fixture.h"
+#include "bench/retention/consumer.h"
+#include "bench/retention/fixture.h"
 
 namespace aup::retention {
 

@@ -1,4 +1,4 @@
-#include "consumer.h"
+#include "bench/retention/consumer.h"
 
 #include <sys/uio.h>
 
@@ -7,9 +7,9 @@
 #include <cassert>
 #include <limits>
 
-#include "instrumentation.h"
-#include "io.h"
-#include "record_format.h"
+#include "bench/retention/instrumentation.h"
+#include "bench/retention/io.h"
+#include "bench/retention/record_format.h"
 
 namespace aup::retention {
 

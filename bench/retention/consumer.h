@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "status.h"
+#include "bench/retention/status.h"
 
 namespace aup::retention {
 

@@ -1,4 +1,4 @@
-#include "driver.h"
+#include "bench/retention/driver.h"
 
 #include <sched.h>
 #include <spawn.h>
@@ -14,8 +14,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "hash.h"
-#include "io.h"
+#include "bench/retention/hash.h"
+#include "bench/retention/io.h"
 
 extern char** environ;  // POSIX: the environment passed on to each run
 

@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "conditions.h"
-#include "fixture.h"
-#include "instrumentation.h"
-#include "policy.h"
-#include "signals.h"
-#include "status.h"
+#include "bench/retention/conditions.h"
+#include "bench/retention/fixture.h"
+#include "bench/retention/instrumentation.h"
+#include "bench/retention/policy.h"
+#include "bench/retention/signals.h"
+#include "bench/retention/status.h"
 
 namespace aup::retention {
 

@@ -1,12 +1,12 @@
-#include "fixture.h"
+#include "bench/retention/fixture.h"
 
 #include <algorithm>
 #include <cassert>
 #include <cstring>
 #include <vector>
 
-#include "hash.h"
-#include "io.h"
+#include "bench/retention/hash.h"
+#include "bench/retention/io.h"
 
 namespace aup::retention {
 namespace {

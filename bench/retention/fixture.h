@@ -7,8 +7,8 @@
 #include <optional>
 #include <string_view>
 
-#include "record_format.h"
-#include "status.h"
+#include "bench/retention/record_format.h"
+#include "bench/retention/status.h"
 
 namespace aup::retention {
 

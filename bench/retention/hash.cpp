@@ -1,10 +1,10 @@
-#include "hash.h"
+#include "bench/retention/hash.h"
 
 #include <bit>
 #include <cstring>
 #include <vector>
 
-#include "io.h"
+#include "bench/retention/io.h"
 
 namespace aup::retention {
 namespace {

@@ -1,11 +1,11 @@
-#include "input_reader.h"
+#include "bench/retention/input_reader.h"
 
 #include <algorithm>
 #include <array>
 #include <cassert>
 #include <cstring>
 
-#include "io.h"
+#include "bench/retention/io.h"
 
 namespace aup::retention {
 

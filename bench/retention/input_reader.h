@@ -18,8 +18,8 @@
 #include <optional>
 #include <span>
 
-#include "record_format.h"
-#include "status.h"
+#include "bench/retention/record_format.h"
+#include "bench/retention/status.h"
 
 namespace aup::retention {
 

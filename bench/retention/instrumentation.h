@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "status.h"
+#include "bench/retention/status.h"
 
 namespace aup::retention {
 

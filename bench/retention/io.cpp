@@ -1,4 +1,4 @@
-#include "io.h"
+#include "bench/retention/io.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-#include "status.h"
+#include "bench/retention/status.h"
 
 namespace aup::retention {
 

@@ -16,15 +16,15 @@
 #include <string>
 #include <vector>
 
-#include "conditions.h"
-#include "driver.h"
-#include "fixture.h"
-#include "hash.h"
-#include "instrumentation.h"
-#include "io.h"
-#include "pipeline.h"
-#include "report.h"
-#include "signals.h"
+#include "bench/retention/conditions.h"
+#include "bench/retention/driver.h"
+#include "bench/retention/fixture.h"
+#include "bench/retention/hash.h"
+#include "bench/retention/instrumentation.h"
+#include "bench/retention/io.h"
+#include "bench/retention/pipeline.h"
+#include "bench/retention/report.h"
+#include "bench/retention/signals.h"
 
 #ifndef AUP_RETENTION_RESULTS_DIR
 #define AUP_RETENTION_RESULTS_DIR "bench/results"

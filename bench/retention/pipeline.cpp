@@ -1,13 +1,13 @@
-#include "pipeline.h"
+#include "bench/retention/pipeline.h"
 
 #include <cassert>
 #include <cstring>
 #include <optional>
 #include <vector>
 
-#include "bounded_queue.h"
-#include "buffer_pool.h"
-#include "input_reader.h"
+#include "bench/retention/bounded_queue.h"
+#include "bench/retention/buffer_pool.h"
+#include "bench/retention/input_reader.h"
 
 namespace aup::retention {
 namespace {

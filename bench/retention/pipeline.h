@@ -13,11 +13,11 @@
 
 #include <cstdint>
 
-#include "consumer.h"
-#include "instrumentation.h"
-#include "policy.h"
-#include "signals.h"
-#include "status.h"
+#include "bench/retention/consumer.h"
+#include "bench/retention/instrumentation.h"
+#include "bench/retention/policy.h"
+#include "bench/retention/signals.h"
+#include "bench/retention/status.h"
 
 namespace aup::retention {
 

@@ -1,4 +1,4 @@
-#include "policy.h"
+#include "bench/retention/policy.h"
 
 #include <cassert>
 

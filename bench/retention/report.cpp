@@ -1,11 +1,11 @@
-#include "report.h"
+#include "bench/retention/report.h"
 
 #include <algorithm>
 #include <cassert>
 #include <filesystem>
 
-#include "hash.h"
-#include "io.h"
+#include "bench/retention/hash.h"
+#include "bench/retention/io.h"
 
 namespace aup::retention {
 namespace {

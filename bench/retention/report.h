@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "driver.h"
-#include "policy.h"
-#include "status.h"
+#include "bench/retention/driver.h"
+#include "bench/retention/policy.h"
+#include "bench/retention/status.h"
 
 namespace aup::retention {
 

@@ -1,4 +1,4 @@
-#include "client.h"
+#include "bench/server/client.h"
 
 #include <fmt/format.h>
 #include <sys/socket.h>

@@ -1,4 +1,4 @@
-#include "load.h"
+#include "bench/server/load.h"
 
 #include <fmt/format.h>
 
@@ -10,9 +10,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "client.h"
-#include "common/client_threads.h"
-#include "common/measure.h"
+#include "bench/server/client.h"
+#include "bench/common/client_threads.h"
+#include "bench/common/measure.h"
 
 namespace aup::bench::server {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "server_process.h"
+#include "bench/server/server_process.h"
 
 namespace aup::bench::server {
 

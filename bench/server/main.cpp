@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "common/program.h"
-#include "common/report.h"
-#include "options.h"
-#include "report.h"
-#include "sweep.h"
-#include "temp_dir.h"
+#include "bench/common/program.h"
+#include "bench/common/report.h"
+#include "bench/server/options.h"
+#include "bench/server/report.h"
+#include "bench/server/sweep.h"
+#include "bench/server/temp_dir.h"
 
 namespace {
 

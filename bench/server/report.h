@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "common/report.h"
-#include "options.h"
-#include "sweep.h"
+#include "bench/common/report.h"
+#include "bench/server/options.h"
+#include "bench/server/sweep.h"
 
 namespace aup::bench::server {
 

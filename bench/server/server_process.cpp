@@ -1,4 +1,4 @@
-#include "server_process.h"
+#include "bench/server/server_process.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -15,9 +15,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "common/spawn_actions.h"
-#include "common/measure.h"
-#include "common/proc.h"
+#include "bench/common/spawn_actions.h"
+#include "bench/common/measure.h"
+#include "bench/common/proc.h"
 
 extern char** environ;
 

@@ -1,4 +1,4 @@
-#include "sweep.h"
+#include "bench/server/sweep.h"
 
 #include <fmt/format.h>
 
@@ -7,9 +7,9 @@
 #include <optional>
 #include <stdexcept>
 
-#include "client.h"
-#include "load.h"
-#include "temp_dir.h"
+#include "bench/server/client.h"
+#include "bench/server/load.h"
+#include "bench/server/temp_dir.h"
 
 namespace aup::bench::server {
 

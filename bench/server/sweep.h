@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "options.h"
-#include "server_process.h"
+#include "bench/server/options.h"
+#include "bench/server/server_process.h"
 
 namespace aup::bench::server {
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "common/program.h"
-#include "measure.h"
-#include "report.h"
+#include "bench/common/program.h"
+#include "bench/table/measure.h"
+#include "bench/table/report.h"
 
 namespace {
 

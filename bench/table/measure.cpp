@@ -1,4 +1,4 @@
-#include "measure.h"
+#include "bench/table/measure.h"
 
 #include <fmt/format.h>
 #include <malloc.h>
@@ -10,7 +10,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "ops.h"
+#include "bench/table/ops.h"
 
 namespace aup::bench::table {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "common/measure.h"
-#include "common/program.h"
+#include "bench/common/measure.h"
+#include "bench/common/program.h"
 
 namespace aup::bench::table {
 

@@ -1,9 +1,9 @@
-#include "ops.h"
+#include "bench/table/ops.h"
 
 #include <algorithm>
 #include <bit>
 
-#include "key.h"
+#include "vm/key.h"
 
 namespace aup::bench::table {
 

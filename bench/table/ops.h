@@ -14,7 +14,7 @@
 #include <map>
 #include <vector>
 
-#include "btree.h"
+#include "vm/btree.h"
 
 namespace aup::bench::table {
 

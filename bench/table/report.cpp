@@ -1,4 +1,4 @@
-#include "report.h"
+#include "bench/table/report.h"
 
 #include <fmt/format.h>
 

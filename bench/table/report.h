@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "common/report.h"
-#include "measure.h"
+#include "bench/common/report.h"
+#include "bench/table/measure.h"
 
 namespace aup::bench::table {
 

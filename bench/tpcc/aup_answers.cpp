@@ -1,4 +1,4 @@
-#include "aup_answers.h"
+#include "bench/tpcc/aup_answers.h"
 
 #include <fmt/format.h>
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "aup_json.h"
-#include "backend.h"
-#include "generator.h"
-#include "state.h"
+#include "bench/tpcc/aup_json.h"
+#include "bench/tpcc/backend.h"
+#include "bench/tpcc/generator.h"
+#include "bench/tpcc/state.h"
 
 namespace aup::tpcc {
 

@@ -1,4 +1,4 @@
-#include "aup_backend.h"
+#include "bench/tpcc/aup_backend.h"
 
 #include <sys/un.h>
 
@@ -10,12 +10,12 @@
 #include <string_view>
 #include <vector>
 
-#include "aup_answers.h"
-#include "aup_dump.h"
-#include "aup_json.h"
-#include "server/client.h"
-#include "server/server_process.h"
-#include "server/temp_dir.h"
+#include "bench/tpcc/aup_answers.h"
+#include "bench/tpcc/aup_dump.h"
+#include "bench/tpcc/aup_json.h"
+#include "bench/server/client.h"
+#include "bench/server/server_process.h"
+#include "bench/server/temp_dir.h"
 
 namespace aup::tpcc {
 

@@ -9,7 +9,7 @@
 
 #include <memory>
 
-#include "backend.h"
+#include "bench/tpcc/backend.h"
 
 namespace aup::tpcc {
 

@@ -1,4 +1,4 @@
-#include "aup_dump.h"
+#include "bench/tpcc/aup_dump.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "aup_json.h"
-#include "state.h"
+#include "bench/tpcc/aup_json.h"
+#include "bench/tpcc/state.h"
 
 namespace aup::tpcc {
 

@@ -1,4 +1,4 @@
-#include "aup_json.h"
+#include "bench/tpcc/aup_json.h"
 
 #include <fmt/format.h>
 

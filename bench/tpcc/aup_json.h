@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "json.h"  // runtime/json.h (runtime_dep)
+#include "runtime/json.h"  // runtime/json.h (runtime_dep)
 
 namespace aup::tpcc {
 

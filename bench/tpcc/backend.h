@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "common/block_device.h"
-#include "generator.h"
-#include "state.h"
+#include "bench/common/block_device.h"
+#include "bench/tpcc/generator.h"
+#include "bench/tpcc/state.h"
 
 namespace aup::tpcc {
 

@@ -1,9 +1,9 @@
 // make_backend: the one place that maps a kind's name to its backend.
 #include <stdexcept>
 
-#include "aup_backend.h"
-#include "backend.h"
-#include "sqlite_backend.h"
+#include "bench/tpcc/aup_backend.h"
+#include "bench/tpcc/backend.h"
+#include "bench/tpcc/sqlite_backend.h"
 
 namespace aup::tpcc {
 

@@ -1,4 +1,4 @@
-#include "cpus.h"
+#include "bench/tpcc/cpus.h"
 
 #include <sched.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
-#include "driver.h"
+#include "bench/tpcc/driver.h"
 
-#include "common/proc.h"
+#include "bench/common/proc.h"
 
 #include <fmt/format.h>
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "backend.h"
-#include "generator.h"
+#include "bench/tpcc/backend.h"
+#include "bench/tpcc/generator.h"
 
 namespace aup::tpcc {
 

@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <string>
 
-#include "generator.h"
+#include "bench/tpcc/generator.h"
 
 namespace aup::tpcc {
 namespace {

@@ -1,4 +1,4 @@
-#include "generator.h"
+#include "bench/tpcc/generator.h"
 
 #include <algorithm>
 #include <bit>

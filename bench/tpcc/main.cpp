@@ -24,11 +24,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "backend.h"
-#include "cpus.h"
-#include "matrix.h"
-#include "measure.h"
-#include "same_state.h"
+#include "bench/tpcc/backend.h"
+#include "bench/tpcc/cpus.h"
+#include "bench/tpcc/matrix.h"
+#include "bench/tpcc/measure.h"
+#include "bench/tpcc/same_state.h"
 
 #ifndef AUP_TPCC_DEFAULT_AUP
 #define AUP_TPCC_DEFAULT_AUP "aup"

@@ -3,7 +3,7 @@
 // W is done, so at most one W's templates take room at a time; each run
 // gets a fresh copy in a run directory removed after it. Everything lives
 // in <medium dir>/aup-tpcc-<pid>, removed however the matrix ends.
-#include "matrix.h"
+#include "bench/tpcc/matrix.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -15,12 +15,12 @@
 #include <memory>
 #include <stdexcept>
 
-#include "common/report.h"
-#include "matrix_dirs.h"
-#include "matrix_figures.h"
-#include "matrix_report.h"
-#include "measure.h"
-#include "plots.h"
+#include "bench/common/report.h"
+#include "bench/tpcc/matrix_dirs.h"
+#include "bench/tpcc/matrix_figures.h"
+#include "bench/tpcc/matrix_report.h"
+#include "bench/tpcc/measure.h"
+#include "bench/tpcc/plots.h"
 
 namespace aup::tpcc {
 

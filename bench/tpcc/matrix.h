@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "backend.h"
-#include "cpus.h"
+#include "bench/tpcc/backend.h"
+#include "bench/tpcc/cpus.h"
 
 namespace aup::tpcc {
 

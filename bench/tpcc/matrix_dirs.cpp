@@ -1,4 +1,4 @@
-#include "matrix_dirs.h"
+#include "bench/tpcc/matrix_dirs.h"
 
 #include <fcntl.h>
 #include <unistd.h>

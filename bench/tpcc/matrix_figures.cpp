@@ -1,4 +1,4 @@
-#include "matrix_figures.h"
+#include "bench/tpcc/matrix_figures.h"
 
 #include <fmt/format.h>
 
@@ -6,8 +6,8 @@
 #include <cmath>
 #include <functional>
 
-#include "common/measure.h"
-#include "common/report.h"
+#include "bench/common/measure.h"
+#include "bench/common/report.h"
 
 namespace aup::tpcc {
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "generator.h"
-#include "matrix.h"
-#include "measure.h"
+#include "bench/tpcc/generator.h"
+#include "bench/tpcc/matrix.h"
+#include "bench/tpcc/measure.h"
 
 namespace aup::tpcc {
 

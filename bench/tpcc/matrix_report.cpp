@@ -1,4 +1,4 @@
-#include "matrix_report.h"
+#include "bench/tpcc/matrix_report.h"
 
 #include <fmt/format.h>
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "common/report.h"
-#include "matrix.h"
-#include "matrix_figures.h"
+#include "bench/common/report.h"
+#include "bench/tpcc/matrix.h"
+#include "bench/tpcc/matrix_figures.h"
 
 namespace aup::tpcc {
 

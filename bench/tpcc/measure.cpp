@@ -1,4 +1,4 @@
-#include "measure.h"
+#include "bench/tpcc/measure.h"
 
 #include <fmt/format.h>
 

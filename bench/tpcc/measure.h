@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "backend.h"
-#include "cpus.h"
-#include "driver.h"
+#include "bench/tpcc/backend.h"
+#include "bench/tpcc/cpus.h"
+#include "bench/tpcc/driver.h"
 
 namespace aup::tpcc {
 

@@ -1,4 +1,4 @@
-#include "plots.h"
+#include "bench/tpcc/plots.h"
 
 #include <fmt/format.h>
 #include <sys/wait.h>
@@ -13,7 +13,7 @@
 #include <optional>
 #include <vector>
 
-#include "common/report.h"
+#include "bench/common/report.h"
 
 namespace aup::tpcc {
 

@@ -10,8 +10,8 @@
 
 #include <string>
 
-#include "matrix.h"
-#include "matrix_figures.h"
+#include "bench/tpcc/matrix.h"
+#include "bench/tpcc/matrix_figures.h"
 
 namespace aup::tpcc {
 

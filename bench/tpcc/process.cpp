@@ -1,8 +1,8 @@
 // process_figures: a process's CPU time, device writes and resident memory
 // from /proc (bench/common/proc.h reads the files), and its data's block
 // device's sectors written.
-#include "backend.h"
-#include "common/proc.h"
+#include "bench/tpcc/backend.h"
+#include "bench/common/proc.h"
 
 namespace aup::tpcc {
 

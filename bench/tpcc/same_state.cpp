@@ -1,10 +1,10 @@
-#include "same_state.h"
+#include "bench/tpcc/same_state.h"
 
 #include <fmt/format.h>
 
 #include <chrono>
 
-#include "driver.h"
+#include "bench/tpcc/driver.h"
 
 namespace aup::tpcc {
 

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string>
 
-#include "backend.h"
+#include "bench/tpcc/backend.h"
 
 namespace aup::tpcc {
 

@@ -2,7 +2,7 @@
 // who runs the write transactions), the terminals, load and close. The SQL
 // itself is in sqlite_tpcc.cpp, the retry on SQLITE_BUSY in sqlite_run.cpp,
 // the grouped writer in sqlite_writer.cpp.
-#include "sqlite_backend.h"
+#include "bench/tpcc/sqlite_backend.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -16,10 +16,10 @@
 #include <system_error>
 #include <utility>
 
-#include "sqlite_db.h"
-#include "sqlite_run.h"
-#include "sqlite_tpcc.h"
-#include "sqlite_writer.h"
+#include "bench/tpcc/sqlite_db.h"
+#include "bench/tpcc/sqlite_run.h"
+#include "bench/tpcc/sqlite_tpcc.h"
+#include "bench/tpcc/sqlite_writer.h"
 
 namespace aup::tpcc {
 namespace {

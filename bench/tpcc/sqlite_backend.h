@@ -12,7 +12,7 @@
 
 #include <memory>
 
-#include "backend.h"
+#include "bench/tpcc/backend.h"
 
 namespace aup::tpcc {
 

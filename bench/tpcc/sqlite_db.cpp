@@ -1,4 +1,4 @@
-#include "sqlite_db.h"
+#include "bench/tpcc/sqlite_db.h"
 
 #include <utility>
 

@@ -1,9 +1,9 @@
-#include "sqlite_run.h"
+#include "bench/tpcc/sqlite_run.h"
 
 #include <stdexcept>
 #include <string>
 
-#include "sqlite_tpcc.h"
+#include "bench/tpcc/sqlite_tpcc.h"
 
 namespace aup::tpcc {
 namespace {

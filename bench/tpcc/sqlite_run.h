@@ -10,8 +10,8 @@
 // to the caller.
 #pragma once
 
-#include "backend.h"
-#include "sqlite_db.h"
+#include "bench/tpcc/backend.h"
+#include "bench/tpcc/sqlite_db.h"
 
 namespace aup::tpcc {
 

@@ -1,4 +1,4 @@
-#include "sqlite_tpcc.h"
+#include "bench/tpcc/sqlite_tpcc.h"
 
 #include <array>
 #include <chrono>

@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "backend.h"
-#include "generator.h"
-#include "sqlite_db.h"
-#include "state.h"
+#include "bench/tpcc/backend.h"
+#include "bench/tpcc/generator.h"
+#include "bench/tpcc/sqlite_db.h"
+#include "bench/tpcc/state.h"
 
 namespace aup::tpcc {
 

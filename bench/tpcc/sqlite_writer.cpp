@@ -1,11 +1,11 @@
-#include "sqlite_writer.h"
+#include "bench/tpcc/sqlite_writer.h"
 
 #include <exception>
 #include <stdexcept>
 #include <utility>
 
-#include "sqlite_run.h"
-#include "sqlite_tpcc.h"
+#include "bench/tpcc/sqlite_run.h"
+#include "bench/tpcc/sqlite_tpcc.h"
 
 namespace aup::tpcc {
 namespace {

@@ -23,8 +23,8 @@
 #include <string>
 #include <thread>
 
-#include "backend.h"
-#include "sqlite_db.h"
+#include "bench/tpcc/backend.h"
+#include "bench/tpcc/sqlite_db.h"
 
 namespace aup::tpcc {
 

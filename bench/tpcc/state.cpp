@@ -1,4 +1,4 @@
-#include "state.h"
+#include "bench/tpcc/state.h"
 
 #include <fmt/format.h>
 

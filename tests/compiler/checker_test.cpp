@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "compiler.h"
+#include "compiler/compiler.h"
 
 namespace aup {
 namespace {

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "diag.h"
+#include "compiler/diag.h"
 
 namespace aup {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "lexer.h"
+#include "compiler/lexer.h"
 
 namespace aup {
 namespace {

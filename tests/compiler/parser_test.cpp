@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "parser.h"
+#include "compiler/parser.h"
 
 namespace aup {
 namespace {

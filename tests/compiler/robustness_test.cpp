@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler.h"
+#include "compiler/compiler.h"
 
 namespace aup {
 namespace {

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "suggest.h"
+#include "compiler/suggest.h"
 
 namespace aup {
 namespace {

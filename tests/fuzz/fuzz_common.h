@@ -22,11 +22,11 @@
 #include <string_view>
 #include <vector>
 
-#include "codegen.h"
-#include "compiler.h"
-#include "io.h"
-#include "json.h"
-#include "module.h"
+#include "compiler/codegen.h"
+#include "compiler/compiler.h"
+#include "storage/io.h"
+#include "runtime/json.h"
+#include "vm/module.h"
 
 namespace aup::fuzz {
 

@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
-#include "codec.h"
-#include "durability.h"
-#include "fuzz_common.h"
-#include "image.h"
-#include "image_format.h"
-#include "memory_tables.h"
-#include "schema_file.h"
+#include "storage/codec.h"
+#include "runtime/durability.h"
+#include "tests/fuzz/fuzz_common.h"
+#include "storage/image.h"
+#include "storage/image_format.h"
+#include "storage/memory_tables.h"
+#include "storage/schema_file.h"
 
 namespace {
 

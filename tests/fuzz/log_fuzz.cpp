@@ -23,12 +23,12 @@
 #include <string_view>
 #include <vector>
 
-#include "codec.h"
-#include "durability.h"
-#include "fuzz_common.h"
-#include "log.h"
-#include "memory_tables.h"
-#include "records.h"
+#include "storage/codec.h"
+#include "runtime/durability.h"
+#include "tests/fuzz/fuzz_common.h"
+#include "storage/log.h"
+#include "storage/memory_tables.h"
+#include "storage/records.h"
 
 namespace {
 

@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "disasm.h"
-#include "durability.h"
-#include "fuzz_common.h"
-#include "module_file.h"
-#include "module_format.h"
-#include "state.h"
+#include "vm/disasm.h"
+#include "runtime/durability.h"
+#include "tests/fuzz/fuzz_common.h"
+#include "vm/module_file.h"
+#include "vm/module_format.h"
+#include "vm/state.h"
 
 namespace {
 

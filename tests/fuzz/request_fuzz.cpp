@@ -13,11 +13,11 @@
 #include <string_view>
 #include <vector>
 
-#include "fuzz_common.h"
-#include "durability.h"
-#include "pipeline.h"
-#include "service.h"
-#include "state.h"
+#include "tests/fuzz/fuzz_common.h"
+#include "runtime/durability.h"
+#include "runtime/pipeline.h"
+#include "runtime/service.h"
+#include "vm/state.h"
 
 namespace {
 

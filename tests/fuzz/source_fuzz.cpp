@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "disasm.h"
-#include "fuzz_common.h"
-#include "module_file.h"
-#include "service.h"
-#include "state.h"
+#include "vm/disasm.h"
+#include "tests/fuzz/fuzz_common.h"
+#include "vm/module_file.h"
+#include "runtime/service.h"
+#include "vm/state.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "bounded_queue.h"
+#include "bench/retention/bounded_queue.h"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "consumer.h"
+#include "bench/retention/consumer.h"
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "instrumentation.h"
-#include "test_util.h"
+#include "bench/retention/instrumentation.h"
+#include "tests/retention/test_util.h"
 
 namespace aup::retention {
 namespace {

@@ -1,11 +1,11 @@
-#include "driver.h"
+#include "bench/retention/driver.h"
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <set>
 
-#include "conditions.h"
+#include "bench/retention/conditions.h"
 
 namespace aup::retention {
 namespace {

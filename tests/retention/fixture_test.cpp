@@ -1,9 +1,9 @@
-#include "fixture.h"
+#include "bench/retention/fixture.h"
 
 #include <doctest/doctest.h>
 
-#include "hash.h"
-#include "test_util.h"
+#include "bench/retention/hash.h"
+#include "tests/retention/test_util.h"
 
 namespace aup::retention {
 namespace {

@@ -1,4 +1,4 @@
-#include "hash.h"
+#include "bench/retention/hash.h"
 
 #include <doctest/doctest.h>
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "io.h"
+#include "bench/retention/io.h"
 
 namespace aup::retention {
 namespace {

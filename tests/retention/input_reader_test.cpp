@@ -1,11 +1,11 @@
 // The reader's recovery policy (input_reader.h), one named case each.
-#include "input_reader.h"
+#include "bench/retention/input_reader.h"
 
 #include <doctest/doctest.h>
 
 #include <string>
 
-#include "test_util.h"
+#include "tests/retention/test_util.h"
 
 namespace aup::retention {
 namespace {

@@ -1,4 +1,4 @@
-#include "instrumentation.h"
+#include "bench/retention/instrumentation.h"
 
 #include <doctest/doctest.h>
 

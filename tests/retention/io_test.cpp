@@ -1,4 +1,4 @@
-#include "io.h"
+#include "bench/retention/io.h"
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
@@ -7,7 +7,7 @@
 #include <array>
 #include <string>
 
-#include "test_util.h"
+#include "tests/retention/test_util.h"
 
 namespace aup::retention {
 namespace {

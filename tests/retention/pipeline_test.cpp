@@ -2,7 +2,7 @@
 // budget failures, the copy-in-progress, reclaiming, stopping, a full disk.
 // Timing never decides a check: where a queue must fill before outputs
 // start, the hold is far longer than reading a few records takes.
-#include "pipeline.h"
+#include "bench/retention/pipeline.h"
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
@@ -12,9 +12,9 @@
 
 #include <string>
 
-#include "bounded_queue.h"
-#include "buffer_pool.h"
-#include "test_util.h"
+#include "bench/retention/bounded_queue.h"
+#include "bench/retention/buffer_pool.h"
+#include "tests/retention/test_util.h"
 
 namespace aup::retention {
 namespace {

@@ -1,4 +1,4 @@
-#include "report.h"
+#include "bench/retention/report.h"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "signals.h"
+#include "bench/retention/signals.h"
 
 #include <doctest/doctest.h>
 #include <signal.h>

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "fixture.h"
-#include "io.h"
-#include "record_format.h"
+#include "bench/retention/fixture.h"
+#include "bench/retention/io.h"
+#include "bench/retention/record_format.h"
 
 namespace aup::retention::test {
 

@@ -9,12 +9,12 @@
 #include <string>
 #include <string_view>
 
-#include "codegen.h"
-#include "compiler.h"
-#include "jit.h"
-#include "json.h"
-#include "service.h"
-#include "state.h"
+#include "compiler/codegen.h"
+#include "compiler/compiler.h"
+#include "vm/jit/jit.h"
+#include "runtime/json.h"
+#include "runtime/service.h"
+#include "vm/state.h"
 
 namespace aup::testing {
 

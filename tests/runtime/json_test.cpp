@@ -5,7 +5,7 @@
 #include <random>
 #include <string>
 
-#include "json.h"
+#include "runtime/json.h"
 
 namespace aup::runtime {
 namespace {

@@ -11,7 +11,7 @@
 #include <random>
 #include <string>
 
-#include "harness.h"
+#include "tests/runtime/harness.h"
 
 namespace aup::testing {
 namespace {

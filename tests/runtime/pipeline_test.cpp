@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "harness.h"
-#include "pipeline.h"
+#include "tests/runtime/harness.h"
+#include "runtime/pipeline.h"
 
 namespace aup::runtime {
 namespace {

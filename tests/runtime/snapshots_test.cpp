@@ -9,8 +9,8 @@
 #include <string>
 #include <thread>
 
-#include "harness.h"
-#include "snapshots.h"
+#include "tests/runtime/harness.h"
+#include "runtime/snapshots.h"
 
 namespace aup::runtime {
 namespace {

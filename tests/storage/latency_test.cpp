@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "latency.h"
+#include "storage/latency.h"
 
 namespace aup::storage {
 namespace {

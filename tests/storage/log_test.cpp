@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "log.h"
+#include "storage/log.h"
 
 namespace aup::storage {
 namespace {

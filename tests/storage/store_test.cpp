@@ -11,13 +11,13 @@
 #include <random>
 #include <string>
 
-#include "../runtime/harness.h"
-#include "codec.h"
-#include "durability.h"
-#include "image.h"
-#include "memory_tables.h"
-#include "schema_file.h"
-#include "store.h"
+#include "tests/runtime/harness.h"
+#include "storage/codec.h"
+#include "runtime/durability.h"
+#include "storage/image.h"
+#include "storage/memory_tables.h"
+#include "storage/schema_file.h"
+#include "storage/store.h"
 
 namespace aup::storage {
 namespace {

@@ -20,11 +20,11 @@
 #include <variant>
 #include <vector>
 
-#include "aup_answers.h"
-#include "aup_backend.h"
-#include "aup_dump.h"
-#include "server/server_process.h"
-#include "server/temp_dir.h"
+#include "bench/tpcc/aup_answers.h"
+#include "bench/tpcc/aup_backend.h"
+#include "bench/tpcc/aup_dump.h"
+#include "bench/server/server_process.h"
+#include "bench/server/temp_dir.h"
 
 #ifndef AUP_EXE
 #error "AUP_EXE (the aup executable) must be defined by the build"

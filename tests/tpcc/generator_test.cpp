@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "generator.h"
+#include "bench/tpcc/generator.h"
 
 #ifndef AUP_SOURCE_DIR
 #define AUP_SOURCE_DIR "."

@@ -21,10 +21,10 @@
 #include <thread>
 #include <vector>
 
-#include "backend.h"
-#include "generator.h"
-#include "sqlite_backend.h"
-#include "state.h"
+#include "bench/tpcc/backend.h"
+#include "bench/tpcc/generator.h"
+#include "bench/tpcc/sqlite_backend.h"
+#include "bench/tpcc/state.h"
 
 namespace aup::tpcc {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "btree.h"
+#include "vm/btree.h"
 
 namespace aup::vm {
 namespace {

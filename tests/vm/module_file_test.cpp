@@ -8,10 +8,10 @@
 #include <cstring>
 #include <string>
 
-#include "codegen.h"
-#include "compiler.h"
-#include "module_file.h"
-#include "module_format.h"
+#include "compiler/codegen.h"
+#include "compiler/compiler.h"
+#include "vm/module_file.h"
+#include "vm/module_format.h"
 
 namespace aup::vm {
 namespace {

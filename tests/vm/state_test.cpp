@@ -4,7 +4,7 @@
 // released texts).
 #include <doctest/doctest.h>
 
-#include "../runtime/harness.h"
+#include "tests/runtime/harness.h"
 
 namespace aup::vm {
 namespace {

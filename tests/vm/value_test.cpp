@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "value.h"
+#include "vm/value.h"
 
 namespace aup::vm {
 

@@ -1,5 +1,5 @@
 // The object cache (format and recovery policy in cache.h).
-#include "cache.h"
+#include "vm/jit/cache.h"
 
 #include <dirent.h>
 #include <fcntl.h>

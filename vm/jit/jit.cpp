@@ -31,9 +31,9 @@
 #include <mutex>
 #include <vector>
 
-#include "cache.h"
-#include "jit_api.h"
-#include "translate.h"
+#include "vm/jit/cache.h"
+#include "vm/jit/jit_api.h"
+#include "vm/jit/translate.h"
 
 namespace aup::vm::jit {
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
-#include "module.h"
-#include "native.h"
+#include "vm/module.h"
+#include "vm/native.h"
 
 namespace aup::vm::jit {
 

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "jit.h"
+#include "vm/jit/jit.h"
 
 namespace aup::vm::jit {
 

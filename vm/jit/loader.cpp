@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "jit.h"
-#include "jit_api.h"
-#include "module_file.h"
+#include "vm/jit/jit.h"
+#include "vm/jit/jit_api.h"
+#include "vm/module_file.h"
 
 namespace aup::vm::jit {
 

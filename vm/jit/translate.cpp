@@ -15,7 +15,7 @@
 // source position (aup_fail_at) and returns false. A call to another
 // function that returns false makes the caller return false at once (the
 // position is the innermost one, as in the interpreter). Nothing throws.
-#include "translate.h"
+#include "vm/jit/translate.h"
 
 #include <fmt/format.h>
 
@@ -35,11 +35,11 @@
 #include <cstddef>
 #include <vector>
 
-#include "builtins.h"
-#include "bytecode.h"
-#include "interp.h"
-#include "native.h"
-#include "value.h"
+#include "stdlib/builtins.h"
+#include "vm/bytecode.h"
+#include "vm/interp.h"
+#include "vm/native.h"
+#include "vm/value.h"
 
 namespace aup::vm::jit {
 

@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "module.h"
+#include "vm/module.h"
 
 namespace aup::vm::jit {
 

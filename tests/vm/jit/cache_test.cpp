@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "cache.h"
+#include "vm/jit/cache.h"
 
 namespace aup::vm::jit {
 
