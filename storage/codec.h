@@ -1,6 +1,7 @@
-// Value encoding shared by log records, images and the schema file.
+// Value encoding shared by log records, images and the schema file, over
+// the byte codec of vm/bytes.h (fixed-width numbers, varints, lengths).
 //
-//   varint   unsigned LEB128, at most 10 bytes
+//   varint   unsigned LEB128, at most 10 bytes (vm/bytes.h)
 //   num      an integer of magnitude below 2^53 (not -0): varint of its
 //            zig-zag form shifted left by one (even); any other binary64
 //            (-0, fractions, 2^53 and beyond, subnormals): varint 1, then
@@ -21,26 +22,17 @@
 #include <string_view>
 #include <vector>
 
+#include "vm/bytes.h"
 #include "vm/key.h"
 #include "storage/schema.h"
 #include "vm/text.h"
 
 namespace aup::storage {
 
-class Encoder {
+// The value encodings over the one byte codec (vm/bytes.h).
+class Encoder : public bytes::Writer {
  public:
-  explicit Encoder(std::vector<uint8_t>& out) : out_(out) {}
-  void u8(uint8_t v) { out_.push_back(v); }
-  void varint(uint64_t v) {
-    while (v >= 0x80) {
-      out_.push_back(static_cast<uint8_t>(v | 0x80));
-      v >>= 7;
-    }
-    out_.push_back(static_cast<uint8_t>(v));
-  }
-  void fixed64(uint64_t v) {
-    for (int i = 0; i < 8; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  }
+  explicit Encoder(std::vector<uint8_t>& out) : Writer(out) {}
   void num(double d) {
     constexpr double kLimit = 9007199254740992.0;  // 2^53
     // Whole (the conversion is exact below 2^53) and not -0.
@@ -53,10 +45,7 @@ class Encoder {
       fixed64(std::bit_cast<uint64_t>(d));
     }
   }
-  void text(std::string_view s) {
-    varint(s.size());
-    out_.insert(out_.end(), s.begin(), s.end());
-  }
+  void text(std::string_view s) { bytes(s); }
   // A row slot or var of type t (a text slot holds a TextObj*).
   void value(FieldType t, uint64_t slot) {
     switch (t) {
@@ -73,66 +62,22 @@ class Encoder {
       case FieldType::Bool: u8(s.boolean ? 1 : 0); break;
     }
   }
-  size_t size() const { return out_.size(); }
-
- private:
-  std::vector<uint8_t>& out_;
 };
 
-// Bounds-checked reading; the first problem is kept and later reads return
-// zeros, so decoding stays straight-line.
-class Decoder {
+class Decoder : public bytes::Reader {
  public:
-  Decoder(const uint8_t* p, size_t n) : p_(p), end_(p + n), begin_(p) {}
-  bool ok() const { return ok_; }
-  bool done() const { return p_ == end_; }
-  size_t offset() const { return static_cast<size_t>(p_ - begin_); }
-  void fail() {
-    ok_ = false;
-    p_ = end_;
-  }
-  uint8_t u8() {
-    if (p_ >= end_) {
-      fail();
-      return 0;
-    }
-    return *p_++;
-  }
-  uint64_t varint() {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      uint8_t b = u8();
-      v |= uint64_t{b & 0x7Fu} << shift;
-      if (!(b & 0x80)) return v;
-    }
-    fail();
-    return 0;
-  }
-  uint64_t fixed64() {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= uint64_t{u8()} << (8 * i);
-    return v;
-  }
+  Decoder(const uint8_t* p, size_t n, size_t base = 0) : Reader(p, n, base) {}
   double num() {
     uint64_t v = varint();
     if (v & 1) {
-      if (v != 1) fail();
+      if (v != 1) fail("a number tag other than 1");
       return std::bit_cast<double>(fixed64());
     }
     uint64_t zig = v >> 1;
     auto i = static_cast<int64_t>((zig >> 1) ^ (~(zig & 1) + 1));
     return static_cast<double>(i);
   }
-  std::string_view text() {
-    uint64_t n = varint();
-    if (n > static_cast<uint64_t>(end_ - p_)) {
-      fail();
-      return {};
-    }
-    std::string_view s(reinterpret_cast<const char*>(p_), n);
-    p_ += n;
-    return s;
-  }
+  std::string_view text() { return bytes(); }
   // A value of type t as a row slot; a text becomes a new heap text the
   // caller owns.
   uint64_t value(FieldType t) {
@@ -140,12 +85,12 @@ class Decoder {
       case FieldType::Num: return std::bit_cast<uint64_t>(num());
       case FieldType::Text: {
         std::string_view s = text();
-        if (!ok_) return 0;
+        if (!ok()) return 0;
         return reinterpret_cast<uint64_t>(vm::heap_text(s));
       }
       case FieldType::Bool: return u8() ? 1 : 0;
     }
-    fail();
+    fail("an unknown field type");
     return 0;
   }
   // Skips a value of type t.
@@ -160,7 +105,7 @@ class Decoder {
     Scalar s;
     uint8_t t = u8();
     if (t < 1 || t > 3) {
-      fail();
+      fail("an unknown value type");
       return s;
     }
     s.type = static_cast<FieldType>(t);
@@ -171,12 +116,6 @@ class Decoder {
     }
     return s;
   }
-
- private:
-  const uint8_t* p_;
-  const uint8_t* end_;
-  const uint8_t* begin_;
-  bool ok_ = true;
 };
 
 // The table key of a row slot of type t.

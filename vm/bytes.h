@@ -1,0 +1,185 @@
+// The one byte codec of every file aup writes: the log, the images, the
+// schema file (storage/) and the module file (vm/module_file.cpp).
+//
+//   fixed16/32/64  little-endian, whatever the host
+//   varint         unsigned LEB128: 7 bits a byte, low first, the high bit
+//                  set on every byte but the last; at most kMaxVarintBytes,
+//                  and a tenth byte may hold only the top bit of 64
+//   bytes          varint length, then that many bytes
+//
+// Writing appends to a vector; reading is bounds-checked and keeps the
+// first problem (what, and the byte where it was found), after which every
+// read returns zeros, so a decoder reads straight through and checks once.
+// Header-only and allocation-free on the success paths: log records are
+// encoded on the owner thread for every committed batch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace aup::bytes {
+
+inline constexpr size_t kMaxVarintBytes = 10;
+
+inline void put_u16(uint8_t* p, uint16_t v) {
+  p[0] = static_cast<uint8_t>(v);
+  p[1] = static_cast<uint8_t>(v >> 8);
+}
+inline void put_u32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+inline void put_u64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+inline uint16_t get_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | p[1] << 8); }
+inline uint32_t get_u32(const uint8_t* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= uint32_t{p[i]} << (8 * i);
+  return v;
+}
+inline uint64_t get_u64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t{p[i]} << (8 * i);
+  return v;
+}
+
+// Appends to a vector the caller owns (and may reuse between writes).
+class Writer {
+ public:
+  explicit Writer(std::vector<uint8_t>& out) : out_(out) {}
+  void u8(uint8_t v) { out_.push_back(v); }
+  void fixed16(uint16_t v) { append_le(v, 2); }
+  void fixed32(uint32_t v) { append_le(v, 4); }
+  void fixed64(uint64_t v) { append_le(v, 8); }
+  void varint(uint64_t v) {
+    while (v >= 0x80) {
+      out_.push_back(static_cast<uint8_t>(v | 0x80));
+      v >>= 7;
+    }
+    out_.push_back(static_cast<uint8_t>(v));
+  }
+  void bytes(std::string_view s) {
+    varint(s.size());
+    out_.insert(out_.end(), s.begin(), s.end());
+  }
+  void raw(const uint8_t* p, size_t n) { out_.insert(out_.end(), p, p + n); }
+  size_t size() const { return out_.size(); }
+  std::vector<uint8_t>& out() { return out_; }
+
+ private:
+  void append_le(uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  std::vector<uint8_t>& out_;
+};
+
+// Reads a span. `base` is the span's offset in its file, so problems name
+// the file's byte.
+class Reader {
+ public:
+  Reader(const uint8_t* p, size_t n, size_t base = 0) : begin_(p), p_(p), end_(p + n), base_(base) {}
+
+  bool ok() const { return what_ == nullptr && detail_.empty(); }
+  bool done() const { return p_ == end_; }
+  size_t left() const { return static_cast<size_t>(end_ - p_); }
+  // The offset of the next byte to read (in the file, with `base`).
+  size_t offset() const { return base_ + static_cast<size_t>(p_ - begin_); }
+  const uint8_t* position() const { return p_; }
+  // The first problem: "malformed varint at byte 17".
+  std::string error() const {
+    if (ok()) return {};
+    return (detail_.empty() ? std::string(what_) : detail_) + " at byte " + std::to_string(error_at_);
+  }
+  // Records the first problem (a literal, so failing allocates nothing)
+  // and stops reading.
+  void fail(const char* what) {
+    if (ok()) {
+      what_ = what;
+      error_at_ = offset();
+    }
+    p_ = end_;
+  }
+  // The same with words made at run time (counts, tags).
+  void fail(std::string what) {
+    if (ok()) {
+      detail_ = std::move(what);
+      error_at_ = offset();
+    }
+    p_ = end_;
+  }
+
+  uint8_t u8() {
+    if (p_ >= end_) {
+      fail("truncated");
+      return 0;
+    }
+    return *p_++;
+  }
+  uint16_t fixed16() { return static_cast<uint16_t>(take_le(2)); }
+  uint32_t fixed32() { return static_cast<uint32_t>(take_le(4)); }
+  uint64_t fixed64() { return take_le(8); }
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (size_t i = 0; i < kMaxVarintBytes; ++i) {
+      uint8_t b = u8();
+      if (i == kMaxVarintBytes - 1 && b > 1) break;  // past 64 bits
+      v |= uint64_t{b & 0x7Fu} << (7 * i);
+      if (!(b & 0x80)) return v;
+    }
+    fail("malformed varint");
+    return 0;
+  }
+  // A varint length, then that many bytes (a view into the span).
+  std::string_view bytes() {
+    uint64_t n = varint();
+    if (n > left()) {
+      fail("a length longer than the bytes left");
+      return {};
+    }
+    std::string_view s(reinterpret_cast<const char*>(p_), n);
+    p_ += n;
+    return s;
+  }
+  // A count of items each at least `min_bytes` long: bounded by the bytes
+  // left, so a damaged count cannot make a reader reserve gigabytes.
+  uint64_t count(size_t min_bytes) {
+    uint64_t n = varint();
+    if (n > left() / (min_bytes ? min_bytes : 1)) {
+      fail("a count larger than the bytes left");
+      return 0;
+    }
+    return n;
+  }
+  void skip(size_t n) {
+    if (n > left()) {
+      fail("truncated");
+      return;
+    }
+    p_ += n;
+  }
+
+ private:
+  uint64_t take_le(int n) {
+    if (left() < static_cast<size_t>(n)) {
+      fail("truncated");
+      return 0;
+    }
+    uint64_t v = 0;
+    for (int i = 0; i < n; ++i) v |= uint64_t{p_[i]} << (8 * i);
+    p_ += n;
+    return v;
+  }
+
+  const uint8_t* begin_;
+  const uint8_t* p_;
+  const uint8_t* end_;
+  size_t base_;
+  const char* what_ = nullptr;
+  std::string detail_;
+  size_t error_at_ = 0;
+};
+
+}  // namespace aup::bytes
