@@ -1,5 +1,5 @@
 // The checker: names, types, state effects and control flow of a parsed
-// module (language.md). It annotates the syntax tree in place (ast.h) and
+// module (docs/language.md). It annotates the syntax tree in place (ast.h) and
 // fills Program (sema.h); every problem goes to Diagnostics, each reported
 // once: an expression whose type could not be found gets the Error type,
 // which every later check accepts silently.

@@ -8,7 +8,8 @@
 namespace aup {
 namespace {
 
-// Binding power of binary operators, loosest first (language.md).
+// Binding power of binary operators, loosest first (docs/language.md,
+// "Operators").
 enum Prec : int {
   kPrecNone = 0,
   kPrecOr,

@@ -7,7 +7,8 @@ REQUESTS are the lines sent (load events, transactions, consistency
 queries), RESPONSES the lines aup answered, SUMMARY the generator's
 `run --summary` line, NOW the --fixed-time aup ran with.
 
-The model is an independent transcription of tpcc.md section 3 with the
+The model is an independent transcription of the TPC-C transaction
+profiles (clause 2) and consistency conditions (clause 3.3.2) with the
 module's deviations (integer cents, one district per Delivery, the
 customer's last order for Order-Status). Every response must be ok and
 equal to the model's result, except New-Orders with an unused item, which

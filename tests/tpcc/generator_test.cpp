@@ -1,6 +1,6 @@
 // Tests of bench/tpcc/generator.cpp: the PRNG against reference values, the
-// initial population's counts and rules (tpcc.md section 1), the
-// transaction stream's mix and inputs (section 2), and the JSON against
+// initial population's counts and rules (TPC-C clause 4.3), the
+// transaction stream's mix and inputs (clauses 2 and 5.2.3), and the JSON against
 // the fields and key formulas that examples/tpcc/tpcc.aup declares.
 #include <doctest/doctest.h>
 

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""The docs stay true to the code.
+
+usage: docs_test.py SOURCE_ROOT
+
+  - every opcode of vm/opcodes.def is in docs/bytecode.md's table;
+  - every failure code is explained in docs/protocol.md and raised somewhere
+    in vm/ or runtime/;
+  - every file format's magic (the byte tables in storage/*_format.h and
+    storage/schema_file.h) is shown in docs/store-format.md;
+  - every document cited anywhere (a `*.md` name in a source comment, a
+    script, a build file or a doc) is a file of the repository, and nothing
+    cites the design pages the project grew from (they are not in it);
+  - the README shows the two set-up commands, and .ci/run runs the second.
+
+Each problem is one line; the exit status is the number of problems.
+"""
+import os
+import re
+import sys
+
+root = sys.argv[1]
+problems = []
+
+
+def fail(msg):
+    problems.append(msg)
+    print("FAIL: " + msg)
+
+
+def read(rel):
+    with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def check_opcodes():
+    table = read("docs/bytecode.md")
+    for op in re.findall(r"^AUP_OP\(([A-Z0-9_]+),", read("vm/opcodes.def"), re.M):
+        if f"| `{op}` |" not in table:
+            fail(f"docs/bytecode.md does not list {op}")
+
+
+FAILURE_CODES = ["failed", "not_found", "duplicate", "stale_row", "out_of_range", "not_finite", "bad_number",
+                 "budget", "bad_request", "unknown_event", "unknown_query", "bad_args", "unavailable"]
+
+
+def check_failure_codes():
+    protocol = read("docs/protocol.md")
+    code = "".join(read(os.path.join(d, f)) for d in ("vm", "runtime")
+                   for f in sorted(os.listdir(os.path.join(root, d))) if f.endswith((".cpp", ".h", ".def")))
+    for c in FAILURE_CODES:
+        if f"`{c}`" not in protocol:
+            fail(f"docs/protocol.md does not explain {c}")
+        if f'"{c}"' not in code:
+            fail(f"{c} is documented but not in the code")
+
+
+def check_magics():
+    store_format = read("docs/store-format.md")
+    for rel in ("storage/log_format.h", "storage/image_format.h", "storage/schema_file.h"):
+        m = re.search(r'^//\s+0\s+8\s+magic "([A-Z]+)', read(rel), re.M)
+        if not m:
+            fail(f"{rel} has no magic line")
+        elif f"`{m.group(1)}" not in store_format:
+            fail(f"docs/store-format.md does not show {rel}'s magic {m.group(1)}")
+
+
+# Where a bare `name.md` may live: beside the file citing it, in docs/, in
+# bench/results/ (the benchmarks write NAME.md there), or at the top.
+SEARCH_DIRS = ["docs", "bench/results", "."]
+# The design pages and reports the project grew from: not in the
+# repository, so never to be cited.
+DESIGN_PAGES = ["runtime.md", "storage.md", "style.md", "toolchain.md", "bench.md"]
+SCANNED = (".h", ".cpp", ".def", ".re", ".py", ".sh", ".md", ".aup", "meson.build")
+SKIP_DIRS = {".git", "corpus", "results"}  # fuzz inputs and generated reports cite nothing
+
+
+def sources():
+    for dirpath, dirs, names in os.walk(root):
+        rel_dir = os.path.relpath(dirpath, root)
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.startswith("build")]
+        for n in names:
+            if n.endswith(SCANNED):
+                yield os.path.normpath(os.path.join(rel_dir, n))
+
+
+def cited_exists(citing, name):
+    if name.startswith("/"):
+        return False
+    here = os.path.dirname(citing)
+    candidates = [os.path.join(here, name)] + [os.path.join(d, name) for d in SEARCH_DIRS]
+    return any(os.path.isfile(os.path.join(root, c)) for c in candidates)
+
+
+def check_citations():
+    this = os.path.relpath(os.path.abspath(__file__), os.path.abspath(root))
+    for rel in sources():
+        if rel == this:
+            continue
+        text = read(rel)
+        for m in re.finditer(r"(?<![\w/.-])([\w.-]+(?:/[\w.-]+)*\.md)\b", text):
+            name = m.group(1)
+            line = text.count("\n", 0, m.start()) + 1
+            if os.path.basename(name) in DESIGN_PAGES:
+                fail(f"{rel}:{line} cites {name}, a design page the repository does not have")
+            elif name.isupper() or "NAME" in name or name.startswith(("tmp/", "root/")):
+                continue  # a placeholder in a usage line, not a citation
+            elif "/" + name in text:
+                continue  # a file the script itself writes or reads (`$tmp/results/x.md`)
+            elif not cited_exists(rel, name):
+                fail(f"{rel}:{line} cites {name}, which is not in the repository")
+
+
+def check_setup_commands():
+    readme = read("README.md")
+    for cmd in ("sh tools/demo.sh", "sh tools/test.sh"):
+        if not re.search(rf"^{re.escape(cmd)}$", readme, re.M):
+            fail(f"README does not show `{cmd}`")
+    if "tools/test.sh" not in read(".ci/run"):
+        fail(".ci/run does not run the README's test command")
+
+
+check_opcodes()
+check_failure_codes()
+check_magics()
+check_citations()
+check_setup_commands()
+if not problems:
+    print("docs agree with the code")
+sys.exit(min(len(problems), 100))
