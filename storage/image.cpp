@@ -9,6 +9,7 @@
 
 #include "storage/codec.h"
 #include "storage/image_format.h"
+#include "vm/bytes.h"
 
 namespace aup::storage {
 
@@ -39,6 +40,18 @@ uint64_t get64(const uint8_t* p) {
 }
 
 std::string err_text(int e) { return std::strerror(e); }
+
+// Writes all of p[0..n) at `at`, resuming short writes: 0, or the errno (a
+// write of nothing is EIO).
+int write_all(Io& io, int fd, const uint8_t* p, size_t n, uint64_t at) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t w = io.pwrite(fd, p + done, n - done, static_cast<off_t>(at + done));
+    if (w <= 0) return w < 0 ? static_cast<int>(-w) : EIO;
+    done += static_cast<size_t>(w);
+  }
+  return 0;
+}
 
 // An image being written: bytes go out in steps, each step handed to the
 // device (sync_file_range) so the closing fsync waits for little.
@@ -116,16 +129,8 @@ class ImageFile {
 
  private:
   Status write(const uint8_t* p, size_t n, uint64_t at) {
-    size_t done = 0;
-    while (done < n) {
-      ssize_t w = io_.pwrite(fd_, p + done, n - done, static_cast<off_t>(at + done));
-      if (w <= 0) {
-        int e = w < 0 ? static_cast<int>(-w) : EIO;
-        return Status::error(fmt::format("cannot write {}: {}", tmp_, err_text(e)), e);
-      }
-      done += static_cast<size_t>(w);
-    }
-    return Status::good();
+    int e = write_all(io_, fd_, p, n, at);
+    return e == 0 ? Status::good() : Status::error(fmt::format("cannot write {}: {}", tmp_, err_text(e)), e);
   }
 
   Io& io_;
@@ -413,6 +418,34 @@ Status load_table_image(Io& io, const std::string& path, const TableSchema& targ
     ++rows;
     return Status::good();
   });
+}
+
+Status rewrite_image_seq(Io& io, const std::string& path, uint64_t seq) {
+  int fd = io.open(path, O_RDWR, 0);
+  if (fd < 0) return Status::error(fmt::format("cannot open {}: {}", path, err_text(-fd)), -fd);
+  auto fail = [&](std::string why, int e) {
+    io.close(fd);
+    return Status::error(fmt::format("cannot update {}: {}", path, why), e);
+  };
+  uint8_t old[imf::kHeaderBytes];
+  ssize_t n = io.pread(fd, old, sizeof old, 0);
+  if (n < 0) return fail(err_text(static_cast<int>(-n)), static_cast<int>(-n));
+  if (n != sizeof old || std::memcmp(old, imf::kMagic, 8) != 0) return fail("not an image", 0);
+  if (uint32_t v = bytes::get_u32(old + 8); v != imf::kVersion) {
+    return fail(fmt::format("image format {} at byte 8, this aup writes {}", v, imf::kVersion), 0);
+  }
+  if (bytes::get_u64(old + 56) != XXH3_64bits(old, 56)) return fail("header checksum mismatch at byte 56", 0);
+  uint8_t h[imf::kHeaderBytes];
+  std::memcpy(h, old, sizeof h);
+  bytes::put_u64(h + 16, seq);
+  bytes::put_u64(h + 56, XXH3_64bits(h, 56));
+  if (int e = write_all(io, fd, h, sizeof h, 0); e != 0) {
+    write_all(io, fd, old, sizeof old, 0);
+    return fail(err_text(e), e);
+  }
+  if (int rc = io.fsync(fd); rc < 0) return fail(err_text(-rc), -rc);
+  io.close(fd);
+  return Status::good();
 }
 
 }  // namespace aup::storage

@@ -53,4 +53,13 @@ Status read_vars_image(Io& io, const std::string& path, ImageRead& info,
 Status load_table_image(Io& io, const std::string& path, const TableSchema& target, vm::BTree& tree,
                         ImageRead& info, uint64_t& rows);
 
+// Moves the save number an image covers up to `seq` in place (the header's
+// bytes 16..23 and its checksum at 56, then fsync), for a table unchanged
+// since its image: the image is the table as of `seq` too. Only an image
+// whose header checks is rewritten (a new checksum over a damaged header
+// would hide the damage), and a write that stops part way puts the old
+// header back, which still describes the image. Failures read
+// "cannot update PATH: ...".
+Status rewrite_image_seq(Io& io, const std::string& path, uint64_t seq);
+
 }  // namespace aup::storage
