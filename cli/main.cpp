@@ -171,7 +171,13 @@ int main(int argc, char** argv) {
   }
   if (replay_cmd->parsed()) {
     if (at->count()) replay.at = replay_at;
-    return aup::runtime::replay(replay, stdout, stderr);
+    std::string faults;
+    std::unique_ptr<aup::storage::Io> io = aup::storage::io_from_environment(faults);
+    if (!io) {
+      std::fprintf(stderr, "aup replay: AUP_FAULTS: %s\n", faults.c_str());
+      return aup::kExitUsage;
+    }
+    return aup::runtime::replay(*io, replay, stdout, stderr);
   }
   return aup::kExitUsage;
 }

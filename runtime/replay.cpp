@@ -52,8 +52,7 @@ struct Inspected {
 
 }  // namespace
 
-int replay(const ReplayOptions& o, std::FILE* out, std::FILE* err) {
-  storage::SystemIo io;
+int replay(storage::Io& io, const ReplayOptions& o, std::FILE* out, std::FILE* err) {
   const std::string& dir = o.data;
   // A running aup holds the store exclusively; reading under it could see a
   // half-written image. A shared lock waits for nobody and says so.

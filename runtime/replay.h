@@ -19,6 +19,8 @@
 #include <optional>
 #include <string>
 
+#include "storage/io.h"
+
 namespace aup::runtime {
 
 struct ReplayOptions {
@@ -30,6 +32,8 @@ struct ReplayOptions {
   std::optional<uint64_t> at;
 };
 
-int replay(const ReplayOptions& o, std::FILE* out, std::FILE* err);
+// Every file operation goes through `io` (the CLI's comes from AUP_FAULTS,
+// storage/io.h), so the fault suites reach replay too.
+int replay(storage::Io& io, const ReplayOptions& o, std::FILE* out, std::FILE* err);
 
 }  // namespace aup::runtime
