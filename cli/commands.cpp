@@ -1,6 +1,7 @@
 #include "cli/commands.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -8,8 +9,6 @@
 #include <cstdlib>
 #include <memory>
 
-#include "compiler/codegen.h"
-#include "compiler/compiler.h"
 #include "vm/disasm.h"
 #include "compiler/driver.h"
 #include "vm/module_file.h"
@@ -31,30 +30,11 @@ bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// A module from an .aup source (compiled now; diagnostics to stderr) or an
-// .aupm file. Null with the exit code set when it cannot be had.
+// A module from an .aup source (compiled now, as `aup build` compiles it;
+// diagnostics to stderr) or an .aupm file. Null with the exit code set
+// when it cannot be had.
 std::unique_ptr<vm::Module> load(const std::string& path, int& exit_code) {
-  if (ends_with(path, ".aup")) {
-    std::string text, error;
-    if (!read_source_file(path, text, error)) {
-      fmt::print(stderr, "aup: {}\n", error);
-      exit_code = kExitUsage;
-      return nullptr;
-    }
-    auto checked = check_source(path, std::move(text));
-    Diagnostics codegen_errors;
-    std::unique_ptr<vm::Module> m;
-    if (checked->ok()) m = generate(*checked, codegen_errors);
-    const auto& list = checked->ok() ? codegen_errors.list() : checked->diags.list();
-    if (!m) {
-      bool color = isatty(fileno(stderr)) != 0;
-      for (const Diagnostic& d : list) fmt::print(stderr, "{}", render_text(checked->file, d, color));
-      fmt::print(stderr, "{}: {} error{}\n", path, list.size(), list.size() == 1 ? "" : "s");
-      exit_code = kExitErrors;
-      return nullptr;
-    }
-    return m;
-  }
+  if (ends_with(path, ".aup")) return compile_file("aup", path, stderr, exit_code);
   auto m = std::make_unique<vm::Module>();
   std::string error;
   if (!vm::read_module_file(path, *m, error)) {
@@ -67,25 +47,11 @@ std::unique_ptr<vm::Module> load(const std::string& path, int& exit_code) {
 
 }  // namespace
 
-int build(const BuildOptions& o) {
-  if (!ends_with(o.source, ".aup")) {
-    fmt::print(stderr, "aup build: expected an .aup source file, got {}\n", o.source);
-    return kExitUsage;
-  }
-  int rc = kExitOk;
-  auto m = load(o.source, rc);
-  if (!m) return rc;
-  std::string out = o.output.empty() ? o.source + "m" : o.output;
-  std::string error;
-  if (!vm::write_module_file(out, *m, error)) {
-    fmt::print(stderr, "aup build: {}\n", error);
-    return kExitUsage;
-  }
-  size_t code = 0;
-  for (const vm::Function& f : m->functions) code += f.code.size();
-  fmt::print("wrote {} ({} tables, {} events, {} functions, {} instructions)\n", out, m->tables.size(),
-             m->events.size(), m->functions.size(), code);
-  return kExitOk;
+int refuse_data_file(std::string_view command, const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) return -1;
+  fmt::print(stderr, "aup {}: --data {}: not a directory (a store is a directory of files)\n", command, dir);
+  return kExitUsage;
 }
 
 int disasm(const DisasmOptions& o) {
@@ -116,7 +82,8 @@ class OpenProgress {
     if (!tty_) return;
     auto elapsed = std::chrono::steady_clock::now() - start_;
     if (elapsed < std::chrono::seconds(1)) return;
-    fmt::print(stderr, "\raup: opening the store: {} rows from images, {} log entries", rows, entries);
+    fmt::print(stderr, "\raup: opening the store: {} from images, {}", counted(rows, "row", "rows"),
+               counted(entries, "log entry", "log entries"));
     shown_ = true;
   }
   ~OpenProgress() {
@@ -232,9 +199,12 @@ int choose_engine(const RunOptions& o, const vm::Module& m, std::unique_ptr<vm::
 
 }  // namespace
 
-int run(const RunOptions& o) {
+namespace {
+
+// Refused before anything is loaded or made (the store directory): an
+// address that cannot be, a --data that is a file.
+int refuse_before_start(const RunOptions& o) {
   if (!o.listen.empty()) {
-    // Refused before anything is loaded or made (the store directory).
     runtime::ListenAddress where;
     std::string error;
     if (!runtime::parse_listen_address(o.listen, where, error)) {
@@ -242,64 +212,23 @@ int run(const RunOptions& o) {
       return kExitUsage;
     }
   }
-  int rc = kExitOk;
-  auto m = load(o.module, rc);
-  if (!m) return rc;
-  m->prepare();
-  vm::State state(*m);
-  runtime::ServiceOptions so;
-  if (o.step_budget) so.step_budget = o.step_budget;
-  // Compiled once, here, before the store opens: every Service (the owner's
-  // and each query thread's) runs the same code.
-  std::unique_ptr<vm::NativeCode> native;
-  int engine_rc = choose_engine(o, *m, native);
-  if (engine_rc != kExitOk) return engine_rc;
-  so.native = native.get();
-  runtime::StdioOptions io;
-  if (o.max_line_bytes) io.max_line_bytes = o.max_line_bytes;
-  io.fixed_now = o.fixed_time;
-  io.max_batch = o.max_batch;
-  // A closed stdout must be an error we report, not a silent death.
-  std::signal(SIGPIPE, SIG_IGN);
-  runtime::ServerOptions server;
-  server.listen = o.listen;
-  server.io_threads = o.io_threads ? *o.io_threads : runtime::default_io_threads();
-  if (o.max_connections) server.max_connections = o.max_connections;
-  if (o.max_pending) server.max_pending = o.max_pending;
-  if (o.max_output_bytes) server.max_output_bytes = o.max_output_bytes;
-  server.max_line_bytes = io.max_line_bytes;
-  server.max_batch = o.max_batch;
-  server.fixed_now = o.fixed_time;
-  server.stats = o.stats;
-  server.service = so;
-  auto serve = [&](runtime::Service& service, runtime::Durability& d) {
-    return o.listen.empty() ? runtime::serve_stdio(service, d, io, STDIN_FILENO, STDOUT_FILENO, stderr)
-                            : runtime::serve_socket(service, state, d, server, stderr);
-  };
-  if (o.memory) {
-    runtime::Service service(*m, state, so);
-    runtime::MemoryDurability memory(state);
-    return serve(service, memory);
-  }
+  if (!o.memory) return refuse_data_file("run", o.data);
+  return -1;
+}
 
-  std::string error;
-  std::unique_ptr<storage::Io> fs = storage::io_from_environment(error);
-  if (!fs) {
-    fmt::print(stderr, "aup run: AUP_FAULTS: {}\n", error);
-    return kExitUsage;
-  }
-  storage::Schema schema = runtime::schema_of(*m);
+// Opens (or creates) the store at --data, replaying it into `tables`;
+// says on stderr what opening it did (created, migrated, a torn tail cut).
+int open_store(const RunOptions& o, storage::Io& fs, const storage::Schema& schema, runtime::StateTables& tables,
+               std::unique_ptr<storage::Store>& store) {
   storage::StoreOptions sto;
   if (o.segment_bytes) sto.segment_bytes = o.segment_bytes;
   if (o.image_min_bytes) sto.image_min_bytes = o.image_min_bytes;
   if (o.log_min_bytes) sto.log_min_bytes = o.log_min_bytes;
-  runtime::StateTables tables(state);
-  std::unique_ptr<storage::Store> store;
   storage::StoreOpenReport report;
   storage::Status st;
   {
     OpenProgress progress;
-    st = storage::Store::open(*fs, o.data, schema, sto, tables, store, report,
+    st = storage::Store::open(fs, o.data, schema, sto, tables, store, report,
                               [&progress](uint64_t e, uint64_t r) { progress(e, r); });
   }
   if (!st.ok()) {
@@ -313,11 +242,76 @@ int run(const RunOptions& o) {
   if (report.created) fmt::print(stderr, "aup: created the store {}\n", o.data);
   for (const std::string& change : report.migrated) fmt::print(stderr, "aup: migrated {}: {}\n", o.data, change);
   if (report.torn) fmt::print(stderr, "aup: the log ended in a torn write ({}); it was cut\n", report.torn_where);
-  runtime::Service service(*m, state, so);
+  return kExitOk;
+}
+
+// Answers the requests of stdin, or of the sockets of --listen, until the
+// input ends or a signal comes; `d` makes the events durable (or not).
+int serve(const RunOptions& o, const runtime::ServiceOptions& so, runtime::Service& service, vm::State& state,
+          runtime::Durability& d) {
+  // A closed stdout or a gone client must be an error we report, not a
+  // silent death.
+  std::signal(SIGPIPE, SIG_IGN);
+  if (o.listen.empty()) {
+    runtime::StdioOptions io;
+    if (o.max_line_bytes) io.max_line_bytes = o.max_line_bytes;
+    io.fixed_now = o.fixed_time;
+    io.max_batch = o.max_batch;
+    return runtime::serve_stdio(service, d, io, STDIN_FILENO, STDOUT_FILENO, stderr);
+  }
+  runtime::ServerOptions server;
+  server.listen = o.listen;
+  server.io_threads = o.io_threads ? *o.io_threads : runtime::default_io_threads();
+  if (o.max_connections) server.max_connections = o.max_connections;
+  if (o.max_pending) server.max_pending = o.max_pending;
+  if (o.max_output_bytes) server.max_output_bytes = o.max_output_bytes;
+  if (o.max_line_bytes) server.max_line_bytes = o.max_line_bytes;
+  server.max_batch = o.max_batch;
+  server.fixed_now = o.fixed_time;
+  server.stats = o.stats;
+  server.service = so;
+  return runtime::serve_socket(service, state, d, server, stderr);
+}
+
+// The state kept in a store: opened, served, its figures printed.
+int run_on_store(const RunOptions& o, const vm::Module& m, vm::State& state, const runtime::ServiceOptions& so) {
+  std::string error;
+  std::unique_ptr<storage::Io> fs = storage::io_from_environment(error);
+  if (!fs) {
+    fmt::print(stderr, "aup run: AUP_FAULTS: {}\n", error);
+    return kExitUsage;
+  }
+  storage::Schema schema = runtime::schema_of(m);
+  runtime::StateTables tables(state);
+  std::unique_ptr<storage::Store> store;
+  if (int rc = open_store(o, *fs, schema, tables, store); rc != kExitOk) return rc;
+  runtime::Service service(m, state, so);
   runtime::StoreDurability durable(state, schema, *store);
-  int served = serve(service, durable);
+  int served = serve(o, so, service, state, durable);
   if (o.stats) print_stats(*store);
   return served;
+}
+
+}  // namespace
+
+int run(const RunOptions& o) {
+  if (int rc = refuse_before_start(o); rc >= 0) return rc;
+  int rc = kExitOk;
+  auto m = load(o.module, rc);
+  if (!m) return rc;
+  m->prepare();
+  vm::State state(*m);
+  // Compiled once, here, before the store opens: every Service (the owner's
+  // and each query thread's) runs the same code.
+  std::unique_ptr<vm::NativeCode> native;
+  if (int engine_rc = choose_engine(o, *m, native); engine_rc != kExitOk) return engine_rc;
+  runtime::ServiceOptions so;
+  if (o.step_budget) so.step_budget = o.step_budget;
+  so.native = native.get();
+  if (!o.memory) return run_on_store(o, *m, state, so);
+  runtime::Service service(*m, state, so);
+  runtime::MemoryDurability memory(state);
+  return serve(o, so, service, state, memory);
 }
 
 }  // namespace aup::cli

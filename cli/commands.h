@@ -1,20 +1,16 @@
-// The work behind `aup build`, `aup disasm` and `aup run` (main.cpp only
-// parses the command line). Each returns the exit code: 0 success, 1 a
-// problem the user must fix (a module with errors, a damaged module file),
-// 2 usage or environment.
+// The work behind `aup disasm` and `aup run` (main.cpp only parses the
+// command line; `aup check` and `aup build` are the front end's own,
+// compiler/driver.h). Each returns the exit code: 0 success, 1 a problem
+// the user must fix (a module with errors, a damaged module file or
+// store), 2 usage or environment.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace aup::cli {
-
-struct BuildOptions {
-  std::string source;
-  std::string output;  // default: the source with .aupm
-};
-int build(const BuildOptions& o);
 
 struct DisasmOptions {
   std::string module;
@@ -48,5 +44,10 @@ struct RunOptions {
   uint64_t max_output_bytes = 0;
 };
 int run(const RunOptions& o);
+
+// `--data` naming something that is there and is not a directory (a
+// regular file) is the caller's mistake: said for `aup COMMAND`, exit 2.
+// -1 when `dir` is a directory or nothing yet.
+int refuse_data_file(std::string_view command, const std::string& dir);
 
 }  // namespace aup::cli

@@ -1,21 +1,31 @@
-// aupc: the front end alone, linked without the runtime, the store or
-// LLVM. `aupc check FILE.aup` does what `aup check` does (the one command
-// it has: `aup build` writes module files).
+// aupc: the front end alone (docs/architecture.md), linked with the
+// compiler library and the VM's module-file writer it emits into, without
+// the runtime, the store or LLVM: a machine that only compiles modules
+// (a build step, an editor) needs nothing else. `aupc check` and `aupc
+// build` are `aup check` and `aup build`: the same options, output, module
+// files and exit codes, from the same code (compiler/driver.h).
 #include <CLI/CLI.hpp>
 
 #include "compiler/check_cli.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"aupc: the aup front end (parser and type checker)"};
+  CLI::App app{"aupc: the aup front end. Checks modules and compiles them to module files\n"
+               "(`aup run` runs those; aupc needs neither the runtime, the store nor LLVM).",
+               "aupc"};
   app.set_version_flag("--version", "aupc " AUP_VERSION);
   app.require_subcommand(1);
+  app.footer("Run `aupc COMMAND --help` for a command's options.");
   aup::CheckOptions check;
   CLI::App* check_cmd = aup::add_check_command(app, check);
+  aup::BuildOptions build;
+  CLI::App* build_cmd = aup::add_build_command(app, build);
+  if (int rc = aup::missing_command(app, argc, argv); rc >= 0) return rc;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return aup::cli_exit(app, e);
   }
   if (check_cmd->parsed()) return aup::run_check(check, stdout, stderr);
+  if (build_cmd->parsed()) return aup::run_build(build, stdout, stderr);
   return aup::kExitUsage;
 }

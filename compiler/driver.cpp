@@ -5,7 +5,9 @@
 
 #include <cstdlib>
 
+#include "compiler/codegen.h"
 #include "compiler/compiler.h"
+#include "vm/module_file.h"
 
 namespace aup {
 
@@ -26,15 +28,14 @@ std::string summary(const CheckedModule& m) {
     queries += f->kind == FnKind::Query;
     helpers += f->kind == FnKind::Helper;
   }
-  auto n = [](size_t count, const char* noun) {
-    std::string_view plural = std::string_view(noun) == "query" ? "queries" : "";
-    if (count == 1) return fmt::format("1 {}", noun);
-    if (!plural.empty()) return fmt::format("{} {}", count, plural);
-    return fmt::format("{} {}s", count, noun);
-  };
-  return fmt::format("{}, {}, {}, {}, {}, {}", n(records, "record"), n(p.tables.size(), "table"),
-                     n(p.vars.size(), "var"), n(p.events.size(), "event"), n(queries, "query"),
-                     n(helpers, "function"));
+  return fmt::format("{}, {}, {}, {}, {}, {}", counted(records, "record", "records"),
+                     counted(p.tables.size(), "table", "tables"), counted(p.vars.size(), "var", "vars"),
+                     counted(p.events.size(), "event", "events"), counted(queries, "query", "queries"),
+                     counted(helpers, "function", "functions"));
+}
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // Checks one file; returns its exit code.
@@ -45,7 +46,7 @@ int check_one(const std::string& path, const CheckOptions& o, bool color, std::F
       fmt::print(out, "{{\"file\":{},\"line\":0,\"col\":0,\"width\":0,\"severity\":\"error\",\"message\":{}}}\n",
                  json_quote(path), json_quote(problem));
     } else {
-      fmt::print(err, "aup: {}\n", problem);
+      fmt::print(err, "{}: {}\n", o.program, problem);
     }
     return kExitUsage;
   };
@@ -53,8 +54,9 @@ int check_one(const std::string& path, const CheckOptions& o, bool color, std::F
   if (!read_source_file(path, text, problem)) return refuse(problem);
   if (text.rfind("AUPM", 0) == 0) {
     // A module file (`aup build`'s output) would give an error per byte.
-    return refuse(path + " is a compiled module (it starts with AUPM), not source: `aup check` reads .aup files, "
-                         "`aup disasm` shows a module");
+    return refuse(fmt::format("{} is a compiled module (it starts with AUPM), not source: `{} check` reads .aup "
+                              "files, `aup disasm` shows a module",
+                              path, o.program));
   }
   auto m = check_source(path, std::move(text));
   const auto& list = m->diags.list();
@@ -75,12 +77,16 @@ int check_one(const std::string& path, const CheckOptions& o, bool color, std::F
       fmt::print(err, "... and {} more (show them with --max-errors {})\n", list.size() - shown,
                  list.size());
     }
-    fmt::print(err, "{}: {} error{}\n", path, list.size(), list.size() == 1 ? "" : "s");
+    fmt::print(err, "{}: {}\n", path, counted(list.size(), "error", "errors"));
   }
   return kExitErrors;
 }
 
 }  // namespace
+
+std::string counted(uint64_t n, std::string_view one, std::string_view many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
 
 int run_check(const CheckOptions& o, std::FILE* out, std::FILE* err) {
   bool color = !o.json && use_color(o.color, err);
@@ -90,6 +96,51 @@ int run_check(const CheckOptions& o, std::FILE* out, std::FILE* err) {
     worst = std::max(worst, rc);
   }
   return worst;
+}
+
+std::unique_ptr<vm::Module> compile_file(const std::string& program, const std::string& path, std::FILE* err,
+                                         int& exit_code) {
+  std::string text, error;
+  if (!read_source_file(path, text, error)) {
+    fmt::print(err, "{}: {}\n", program, error);
+    exit_code = kExitUsage;
+    return nullptr;
+  }
+  auto checked = check_source(path, std::move(text));
+  Diagnostics codegen_errors;
+  std::unique_ptr<vm::Module> m;
+  if (checked->ok()) m = generate(*checked, codegen_errors);
+  if (m) return m;
+  // Code generation has errors of its own only in a module that checks
+  // (codegen.h): one list or the other, said as `check` says it.
+  const auto& list = checked->ok() ? codegen_errors.list() : checked->diags.list();
+  bool color = use_color(ColorMode::Auto, err);
+  for (const Diagnostic& d : list) fmt::print(err, "{}", render_text(checked->file, d, color));
+  fmt::print(err, "{}: {}\n", path, counted(list.size(), "error", "errors"));
+  exit_code = kExitErrors;
+  return nullptr;
+}
+
+int run_build(const BuildOptions& o, std::FILE* out, std::FILE* err) {
+  if (!ends_with(o.source, ".aup")) {
+    fmt::print(err, "{} build: expected an .aup source file, got {}\n", o.program, o.source);
+    return kExitUsage;
+  }
+  int rc = kExitOk;
+  auto m = compile_file(o.program, o.source, err, rc);
+  if (!m) return rc;
+  std::string path = o.output.empty() ? o.source + "m" : o.output;
+  std::string error;
+  if (!vm::write_module_file(path, *m, error)) {
+    fmt::print(err, "{} build: {}\n", o.program, error);
+    return kExitUsage;
+  }
+  size_t code = 0;
+  for (const vm::Function& f : m->functions) code += f.code.size();
+  fmt::print(out, "wrote {} ({}, {}, {}, {})\n", path, counted(m->tables.size(), "table", "tables"),
+             counted(m->events.size(), "event", "events"), counted(m->functions.size(), "function", "functions"),
+             counted(code, "instruction", "instructions"));
+  return kExitOk;
 }
 
 }  // namespace aup

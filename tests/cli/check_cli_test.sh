@@ -55,14 +55,23 @@ expect_rc 2 "$aup" check "$tmp/bank.aupm"
 [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "check on a module file says one line: $(head -3 "$tmp/err")"
 grep -q "bank.aupm is a compiled module" "$tmp/err" || fail "check names a module file: $(cat "$tmp/err")"
 
-# The README's tour shows what aup check prints on the two tour examples.
+# The README's tour shows exactly what aup check prints on the two tour
+# examples: the lines after the command, up to the next command or the
+# block's end.
 for example in mistake counter; do
-  (cd "$root" && "$aup" check --color never "examples/tour/$example.aup") >/dev/null 2>"$tmp/tour"
-  while IFS= read -r line; do
-    grep -qxF -- "$line" "$root/README.md" || fail "README's tour does not show \`$line\` for $example.aup"
-  done <"$tmp/tour"
-  [ -s "$tmp/tour" ] || fail "examples/tour/$example.aup has an error to show"
+  [ -f "$root/examples/tour/$example.aup" ] || fail "the tour's examples/tour/$example.aup exists"
+  (cd "$root" && NO_COLOR=1 "$aup" check "examples/tour/$example.aup") >"$tmp/tour" 2>&1
+  awk -v cmd="\$ ./build/cli/aup check examples/tour/$example.aup" \
+    '$0 == cmd {on=1; next} on && (/^\$ / || /^```/) {exit} on' "$root/README.md" >"$tmp/shown"
+  [ -s "$tmp/shown" ] || fail "README's tour runs aup check on examples/tour/$example.aup"
+  cmp -s "$tmp/tour" "$tmp/shown" ||
+    fail "README's tour shows for $example.aup: $(cat "$tmp/shown"); aup check prints: $(cat "$tmp/tour")"
+  grep -q "error" "$tmp/tour" || fail "examples/tour/$example.aup has an error to show"
 done
+
+# JSON has no colors: --color with --json would be ignored, so it is refused.
+expect_rc 2 "$aup" check --json --color always "$tmp/bad.aup"
+grep -q "excludes" "$tmp/err" || fail "--json with --color: $(cat "$tmp/err")"
 # Several files: the worst status wins.
 expect_rc 1 "$aup" check "$root/examples/bank/bank.aup" "$tmp/bad.aup"
 expect_rc 2 "$aup" check "$tmp/bad.aup" "$tmp/missing.aup"

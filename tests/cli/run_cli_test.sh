@@ -218,6 +218,53 @@ grep -q "^aup run: --listen: " "$tmp/err" || fail "--listen nope says why: $(cat
 # --data naming a regular file is the caller's mistake (2), not damage (1).
 : >"$tmp/plain-file"
 expect_rc 2 "$aup" run "$bank" --data "$tmp/plain-file"
+grep -q "^aup run: --data $tmp/plain-file: not a directory" "$tmp/err" || fail "--data a file: $(cat "$tmp/err")"
+# A time out of range means nothing either: past what a double holds
+# (1e400 reads as infinity), or past 2^53 ms.
+expect_rc 2 "$aup" run "$bank" --memory --fixed-time 1e400
+expect_rc 2 "$aup" run "$bank" --memory --fixed-time 9007199254740994
+grep -q "within ±2^53 ms" "$tmp/err" || fail "--fixed-time past 2^53: $(cat "$tmp/err")"
+expect_rc 2 "$aup" run "$bank" --memory --fixed-time -1e300
+echo '{"query":"total"}' | "$aup" run "$bank" --memory --fixed-time 9007199254740992 >"$tmp/out" 2>"$tmp/err" ||
+  fail "--fixed-time 2^53 is a time: $(cat "$tmp/err")"
+# The store's options mean nothing in memory; the serving limits nothing
+# without --listen.
+for flag in "--segment-size 65536" "--image-min 1" "--log-min 1"; do
+  # shellcheck disable=SC2086
+  expect_rc 2 "$aup" run "$bank" --memory $flag
+  grep -q "excludes" "$tmp/err" || fail "--memory with $flag: $(cat "$tmp/err")"
+done
+for flag in "--io-threads 1" "--max-connections 5" "--max-pending 5" "--max-output 65536"; do
+  # shellcheck disable=SC2086
+  expect_rc 2 "$aup" run "$bank" --memory $flag
+  grep -q "requires --listen" "$tmp/err" || fail "$flag without --listen: $(cat "$tmp/err")"
+done
+
+# Counts read as English: one table, one event, one function.
+printf 'record R { id: num }\ntable t: R key id\nevent e { id: num }\non e { t.add(R { id: e.id }) }\n' >"$tmp/one.aup"
+expect_rc 0 "$aup" build "$tmp/one.aup"
+grep -q "^wrote $tmp/one.aupm (1 table, 1 event, 1 function, [0-9]* instructions)$" "$tmp/out" ||
+  fail "build counts in English: $(cat "$tmp/out")"
+
+# --help tells every option of run with its default.
+expect_rc 0 "$aup" run --help
+for pair in "--data:aup-data" "--memory:nothing survives" "--max-batch:default: all read together" \
+            "--segment-size:default 64 MiB" "--image-min:default 1 MiB" "--log-min:default 64 MiB" \
+            "--step-budget:default 10000000" "--max-line:default 16 MiB" "--listen:loopback" \
+            "--io-threads:default: 0 when" "--max-connections:default 1024" "--max-pending:default 1024" \
+            "--max-output:default 16 MiB" "--stats:none with --memory" "--engine:the default" \
+            "--fixed-time:default: the clock"; do
+  option=${pair%%:*}
+  says=${pair#*:}
+  # The option's text runs from its line to the next option's.
+  awk -v o="$option" '$1 ~ "^"o"($|,)" {on=1; print; next} on && $1 ~ /^-/ {on=0} on' "$tmp/out" >"$tmp/opt"
+  [ -s "$tmp/opt" ] || fail "run --help lists $option"
+  grep -qF -- "$says" "$tmp/opt" || fail "run --help says \"$says\" for $option: $(cat "$tmp/opt")"
+done
+expect_rc 0 "$aup" disasm --help
+for option in --ir --function --unoptimized; do grep -q -- "$option" "$tmp/out" || fail "disasm --help lists $option"; done
+expect_rc 0 "$aup" build --help
+grep -q "default: FILE.aupm" "$tmp/out" || fail "build --help says where the module goes: $(cat "$tmp/out")"
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures failure(s)"

@@ -183,6 +183,14 @@ expect_rc 0 "$aup" replay --data "$tmp/one/s" --verify
 grep -q "^verified: schema, 3 images holding 0 rows, 1 log entry; 1 row in the state$" "$tmp/out" ||
   fail "replay --verify counts the state's rows: $(cat "$tmp/out")"
 expect_rc 2 "$aup" replay --data "$tmp/one/s" --dump accounts --vars
+# --at means something only with --dump or --vars: alone it is refused.
+expect_rc 2 "$aup" replay --data "$tmp/one/s" --at 1
+grep -q "needs --dump or --vars" "$tmp/err" || fail "replay --at alone: $(cat "$tmp/err")"
+expect_rc 0 "$aup" replay --data "$tmp/one/s" --vars --at 1
+# --data naming a regular file is the caller's mistake (2), not damage (1).
+: >"$tmp/plain-file"
+expect_rc 2 "$aup" replay --data "$tmp/plain-file"
+grep -q "^aup replay: --data $tmp/plain-file: not a directory" "$tmp/err" || fail "replay --data a file: $(cat "$tmp/err")"
 
 [ "$failures" -eq 0 ] || exit 1
 echo ok
