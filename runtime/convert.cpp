@@ -182,7 +182,7 @@ bool ValueToJson::write(Value v, uint32_t type, std::string& out) {
   if (write_at(v, type, out, 0)) return true;
   std::reverse(path_.begin(), path_.end());  // pushed innermost first
   std::string where = path_text(path_);
-  if (!where.empty()) error_ = fmt::format("{} (at `{}` of the result)", error_, where);
+  if (!where.empty()) error_ = fmt::format("{} as `{}` of the result", error_, where);
   return false;
 }
 

@@ -154,13 +154,14 @@ void OwnerServer::take_lines(Conn& c) {
     }
     LineFramer::Piece p = c.in.next(line);
     if (p == LineFramer::Piece::None) return;
+    ++c.in_batch;
+    // --max-pending bounds what one connection has in the batch.
+    assert(c.in_batch <= o_.max_pending);
     if (p == LineFramer::Piece::TooLong) {
-      ++c.in_batch;
       batch_.add(c.id, too_long_answer(o_.max_line_bytes));
       continue;
     }
     service_.prepare(line);
-    ++c.in_batch;
     c.batch_bytes += batch_.take(c.id, turn_now_, line);
     if (batch_.full()) commit();
   }
@@ -170,8 +171,11 @@ void OwnerServer::deliver(uint64_t to, std::string& answer) {
   auto it = conns_.find(to);
   assert(it != conns_.end());  // a connection with answers in the batch is never closed
   Conn& c = *it->second;
+  // One answer for each line taken: past zero, the connection would count
+  // as holding answers for ever (never closed, never read again).
+  assert(c.in_batch > 0);
   if (--c.in_batch == 0) c.batch_bytes = 0;
-  if (!c.dead) c.out.text() += answer;
+  if (!c.dead) c.out.append(answer);
   touch(c);
 }
 

@@ -119,7 +119,10 @@ size_t Committer::take(uint64_t to, double now, std::string_view request) {
     e.has_result = service_.has_result();
     e.id.assign(service_.id());
     ++events_;
-  } else if (query && events_ > 0) {
+    return e.text.size();
+  }
+  e.formed = true;
+  if (query && events_ > 0) {
     // It read events whose commit may still fail.
     assert(!request.empty());
     e.rerun = true;
@@ -129,9 +132,17 @@ size_t Committer::take(uint64_t to, double now, std::string_view request) {
   return e.text.size();
 }
 
-void Committer::add(uint64_t to, std::string answer) { next_entry(to).text = std::move(answer); }
+void Committer::add(uint64_t to, std::string answer) {
+  Entry& e = next_entry(to);
+  e.text = std::move(answer);
+  e.formed = true;
+}
 
 Committer::Entry& Committer::next_entry(uint64_t to) {
+  // Not while commit() delivers (a transport's deliver taking a request):
+  // the entry would miss its batch's fate, and growing entries_ would move
+  // the answers being delivered.
+  assert(!settled_);
   if (used_ == entries_.size()) entries_.emplace_back();
   Entry& e = entries_[used_++];
   e.to = to;
@@ -140,10 +151,14 @@ Committer::Entry& Committer::next_entry(uint64_t to) {
   e.applied = false;
   e.has_result = false;
   e.rerun = false;
+  e.formed = false;
   return e;
 }
 
 bool Committer::settle() {
+  // One fate per batch: committed, or failed, once.
+  assert(!settled_);
+  settled_ = true;
   if (events_ == 0) return false;
   error_.clear();
   auto started = std::chrono::steady_clock::now();
@@ -157,6 +172,7 @@ bool Committer::settle() {
   for (size_t i = 0; i < used_; ++i) {
     Entry& e = entries_[i];
     if (!e.applied) continue;
+    assert(!e.formed);  // an answer is formed once
     scratch_.clear();
     if (committed) {
       append_ok(scratch_, e.id, e.has_result ? &e.text : nullptr);
@@ -164,6 +180,7 @@ bool Committer::settle() {
       append_error(scratch_, e.id, "unavailable", error_);
     }
     e.text.swap(scratch_);
+    e.formed = true;
   }
   if (!committed) rerun_queries();
   return committed;

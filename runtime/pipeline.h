@@ -23,6 +23,7 @@
 
 #include <sys/types.h>
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -120,9 +121,15 @@ class Committer {
   template <class Deliver>
   bool commit(Deliver&& deliver) {
     bool changed = settle();
-    for (size_t i = 0; i < used_; ++i) deliver(entries_[i].to, entries_[i].text);
+    for (size_t i = 0; i < used_; ++i) {
+      // An event's text is its bare result until settle() forms its
+      // answer: sent before, it would be a line that answers nothing.
+      assert(entries_[i].formed);
+      deliver(entries_[i].to, entries_[i].text);
+    }
     used_ = 0;
     events_ = 0;
+    settled_ = false;
     durability_.between_batches();
     return changed;
   }
@@ -137,6 +144,9 @@ class Committer {
     bool applied = false;
     bool has_result = false;
     bool rerun = false;  // such a query: run again if the commit fails
+    // `text` is the answer to send: at once for anything but an applied
+    // event, whose answer settle() forms once its batch's fate is known.
+    bool formed = false;
   };
   bool settle();
   void rerun_queries();
@@ -152,6 +162,10 @@ class Committer {
   size_t used_ = 0;
   std::string scratch_;  // an answer being formed (swapped with an entry's)
   uint32_t events_ = 0;
+  // From settle() until commit() has delivered every answer: the batch's
+  // fate is known, and it takes nothing more (a request taken then would
+  // be answered with this batch's fate, or lost when used_ is reset).
+  bool settled_ = false;
   std::string error_;
   uint64_t commits_ = 0;
   storage::LatencyHistogram commit_latency_;
@@ -161,7 +175,12 @@ class Committer {
 // send_to() writes as much as the socket takes with one system call.
 class Outbox {
  public:
-  std::string& text() { return buf_; }
+  // One whole answer line. Every answer ends with its newline once it is
+  // formed (reply.h); an event's before its commit is only its result.
+  void append(std::string_view answer) {
+    assert(!answer.empty() && answer.back() == '\n');
+    buf_ += answer;
+  }
   // Bytes appended and not yet written.
   size_t waiting() const { return buf_.size() - at_; }
   enum class Sent : uint8_t { All, Some, Gone };

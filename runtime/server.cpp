@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -321,7 +322,14 @@ void IoThread::take_inbox() {
     auto it = conns_.find(a.conn);
     if (it == conns_.end()) continue;  // gone: the event committed all the same
     Conn& c = *it->second;
+    // The answer is for an event of this connection still waiting: a slot
+    // it holds (flush() pops only done ones), answered once. Else it would
+    // overwrite another request's answer, or a parked query would run
+    // before the events it must read are durable.
+    assert(a.slot >= c.first_slot && a.slot - c.first_slot < c.slots.size());
+    assert(c.events_in_flight > 0);
     Slot& s = slot(c, a.slot);
+    assert(!s.done);
     s.text = std::move(a.text);
     s.done = true;
     c.done_bytes += s.text.size();
@@ -396,9 +404,13 @@ bool IoThread::pump(Conn& c) {
     if (p == LineFramer::Piece::TooLong) {
       c.slots.push_back(Slot{too_long_answer(o.max_line_bytes), true});
       c.done_bytes += c.slots.back().text.size();
-      continue;
+    } else {
+      handle_line(c, line);
     }
-    handle_line(c, line);
+    // --max-pending bounds what one connection holds: each line takes one
+    // slot, and none is taken at the limit.
+    assert(c.slots.size() <= o.max_pending);
+    assert(c.events_in_flight <= c.slots.size());
   }
   return progress;
 }
@@ -445,7 +457,7 @@ void IoThread::run_query(Conn& c, uint64_t number, double t) {
 void IoThread::flush(Conn& c) {
   while (!c.slots.empty() && c.slots.front().done) {
     c.done_bytes -= c.slots.front().text.size();
-    if (!c.dead) c.out.text() += c.slots.front().text;
+    if (!c.dead) c.out.append(c.slots.front().text);
     c.slots.pop_front();
     ++c.first_slot;
   }

@@ -24,6 +24,27 @@ std::string known_names(const List& list, Keep keep) {
   }
   return s.empty() ? "none" : s;
 }
+// Where function `f` returns a value, as a failure message ends: a result
+// that cannot be sent (a number that is not finite, a removed row) fails
+// at its return. The line table gives a return the position of the last
+// operation of its expression (`/` in `return a / b`), or of the return
+// itself when that made no instruction. Neither engine says which return
+// ran, so a function with several names each ("a.aup:3:5 or a.aup:7:3").
+std::string return_positions(const vm::Module& m, const vm::Function& f) {
+  std::string s;
+  size_t shown = 0;
+  for (uint32_t pc = 0; pc < f.code.size(); ++pc) {
+    if (vm::op_of(f.code[pc]) != vm::Op::RET) continue;
+    if (shown++ == 4) {
+      s += " or another return";
+      break;
+    }
+    vm::LineEntry e = f.position(pc);
+    s += fmt::format("{}{}:{}:{}", s.empty() ? "" : " or ", m.source_name, e.line, e.col);
+  }
+  return s;
+}
+
 }  // namespace
 
 Service::Service(const vm::Module& m, vm::State& s, ServiceOptions o) : module_(m), state_(&s), vm_(m, s) {
@@ -35,6 +56,11 @@ void Service::reply_ok(const std::string* body) { append_ok(*out_, id_, body); }
 
 void Service::reply_error(std::string_view code, std::string_view message) {
   append_error(*out_, id_, code, message);
+}
+
+void Service::result_failed(const ValueToJson& writer, const vm::Function& f) {
+  reply_error(vm::error_code_name(writer.code()),
+              fmt::format("{} ({})", writer.error(), return_positions(module_, f)));
 }
 
 // An applied event: only its result for now (see finish()).
@@ -191,7 +217,7 @@ Outcome Service::event(std::string_view name, uint32_t args, double now) {
   if (!writer.write(result, type, body_)) {
     state_->rollback(mark);
     ++counters_.events_failed;
-    reply_error(vm::error_code_name(writer.code()), writer.error());
+    result_failed(writer, module_.functions[ed.handler]);
     return Outcome::EventFailed;
   }
   ++counters_.events_ok;
@@ -255,7 +281,7 @@ Outcome Service::query(std::string_view name, uint32_t args, double now) {
   body_.clear();
   ValueToJson writer(vm_);
   if (!writer.write(result, f.result_type, body_)) {
-    reply_error(vm::error_code_name(writer.code()), writer.error());
+    result_failed(writer, f);
     return Outcome::Query;
   }
   reply_ok(&body_);

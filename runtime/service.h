@@ -22,8 +22,9 @@
 #include <string>
 #include <string_view>
 
-#include "vm/interp.h"
+#include "runtime/convert.h"
 #include "runtime/json.h"
+#include "vm/interp.h"
 
 namespace aup::runtime {
 
@@ -120,6 +121,8 @@ class Service {
   void reply_ok(const std::string* body);
   void applied(const std::string* body);
   void reply_error(std::string_view code, std::string_view message);
+  // A result `writer` could not write, answered with where `f` returns.
+  void result_failed(const ValueToJson& writer, const vm::Function& f);
 
   const vm::Module& module_;
   vm::State* state_;

@@ -30,6 +30,11 @@ std::unique_ptr<Snapshot> Snapshots::take() {
 }
 
 void Snapshots::give_back_to_tables(Snapshot& s) {
+  assert(on_owner());
+  assert(!s.dropped);                // dropped once: its roots are released once
+  assert(s.leases.load() == 0);      // no reader holds it
+  assert(s.roots.size() == live_.module().tables.size());
+  s.dropped = true;
   s.view.reset();
   for (uint32_t t = 0; t < s.roots.size(); ++t) live_.table(t).drop_root(s.roots[t]);
   for (uint32_t v = 0; v < s.vars.size(); ++v) {
@@ -40,6 +45,7 @@ void Snapshots::give_back_to_tables(Snapshot& s) {
 }
 
 void Snapshots::publish() {
+  assert(on_owner());
   std::unique_ptr<Snapshot> fresh = take();
   std::unique_ptr<Snapshot> old;
   {
@@ -54,6 +60,7 @@ void Snapshots::publish() {
 }
 
 void Snapshots::reclaim() {
+  assert(on_owner());
   size_t kept = 0;
   for (auto& s : retired_) {
     if (s->leases.load(std::memory_order_acquire) == 0) {
@@ -68,6 +75,9 @@ void Snapshots::reclaim() {
 
 Snapshot* Snapshots::lease() {
   std::lock_guard<std::mutex> lock(mu_);
+  // The current snapshot is dropped only once replaced (under this mutex)
+  // and then no lease holds it, so what a reader gets here is whole.
+  assert(!current_->dropped);
   current_->leases.fetch_add(1, std::memory_order_relaxed);
   return current_.get();
 }

@@ -16,9 +16,11 @@
 #pragma once
 
 #include <atomic>
+#include <cassert>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "vm/state.h"
@@ -31,11 +33,15 @@ struct Snapshot {
   std::vector<vm::Value> vars;           // texts retained
   std::unique_ptr<vm::State> view;       // queries read this
   std::atomic<uint32_t> leases{0};
+  // Given back to the tables (owner thread): its nodes may be reused by
+  // the owner's next copies, so nothing may read it again.
+  bool dropped = false;
 };
 
 class Snapshots {
  public:
-  // Publishes the state as it is now (the first snapshot).
+  // Publishes the state as it is now (the first snapshot). The thread that
+  // makes it is the owner.
   explicit Snapshots(vm::State& live);
   // Owner thread, with no lease outstanding.
   ~Snapshots();
@@ -49,7 +55,12 @@ class Snapshots {
 
   // Any thread: the newest snapshot, held until give_back().
   Snapshot* lease();
-  static void give_back(Snapshot* s) { s->leases.fetch_sub(1, std::memory_order_release); }
+  static void give_back(Snapshot* s) {
+    // One give-back per lease: a second would let the owner drop the
+    // snapshot under another reader's lease.
+    [[maybe_unused]] uint32_t held = s->leases.fetch_sub(1, std::memory_order_release);
+    assert(held > 0);
+  }
 
   uint64_t published() const { return published_; }
   // Replaced snapshots still held by a lease (owner thread).
@@ -59,7 +70,12 @@ class Snapshots {
   std::unique_ptr<Snapshot> take();
   void give_back_to_tables(Snapshot& s);
 
+  // The owner: the one thread that publishes, reclaims and drops (the
+  // reference counts of nodes and texts are not atomic).
+  bool on_owner() const { return std::this_thread::get_id() == owner_; }
+
   vm::State& live_;
+  std::thread::id owner_ = std::this_thread::get_id();
   std::mutex mu_;                   // guards current_ (the pointer)
   std::unique_ptr<Snapshot> current_;
   std::vector<std::unique_ptr<Snapshot>> retired_;  // owner thread only

@@ -229,14 +229,15 @@ query balance(id: num) { return accounts[id].balance }
     REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == 0);
     Outbox out;
     CHECK(out.send_to(sv[0]) == Outbox::Sent::All);  // nothing waits
-    out.text() = "hello\n";
+    out.append("hello\n");
     CHECK(out.send_to(sv[0]) == Outbox::Sent::All);
     CHECK(out.waiting() == 0);
     char buf[16];
     CHECK(::read(sv[1], buf, sizeof buf) == 6);
     // More than the socket holds: part goes, the rest waits in order.
     std::string big(8 << 20, 'z');
-    out.text() = big;
+    big.back() = '\n';
+    out.append(big);
     CHECK(out.send_to(sv[0]) == Outbox::Sent::Some);
     size_t left = out.waiting();
     CHECK(left > 0);
