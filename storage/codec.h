@@ -67,10 +67,12 @@ class Encoder : public bytes::Writer {
 class Decoder : public bytes::Reader {
  public:
   Decoder(const uint8_t* p, size_t n, size_t base = 0) : Reader(p, n, base) {}
+  // A problem with a value is named at its first byte.
   double num() {
+    const uint8_t* start = position();
     uint64_t v = varint();
     if (v & 1) {
-      if (v != 1) fail("a number tag other than 1");
+      if (v != 1) fail_at(offset_of(start), "a number tag other than 1");
       return std::bit_cast<double>(fixed64());
     }
     uint64_t zig = v >> 1;
@@ -103,9 +105,10 @@ class Decoder : public bytes::Reader {
   }
   Scalar scalar() {
     Scalar s;
+    size_t at = offset();
     uint8_t t = u8();
     if (t < 1 || t > 3) {
-      fail("an unknown value type");
+      fail_at(at, "an unknown value type");
       return s;
     }
     s.type = static_cast<FieldType>(t);

@@ -9,6 +9,7 @@
 
 #include "storage/codec.h"
 #include "storage/image_format.h"
+#include "storage/schema_codec.h"
 #include "vm/bytes.h"
 
 namespace aup::storage {
@@ -22,21 +23,47 @@ std::string vars_image_path(const std::string& dir) { return dir + "/image.vars"
 
 namespace {
 
-void put32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+// The header's fields that vary from image to image; the rest (magic,
+// version, size, reserved) are image_format.h's constants.
+struct Header {
+  uint64_t seq = 0;
+  uint64_t rows = 0;
+  uint64_t body_bytes = 0;
+  uint8_t kind = 0;
+};
+
+uint64_t header_sum(const uint8_t* h) { return XXH3_64bits(h, imf::kHeaderSumAt); }
+
+void encode_header(const Header& f, uint8_t (&h)[imf::kHeaderBytes]) {
+  std::memset(h, 0, sizeof h);
+  std::memcpy(h, imf::kMagic, sizeof imf::kMagic);
+  bytes::put_u32(h + imf::kVersionAt, imf::kVersion);
+  bytes::put_u32(h + imf::kHeaderSizeAt, imf::kHeaderBytes);
+  bytes::put_u64(h + imf::kSeqAt, f.seq);
+  bytes::put_u64(h + imf::kRowsAt, f.rows);
+  bytes::put_u64(h + imf::kBodyBytesAt, f.body_bytes);
+  h[imf::kKindAt] = f.kind;
+  bytes::put_u64(h + imf::kHeaderSumAt, header_sum(h));
 }
-void put64(uint8_t* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint32_t get32(const uint8_t* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= uint32_t{p[i]} << (8 * i);
-  return v;
-}
-uint64_t get64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= uint64_t{p[i]} << (8 * i);
-  return v;
+
+// Checks the magic, the version and the header checksum of `h` (the
+// file's first kHeaderBytes).
+Status decode_header(const std::string& path, const uint8_t* h, Header& f) {
+  if (std::memcmp(h, imf::kMagic, sizeof imf::kMagic) != 0) {
+    return Status::error(fmt::format("{} is damaged or not an aup image: no image magic at byte 0", path));
+  }
+  if (uint32_t v = bytes::get_u32(h + imf::kVersionAt); v != imf::kVersion) {
+    return Status::error(
+        fmt::format("{} has image format {} at byte {}, this aup reads {}", path, v, imf::kVersionAt, imf::kVersion));
+  }
+  if (bytes::get_u64(h + imf::kHeaderSumAt) != header_sum(h)) {
+    return Status::error(fmt::format("{} is damaged: header checksum mismatch at byte {}", path, imf::kHeaderSumAt));
+  }
+  f.seq = bytes::get_u64(h + imf::kSeqAt);
+  f.rows = bytes::get_u64(h + imf::kRowsAt);
+  f.body_bytes = bytes::get_u64(h + imf::kBodyBytesAt);
+  f.kind = h[imf::kKindAt];
+  return Status::good();
 }
 
 std::string err_text(int e) { return std::strerror(e); }
@@ -94,19 +121,12 @@ class ImageFile {
   Status finish(const std::string& dir, uint64_t seq, uint64_t rows, uint8_t kind, uint64_t& total) {
     Status st = flush(true);
     if (!st.ok()) return st;
-    uint8_t trailer[8];
-    put64(trailer, XXH3_64bits_digest(state_));
-    st = write(trailer, 8, at_);
+    uint8_t trailer[imf::kDigestBytes];
+    bytes::put_u64(trailer, XXH3_64bits_digest(state_));
+    st = write(trailer, sizeof trailer, at_);
     if (!st.ok()) return st;
-    uint8_t head[imf::kHeaderBytes] = {};
-    std::memcpy(head, imf::kMagic, 8);
-    put32(head + 8, imf::kVersion);
-    put32(head + 12, imf::kHeaderBytes);
-    put64(head + 16, seq);
-    put64(head + 24, rows);
-    put64(head + 32, body_);
-    head[40] = kind;
-    put64(head + 56, XXH3_64bits(head, 56));
+    uint8_t head[imf::kHeaderBytes];
+    encode_header(Header{seq, rows, body_, kind}, head);
     st = write(head, sizeof head, 0);
     if (!st.ok()) return st;
     io_.point("image.before_fsync");
@@ -123,7 +143,7 @@ class ImageFile {
     if (dfd >= 0) io_.close(dfd);
     if (rc < 0) return Status::error(fmt::format("cannot sync the directory {}: {}", dir, err_text(-rc)), -rc);
     io_.point("image.after_dir_sync");
-    total = imf::kHeaderBytes + body_ + 8;
+    total = imf::kHeaderBytes + body_ + imf::kDigestBytes;
     return Status::good();
   }
 
@@ -143,50 +163,6 @@ class ImageFile {
   XXH3_state_t* state_;
 };
 
-void encode_table_schema(Encoder& e, const TableSchema& t) {
-  e.text(t.name);
-  e.text(t.record);
-  e.varint(t.fields.size());
-  for (const FieldSchema& f : t.fields) {
-    e.text(f.name);
-    e.u8(static_cast<uint8_t>(f.type));
-    e.u8(f.has_default ? 1 : 0);
-    if (f.has_default) e.scalar(f.default_value);
-  }
-  e.varint(t.key_field);
-}
-
-bool decode_field_type(uint8_t b, FieldType& t) {
-  if (b < 1 || b > 3) return false;
-  t = static_cast<FieldType>(b);
-  return true;
-}
-
-bool decode_table_schema(Decoder& d, TableSchema& t) {
-  t.name = std::string(d.text());
-  t.record = std::string(d.text());
-  uint64_t n = d.varint();
-  if (n > 255) return false;
-  for (uint64_t i = 0; i < n && d.ok(); ++i) {
-    FieldSchema f;
-    f.name = std::string(d.text());
-    if (!decode_field_type(d.u8(), f.type)) return false;
-    f.has_default = d.u8() != 0;
-    if (f.has_default) f.default_value = d.scalar();
-    // Columns are matched by name when loaded: a name twice (which no
-    // record has) would load two columns into one field.
-    for (const FieldSchema& g : t.fields) {
-      if (g.name == f.name) return false;
-    }
-    t.fields.push_back(std::move(f));
-  }
-  uint64_t key = d.varint();
-  if (key >= t.fields.size()) return false;
-  t.key_field = static_cast<uint32_t>(key);
-  FieldType kt = t.fields[key].type;
-  return d.ok() && (kt == FieldType::Num || kt == FieldType::Text);
-}
-
 // Reads a whole image file and checks its header and digest; `body` is the
 // part between them.
 Status load(Io& io, const std::string& path, uint8_t want_kind, std::vector<uint8_t>& bytes,
@@ -194,11 +170,11 @@ Status load(Io& io, const std::string& path, uint8_t want_kind, std::vector<uint
   int fd = io.open(path, O_RDONLY, 0);
   if (fd < 0) return Status::error(fmt::format("cannot open {}: {}", path, err_text(-fd)), -fd);
   int64_t size = io.file_size(fd);
-  if (size < imf::kHeaderBytes + 8) {
+  if (size < imf::kHeaderBytes + imf::kDigestBytes) {
     io.close(fd);
     return Status::error(
         fmt::format("{} is damaged: it ends at byte {}, shorter than an empty image ({} bytes)", path, size,
-                    imf::kHeaderBytes + 8));
+                    imf::kHeaderBytes + imf::kDigestBytes));
   }
   bytes.resize(static_cast<size_t>(size));
   size_t done = 0;
@@ -215,29 +191,24 @@ Status load(Io& io, const std::string& path, uint8_t want_kind, std::vector<uint
   io.close(fd);
   if (done != bytes.size()) return Status::error(fmt::format("cannot read {}", path));
   const uint8_t* h = bytes.data();
-  if (std::memcmp(h, imf::kMagic, 8) != 0) {
-    return Status::error(fmt::format("{} is damaged or not an aup image: no image magic at byte 0", path));
-  }
-  if (get32(h + 8) != imf::kVersion) {
+  Header head;
+  if (Status st = decode_header(path, h, head); !st.ok()) return st;
+  info = ImageRead{};  // the caller's may hold an earlier read's columns
+  info.seq = head.seq;
+  info.rows = head.rows;
+  uint64_t body_len = head.body_bytes;
+  if (head.kind != want_kind) {
     return Status::error(
-        fmt::format("{} has image format {} at byte 8, this aup reads {}", path, get32(h + 8), imf::kVersion));
+        fmt::format("{} is not the kind of image expected (kind {} at byte {})", path, head.kind, imf::kKindAt));
   }
-  if (get64(h + 56) != XXH3_64bits(h, 56)) {
-    return Status::error(fmt::format("{} is damaged: header checksum mismatch at byte 56", path));
-  }
-  info.seq = get64(h + 16);
-  info.rows = get64(h + 24);
-  uint64_t body_len = get64(h + 32);
-  if (h[40] != want_kind) {
-    return Status::error(fmt::format("{} is not the kind of image expected (kind {} at byte 40)", path, h[40]));
-  }
-  if (body_len != bytes.size() - imf::kHeaderBytes - 8) {
+  uint64_t holds = bytes.size() - imf::kHeaderBytes - imf::kDigestBytes;
+  if (body_len != holds) {
     return Status::error(fmt::format("{} is damaged: the header promises {} bytes of rows, the file holds {} "
                                      "(it ends at byte {})",
-                                     path, body_len, bytes.size() - imf::kHeaderBytes - 8, bytes.size()));
+                                     path, body_len, holds, bytes.size()));
   }
   body = std::span<const uint8_t>(h + imf::kHeaderBytes, body_len);
-  if (XXH3_64bits(body.data(), body.size()) != get64(h + imf::kHeaderBytes + body_len)) {
+  if (XXH3_64bits(body.data(), body.size()) != bytes::get_u64(h + imf::kHeaderBytes + body_len)) {
     return Status::error(fmt::format("{} is damaged: the digest at byte {} does not match its body, bytes {}..{}",
                                      path, imf::kHeaderBytes + body_len, imf::kHeaderBytes,
                                      imf::kHeaderBytes + body_len - 1));
@@ -281,8 +252,7 @@ Status write_vars_image(Io& io, const std::string& dir, const Schema& schema, co
   Encoder e(file.buffer());
   e.varint(schema.vars.size());
   for (size_t i = 0; i < schema.vars.size(); ++i) {
-    e.text(schema.vars[i].name);
-    e.u8(static_cast<uint8_t>(schema.vars[i].type));
+    encode_var_schema(e, schema.vars[i]);
     e.value(schema.vars[i].type, values[i]);
   }
   st = file.finish(dir, seq, schema.vars.size(), imf::kVars, out.bytes);
@@ -296,10 +266,10 @@ Status read_table_image(Io& io, const std::string& path, ImageRead& info,
   std::span<const uint8_t> body;
   Status st = load(io, path, imf::kTable, bytes, info, body);
   if (!st.ok()) return st;
-  Decoder d(body.data(), body.size());
+  Decoder d(body.data(), body.size(), imf::kHeaderBytes);
   if (!decode_table_schema(d, info.table)) {
-    return Status::error(fmt::format("{} is damaged: its column list does not decode (byte {})", path,
-                                     imf::kHeaderBytes + d.offset()));
+    return Status::error(fmt::format("{} is damaged: its column list does not decode (byte {}): {}", path,
+                                     d.error_offset(), d.problem()));
   }
   const TableSchema& t = info.table;
   FieldType kt = t.fields[t.key_field].type;
@@ -324,8 +294,10 @@ Status read_table_image(Io& io, const std::string& path, ImageRead& info,
       for (uint32_t f = 0; f < t.fields.size(); ++f) {
         if (t.fields[f].type == FieldType::Text) vm::release(reinterpret_cast<vm::TextObj*>(row[f]));
       }
-      return Status::error(fmt::format("{} is damaged: row {} {} (byte {})", path, r,
-                                       d.ok() ? "is out of key order" : "does not decode", imf::kHeaderBytes + at));
+      if (!d.ok()) {
+        return Status::error(fmt::format("{} is damaged: row {} does not decode (byte {}): {}", path, r, at, d.error()));
+      }
+      return Status::error(fmt::format("{} is damaged: row {} is out of key order (byte {})", path, r, at));
     }
     last_ord = k.ord;
     if (kt == FieldType::Text) last_text.assign(k.text->view());
@@ -333,8 +305,7 @@ Status read_table_image(Io& io, const std::string& path, ImageRead& info,
     if (!st.ok()) return st;
   }
   if (!d.done()) {
-    return Status::error(fmt::format("{} is damaged: bytes after the last row (byte {})", path,
-                                     imf::kHeaderBytes + d.offset()));
+    return Status::error(fmt::format("{} is damaged: bytes after the last row (byte {})", path, d.offset()));
   }
   return Status::good();
 }
@@ -345,25 +316,23 @@ Status read_vars_image(Io& io, const std::string& path, ImageRead& info,
   std::span<const uint8_t> body;
   Status st = load(io, path, imf::kVars, bytes, info, body);
   if (!st.ok()) return st;
-  Decoder d(body.data(), body.size());
+  Decoder d(body.data(), body.size(), imf::kHeaderBytes);
   uint64_t n = d.varint();
   if (n != info.rows || n > 65536) {
     return Status::error(fmt::format("{} is damaged: var count {} at byte {}", path, n, imf::kHeaderBytes));
   }
   for (uint64_t i = 0; i < n && d.ok(); ++i) {
     VarSchema v;
-    v.name = std::string(d.text());
-    if (!decode_field_type(d.u8(), v.type)) {
-      return Status::error(fmt::format("{} is damaged: var type at byte {}", path, imf::kHeaderBytes + d.offset() - 1));
-    }
+    if (!decode_var_schema(d, v)) break;
     uint64_t value = d.value(v.type);
     if (!d.ok()) break;
     info.vars.push_back(v);
     var(v, value);
   }
-  if (!d.ok() || !d.done()) {
+  if (d.ok() && !d.done()) d.fail("bytes after the last var");
+  if (!d.ok()) {
     return Status::error(
-        fmt::format("{} is damaged: vars do not decode (byte {})", path, imf::kHeaderBytes + d.offset()));
+        fmt::format("{} is damaged: vars do not decode (byte {}): {}", path, d.error_offset(), d.problem()));
   }
   return Status::good();
 }
@@ -431,14 +400,16 @@ Status rewrite_image_seq(Io& io, const std::string& path, uint64_t seq) {
   ssize_t n = io.pread(fd, old, sizeof old, 0);
   if (n < 0) return fail(err_text(static_cast<int>(-n)), static_cast<int>(-n));
   if (n != sizeof old || std::memcmp(old, imf::kMagic, 8) != 0) return fail("not an image", 0);
-  if (uint32_t v = bytes::get_u32(old + 8); v != imf::kVersion) {
-    return fail(fmt::format("image format {} at byte 8, this aup writes {}", v, imf::kVersion), 0);
+  if (uint32_t v = bytes::get_u32(old + imf::kVersionAt); v != imf::kVersion) {
+    return fail(fmt::format("image format {} at byte {}, this aup writes {}", v, imf::kVersionAt, imf::kVersion), 0);
   }
-  if (bytes::get_u64(old + 56) != XXH3_64bits(old, 56)) return fail("header checksum mismatch at byte 56", 0);
+  if (bytes::get_u64(old + imf::kHeaderSumAt) != header_sum(old)) {
+    return fail(fmt::format("header checksum mismatch at byte {}", imf::kHeaderSumAt), 0);
+  }
   uint8_t h[imf::kHeaderBytes];
   std::memcpy(h, old, sizeof h);
-  bytes::put_u64(h + 16, seq);
-  bytes::put_u64(h + 56, XXH3_64bits(h, 56));
+  bytes::put_u64(h + imf::kSeqAt, seq);
+  bytes::put_u64(h + imf::kHeaderSumAt, header_sum(h));
   if (int e = write_all(io, fd, h, sizeof h, 0); e != 0) {
     write_all(io, fd, old, sizeof old, 0);
     return fail(err_text(e), e);

@@ -12,11 +12,11 @@
 //   41  15 reserved (0)
 //   56  8  XXH3-64 of bytes 0..55
 //   64  ... body:
-//           table: name, record name, field count, fields (name, type byte,
-//                  has-default byte, [default scalar]), key field (varint);
-//                  then each row in ascending key order: the key, then
-//                  every other field in order (codec.h's encoding)
-//           vars:  count, each: name, type byte, value
+//           table: the table's schema (schema_codec.h: name, record name,
+//                  field count, fields, key field); then each row in
+//                  ascending key order: the key, then every other field in
+//                  order (codec.h's encoding)
+//           vars:  count, each: name, type byte (schema_codec.h), value
 //   64+L 8  XXH3-64 of the body
 //
 // An image describes its own columns, so `aup replay` reads it without the
@@ -31,6 +31,15 @@ namespace aup::storage::image_format {
 inline constexpr char kMagic[8] = {'A', 'U', 'P', 'I', 'M', 'A', 'G', 'E'};
 inline constexpr uint32_t kVersion = 1;
 inline constexpr uint32_t kHeaderBytes = 64;
+// Where each header field is (the table above).
+inline constexpr uint32_t kVersionAt = 8;
+inline constexpr uint32_t kHeaderSizeAt = 12;
+inline constexpr uint32_t kSeqAt = 16;
+inline constexpr uint32_t kRowsAt = 24;
+inline constexpr uint32_t kBodyBytesAt = 32;
+inline constexpr uint32_t kKindAt = 40;
+inline constexpr uint32_t kHeaderSumAt = 56;
+inline constexpr uint32_t kDigestBytes = 8;
 inline constexpr uint8_t kTable = 1;
 inline constexpr uint8_t kVars = 2;
 // Written and flushed to the device in steps this large, so the final

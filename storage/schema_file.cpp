@@ -8,77 +8,118 @@
 #include <cstring>
 
 #include "storage/codec.h"
+#include "storage/schema_codec.h"
+#include "vm/bytes.h"
 
 namespace aup::storage {
 
 namespace {
+// The header (schema_file.h): magic, version, reserved, body length.
 constexpr char kMagic[8] = {'A', 'U', 'P', 'S', 'C', 'H', 'E', 'M'};
 constexpr uint32_t kVersion = 1;
+constexpr size_t kHeaderBytes = 24;
+constexpr size_t kDigestBytes = 8;
+constexpr uint64_t kMaxTables = 65536;
+constexpr uint64_t kMaxVars = 65536;
 
+// The body: the tables and vars (schema_codec.h), each var followed by its
+// initial value.
 void encode_schema(Encoder& e, const Schema& s) {
   e.varint(s.tables.size());
-  for (const TableSchema& t : s.tables) {
-    e.text(t.name);
-    e.text(t.record);
-    e.varint(t.fields.size());
-    for (const FieldSchema& f : t.fields) {
-      e.text(f.name);
-      e.u8(static_cast<uint8_t>(f.type));
-      e.u8(f.has_default ? 1 : 0);
-      if (f.has_default) e.scalar(f.default_value);
-    }
-    e.varint(t.key_field);
-  }
+  for (const TableSchema& t : s.tables) encode_table_schema(e, t);
   e.varint(s.vars.size());
   for (const VarSchema& v : s.vars) {
-    e.text(v.name);
-    e.u8(static_cast<uint8_t>(v.type));
+    encode_var_schema(e, v);
     e.scalar(v.init);
   }
 }
 
-bool decode_schema(Decoder& d, Schema& s) {
-  uint64_t nt = d.varint();
-  if (nt > 65536) return false;
-  for (uint64_t i = 0; i < nt && d.ok(); ++i) {
-    TableSchema t;
-    t.name = std::string(d.text());
-    t.record = std::string(d.text());
-    uint64_t nf = d.varint();
-    if (nf == 0 || nf > 255) return false;
-    for (uint64_t j = 0; j < nf && d.ok(); ++j) {
-      FieldSchema f;
-      f.name = std::string(d.text());
-      uint8_t ty = d.u8();
-      if (ty < 1 || ty > 3) return false;
-      f.type = static_cast<FieldType>(ty);
-      f.has_default = d.u8() != 0;
-      if (f.has_default) f.default_value = d.scalar();
-      t.fields.push_back(std::move(f));
-    }
-    uint64_t key = d.varint();
-    if (key >= t.fields.size()) return false;
-    t.key_field = static_cast<uint32_t>(key);
-    s.tables.push_back(std::move(t));
-  }
-  uint64_t nv = d.varint();
-  if (nv > 65536) return false;
-  for (uint64_t i = 0; i < nv && d.ok(); ++i) {
-    VarSchema v;
-    v.name = std::string(d.text());
-    uint8_t ty = d.u8();
-    if (ty < 1 || ty > 3) return false;
-    v.type = static_cast<FieldType>(ty);
-    v.init = d.scalar();
-    s.vars.push_back(std::move(v));
-  }
-  return d.ok() && d.done();
+// A count (of tables or vars) of at most `most`, each item at least
+// `min_bytes` long.
+uint64_t decode_count(Decoder& d, size_t min_bytes, uint64_t most, const char* what) {
+  size_t at = d.offset();
+  uint64_t n = d.count(min_bytes);
+  if (n > most) d.fail_at(at, fmt::format("{} {} (at most {})", n, what, most));
+  return d.ok() ? n : 0;
 }
 
-uint64_t get64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= uint64_t{p[i]} << (8 * i);
-  return v;
+bool decode_var(Decoder& d, VarSchema& v) {
+  if (!decode_var_schema(d, v)) return false;
+  size_t at = d.offset();
+  v.init = d.scalar();
+  // The var starts with it as a value of its type.
+  if (d.ok() && v.init.type != v.type) {
+    d.fail_at(at, fmt::format("var `{}` of type {} has an initial value of type {}", v.name,
+                              field_type_name(v.type), field_type_name(v.init.type)));
+  }
+  return d.ok();
+}
+
+bool decode_schema(Decoder& d, Schema& s) {
+  // A table takes at least 7 bytes (names, one field, the key), a var 4.
+  uint64_t nt = decode_count(d, 7, kMaxTables, "tables");
+  for (uint64_t i = 0; i < nt && d.ok(); ++i) {
+    TableSchema t;
+    if (!decode_table_schema(d, t)) return false;
+    s.tables.push_back(std::move(t));
+  }
+  uint64_t nv = decode_count(d, 4, kMaxVars, "vars");
+  for (uint64_t i = 0; i < nv && d.ok(); ++i) {
+    VarSchema v;
+    if (!decode_var(d, v)) return false;
+    s.vars.push_back(std::move(v));
+  }
+  if (d.ok() && !d.done()) d.fail("bytes after the last var");
+  return d.ok();
+}
+
+// Reads the whole file: an error status, or `bytes` filled.
+Status read_whole(Io& io, const std::string& path, std::vector<uint8_t>& bytes) {
+  int fd = io.open(path, O_RDONLY, 0);
+  if (fd < 0) return Status::error(fmt::format("cannot open {}: {}", path, std::strerror(-fd)), -fd);
+  int64_t size = io.file_size(fd);
+  bytes.resize(static_cast<size_t>(std::max<int64_t>(size, 0)));
+  ssize_t n = size > 0 ? io.pread(fd, bytes.data(), bytes.size(), 0) : 0;
+  io.close(fd);
+  if (n < 0) {  // an I/O error, not damage: the open exits 2, not 1
+    int e = static_cast<int>(-n);
+    return Status::error(fmt::format("cannot read {}: {}", path, std::strerror(e)), e);
+  }
+  if (n != static_cast<ssize_t>(bytes.size())) return Status::error(fmt::format("cannot read {}", path));
+  return Status::good();
+}
+
+// Checks the header and the digest; the body is bytes 24..24+len.
+Status check_frame(const std::string& path, const std::vector<uint8_t>& bytes, uint64_t& len) {
+  if (bytes.size() < kHeaderBytes + kDigestBytes) {
+    return Status::error(fmt::format("{} is damaged: it ends at byte {}, shorter than an empty schema file ({} bytes)",
+                                     path, bytes.size(), kHeaderBytes + kDigestBytes));
+  }
+  const uint8_t* h = bytes.data();
+  if (std::memcmp(h, kMagic, 8) != 0) {
+    return Status::error(fmt::format("{} is damaged or not an aup schema file: no schema magic at byte 0", path));
+  }
+  if (uint32_t version = bytes::get_u32(h + 8); version != kVersion) {
+    return Status::error(fmt::format("{} has schema format {} at byte 8; this aup reads {}", path, version, kVersion));
+  }
+  // Not covered by the digest: checked, so a damaged or future file is not
+  // read as this format.
+  if (bytes::get_u32(h + 12) != 0) {
+    return Status::error(fmt::format("{} is damaged: the reserved bytes 12..15 are not zero", path));
+  }
+  len = bytes::get_u64(h + 16);
+  uint64_t holds = bytes.size() - kHeaderBytes - kDigestBytes;
+  if (len != holds) {
+    return Status::error(fmt::format("{} is damaged: the length at byte 16 says {} bytes, the file holds {} "
+                                     "(it ends at byte {})",
+                                     path, len, holds, bytes.size()));
+  }
+  const uint8_t* body = h + kHeaderBytes;
+  if (XXH3_64bits(body, len) != bytes::get_u64(body + len)) {
+    return Status::error(fmt::format("{} is damaged: the digest at byte {} does not match bytes {}..{}", path,
+                                     kHeaderBytes + len, kHeaderBytes, kHeaderBytes + len - 1));
+  }
+  return Status::good();
 }
 }  // namespace
 
@@ -87,12 +128,12 @@ Status write_schema_file(Io& io, const std::string& dir, const Schema& s) {
   Encoder b(body);
   encode_schema(b, s);
   std::vector<uint8_t> file;
-  Encoder e(file);
-  for (char c : kMagic) e.u8(static_cast<uint8_t>(c));
-  for (int i = 0; i < 4; ++i) e.u8(static_cast<uint8_t>(kVersion >> (8 * i)));
-  for (int i = 0; i < 4; ++i) e.u8(0);
+  bytes::Writer e(file);
+  e.raw(reinterpret_cast<const uint8_t*>(kMagic), sizeof kMagic);
+  e.fixed32(kVersion);
+  e.fixed32(0);
   e.fixed64(body.size());
-  file.insert(file.end(), body.begin(), body.end());
+  e.raw(body.data(), body.size());
   e.fixed64(XXH3_64bits(body.data(), body.size()));
   std::string path = dir + "/schema", tmp = path + ".new";
   int fd = io.open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -123,47 +164,16 @@ Status write_schema_file(Io& io, const std::string& dir, const Schema& s) {
 
 Status read_schema_file(Io& io, const std::string& dir, Schema& s) {
   std::string path = dir + "/schema";
-  int fd = io.open(path, O_RDONLY, 0);
-  if (fd < 0) return Status::error(fmt::format("cannot open {}: {}", path, std::strerror(-fd)), -fd);
-  int64_t size = io.file_size(fd);
-  std::vector<uint8_t> bytes(static_cast<size_t>(std::max<int64_t>(size, 0)));
-  ssize_t n = size > 0 ? io.pread(fd, bytes.data(), bytes.size(), 0) : 0;
-  io.close(fd);
-  if (n < 0) {  // an I/O error, not damage: the open exits 2, not 1
-    int e = static_cast<int>(-n);
-    return Status::error(fmt::format("cannot read {}: {}", path, std::strerror(e)), e);
-  }
-  if (n != static_cast<ssize_t>(bytes.size())) return Status::error(fmt::format("cannot read {}", path));
-  if (bytes.size() < 32) {
-    return Status::error(
-        fmt::format("{} is damaged: it ends at byte {}, shorter than an empty schema file (32 bytes)", path, size));
-  }
-  if (std::memcmp(bytes.data(), kMagic, 8) != 0) {
-    return Status::error(fmt::format("{} is damaged or not an aup schema file: no schema magic at byte 0", path));
-  }
-  uint32_t version = bytes[8] | bytes[9] << 8 | bytes[10] << 16 | static_cast<uint32_t>(bytes[11]) << 24;
-  if (version != kVersion) {
-    return Status::error(fmt::format("{} has schema format {} at byte 8; this aup reads {}", path, version, kVersion));
-  }
-  // Not covered by the digest: checked, so a damaged or future file is not
-  // read as this format.
-  if (bytes[12] | bytes[13] | bytes[14] | bytes[15]) {
-    return Status::error(fmt::format("{} is damaged: the reserved bytes 12..15 are not zero", path));
-  }
-  uint64_t len = get64(bytes.data() + 16);
-  if (len != bytes.size() - 32) {
-    return Status::error(fmt::format("{} is damaged: the length at byte 16 says {} bytes, the file holds {} "
-                                     "(it ends at byte {})",
-                                     path, len, bytes.size() - 32, bytes.size()));
-  }
-  const uint8_t* body = bytes.data() + 24;
-  if (XXH3_64bits(body, len) != get64(body + len)) {
-    return Status::error(fmt::format("{} is damaged: the digest at byte {} does not match bytes 24..{}", path,
-                                     24 + len, 24 + len - 1));
-  }
-  Decoder d(body, len);
+  std::vector<uint8_t> bytes;
+  Status st = read_whole(io, path, bytes);
+  if (!st.ok()) return st;
+  uint64_t len = 0;
+  st = check_frame(path, bytes, len);
+  if (!st.ok()) return st;
+  Decoder d(bytes.data() + kHeaderBytes, len, kHeaderBytes);
   if (!decode_schema(d, s)) {
-    return Status::error(fmt::format("{} is damaged: it does not decode (byte {})", path, 24 + d.offset()));
+    return Status::error(
+        fmt::format("{} is damaged: it does not decode (byte {}): {}", path, d.error_offset(), d.problem()));
   }
   return Status::good();
 }

@@ -86,13 +86,21 @@ class Reader {
   bool done() const { return p_ == end_; }
   size_t left() const { return static_cast<size_t>(end_ - p_); }
   // The offset of the next byte to read (in the file, with `base`).
-  size_t offset() const { return base_ + static_cast<size_t>(p_ - begin_); }
+  size_t offset() const { return offset_of(p_); }
   const uint8_t* position() const { return p_; }
+  // The file offset of a position in the span (an earlier position()).
+  size_t offset_of(const uint8_t* p) const { return base_ + static_cast<size_t>(p - begin_); }
   // The first problem: "malformed varint at byte 17".
   std::string error() const {
     if (ok()) return {};
-    return (detail_.empty() ? std::string(what_) : detail_) + " at byte " + std::to_string(error_at_);
+    return problem() + " at byte " + std::to_string(error_at_);
   }
+  // Its two parts: what ("malformed varint") and the byte (17).
+  std::string problem() const {
+    if (ok()) return {};
+    return detail_.empty() ? std::string(what_) : detail_;
+  }
+  size_t error_offset() const { return error_at_; }
   // Records the first problem (a literal, so failing allocates nothing)
   // and stops reading.
   void fail(const char* what) {
@@ -103,12 +111,36 @@ class Reader {
     p_ = end_;
   }
   // The same with words made at run time (counts, tags).
-  void fail(std::string what) {
+  void fail(std::string what) { fail_at(offset(), std::move(what)); }
+  // A problem with a value already read, named at its first byte `at` (an
+  // offset in the file, as offset() gives).
+  void fail_at(size_t at, std::string what) {
     if (ok()) {
       detail_ = std::move(what);
-      error_at_ = offset();
+      error_at_ = at;
     }
     p_ = end_;
+  }
+  // Takes on a sub-reader's first problem (sub() gave it), if this reader
+  // has none yet.
+  void adopt(const Reader& inner) {
+    if (!inner.ok() && ok()) {
+      what_ = inner.what_;
+      detail_ = inner.detail_;
+      error_at_ = inner.error_at_;
+      p_ = end_;
+    }
+  }
+  // The next n bytes as a reader of their own, whose offsets are still the
+  // file's (a section, a record).
+  Reader sub(size_t n) {
+    if (n > left()) {
+      fail("a length longer than the bytes left");
+      return Reader(p_, 0, offset());
+    }
+    Reader r(p_, n, offset());
+    p_ += n;
+    return r;
   }
 
   uint8_t u8() {
@@ -121,22 +153,31 @@ class Reader {
   uint16_t fixed16() { return static_cast<uint16_t>(take_le(2)); }
   uint32_t fixed32() { return static_cast<uint32_t>(take_le(4)); }
   uint64_t fixed64() { return take_le(8); }
+  // A problem inside a varint, a length or a count is named at its first
+  // byte.
   uint64_t varint() {
+    if (p_ < end_ && *p_ < 0x80) return *p_++;  // most varints: one byte
+    const uint8_t* start = p_;
     uint64_t v = 0;
     for (size_t i = 0; i < kMaxVarintBytes; ++i) {
-      uint8_t b = u8();
+      if (p_ >= end_) {
+        fail("truncated");
+        return 0;
+      }
+      uint8_t b = *p_++;
       if (i == kMaxVarintBytes - 1 && b > 1) break;  // past 64 bits
       v |= uint64_t{b & 0x7Fu} << (7 * i);
       if (!(b & 0x80)) return v;
     }
-    fail("malformed varint");
+    fail_at(offset_of(start), "malformed varint");
     return 0;
   }
   // A varint length, then that many bytes (a view into the span).
   std::string_view bytes() {
+    const uint8_t* start = p_;
     uint64_t n = varint();
     if (n > left()) {
-      fail("a length longer than the bytes left");
+      fail_at(offset_of(start), "a length of " + std::to_string(n) + ", longer than the bytes left");
       return {};
     }
     std::string_view s(reinterpret_cast<const char*>(p_), n);
@@ -146,9 +187,10 @@ class Reader {
   // A count of items each at least `min_bytes` long: bounded by the bytes
   // left, so a damaged count cannot make a reader reserve gigabytes.
   uint64_t count(size_t min_bytes) {
+    const uint8_t* start = p_;
     uint64_t n = varint();
     if (n > left() / (min_bytes ? min_bytes : 1)) {
-      fail("a count larger than the bytes left");
+      fail_at(offset_of(start), "a count of " + std::to_string(n) + ", more than the bytes left hold");
       return 0;
     }
     return n;

@@ -4,8 +4,11 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
+#include <xxhash.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
@@ -81,6 +84,50 @@ Status read_image(Io& io, const std::string& path, ImageRead& info, std::vector<
     if (names) names->emplace_back(text->view());
     vm::release(text);
     return Status::good();
+  });
+}
+
+// Seals an image whose body a test changed: the body length, the body's
+// digest and the header checksum made right again.
+void reseal(std::vector<uint8_t>& file) {
+  uint64_t body = file.size() - image_format::kHeaderBytes - image_format::kDigestBytes;
+  bytes::put_u64(file.data() + image_format::kBodyBytesAt, body);
+  bytes::put_u64(file.data() + image_format::kHeaderBytes + body,
+                 XXH3_64bits(file.data() + image_format::kHeaderBytes, body));
+  bytes::put_u64(file.data() + image_format::kHeaderSumAt, XXH3_64bits(file.data(), image_format::kHeaderSumAt));
+}
+// A file's bytes with `body` in place of its body, sealed.
+std::vector<uint8_t> with_body(const std::vector<uint8_t>& file, const std::vector<uint8_t>& body) {
+  std::vector<uint8_t> out(image_format::kHeaderBytes + body.size() + image_format::kDigestBytes);
+  std::copy(file.begin(), file.begin() + image_format::kHeaderBytes, out.begin());
+  std::copy(body.begin(), body.end(), out.begin() + image_format::kHeaderBytes);
+  reseal(out);
+  return out;
+}
+std::vector<uint8_t> body_of(const std::vector<uint8_t>& file) {
+  return std::vector<uint8_t>(file.begin() + image_format::kHeaderBytes, file.end() - image_format::kDigestBytes);
+}
+
+// A vars image of two vars (n: num 7, s: text "x"); returns its path.
+std::string write_vars(Io& io, const std::string& dir) {
+  Schema schema;
+  schema.vars.push_back(VarSchema{"n", FieldType::Num, {}});
+  Scalar empty;
+  empty.type = FieldType::Text;
+  schema.vars.push_back(VarSchema{"s", FieldType::Text, empty});
+  vm::TextObj* x = vm::heap_text("x");
+  std::vector<uint64_t> values = {std::bit_cast<uint64_t>(7.0), reinterpret_cast<uint64_t>(x)};
+  ImageWritten written;
+  Status st = write_vars_image(io, dir, schema, values, 3, written);
+  vm::release(x);
+  REQUIRE_MESSAGE(st.ok(), st.message);
+  return vars_image_path(dir);
+}
+Status read_vars(Io& io, const std::string& path, std::vector<std::string>* seen = nullptr) {
+  ImageRead info;
+  return read_vars_image(io, path, info, [&](const VarSchema& v, uint64_t value) {
+    if (seen) seen->push_back(v.name);
+    if (v.type == FieldType::Text) vm::release(reinterpret_cast<vm::TextObj*>(value));
   });
 }
 
@@ -186,6 +233,118 @@ TEST_SUITE("image") {
     st = rewrite_image_seq(io, path, 9);
     CHECK(st.message == "cannot update " + path + ": header checksum mismatch at byte 56");
     CHECK(read_bytes(path) == bad);
+  }
+  TEST_CASE("the header's refusals name their byte") {
+    TempDir dir;
+    SystemIo io;
+    std::string path = write_image(io, dir.path, 2, 5);
+    const std::vector<uint8_t> good = read_bytes(path);
+    ImageRead info;
+    auto refused = [&](const std::vector<uint8_t>& bytes) {
+      write_bytes(path, bytes);
+      Status st = read_image(io, path, info);
+      REQUIRE_FALSE(st.ok());
+      return st.message;
+    };
+    CHECK(refused(std::vector<uint8_t>(good.begin(), good.begin() + 10)) ==
+          path + " is damaged: it ends at byte 10, shorter than an empty image (72 bytes)");
+    std::vector<uint8_t> bad = good;
+    bad[1] = 'X';
+    CHECK(refused(bad) == path + " is damaged or not an aup image: no image magic at byte 0");
+    bad = good;
+    bad[image_format::kVersionAt] = 2;
+    CHECK(refused(bad) == path + " has image format 2 at byte 8, this aup reads 1");
+    bad = good;
+    bad[image_format::kSeqAt] ^= 1;
+    CHECK(refused(bad) == path + " is damaged: header checksum mismatch at byte 56");
+    bad = good;
+    bad.push_back(0);
+    uint64_t body = good.size() - 72;
+    CHECK(refused(bad) == fmt::format("{} is damaged: the header promises {} bytes of rows, the file holds {} (it "
+                                      "ends at byte {})",
+                                      path, body, body + 1, good.size() + 1));
+    bad = good;
+    bad[70] ^= 1;
+    CHECK(refused(bad) == fmt::format("{} is damaged: the digest at byte {} does not match its body, bytes 64..{}",
+                                      path, 64 + body, 63 + body));
+    write_bytes(path, good);
+    ImageRead vars_info;
+    Status st = read_vars_image(io, path, vars_info, [](const VarSchema&, uint64_t) {});
+    CHECK(st.message == path + " is not the kind of image expected (kind 1 at byte 40)");
+  }
+
+  TEST_CASE("a table image's rows: out of order, cut short, or followed by more bytes") {
+    TempDir dir;
+    SystemIo io;
+    std::string path = write_image(io, dir.path, 2, 5);
+    const std::vector<uint8_t> good = read_bytes(path);
+    std::vector<uint8_t> body = body_of(good);
+    // The rows are the last 2 x 7 bytes: key (num), name ("row N", 6 bytes).
+    size_t rows_at = body.size() - 14;
+    std::vector<uint8_t> swapped = body;
+    std::swap_ranges(swapped.begin() + static_cast<long>(rows_at), swapped.begin() + static_cast<long>(rows_at) + 7,
+                     swapped.begin() + static_cast<long>(rows_at) + 7);
+    write_bytes(path, with_body(good, swapped));
+    ImageRead info;
+    Status st = read_image(io, path, info);
+    CHECK(st.message == fmt::format("{} is damaged: row 1 is out of key order (byte {})", path, 64 + rows_at + 7));
+
+    std::vector<uint8_t> longer = body;
+    longer.push_back(0);
+    write_bytes(path, with_body(good, longer));
+    st = read_image(io, path, info);
+    CHECK(st.message == fmt::format("{} is damaged: bytes after the last row (byte {})", path, 64 + body.size()));
+
+    std::vector<uint8_t> cut(body.begin(), body.end() - 3);
+    write_bytes(path, with_body(good, cut));
+    st = read_image(io, path, info);
+    CHECK(st.message == fmt::format("{} is damaged: row 1 does not decode (byte {}): a length of 5, longer than the "
+                                    "bytes left at byte {}",
+                                    path, 64 + rows_at + 7, 64 + rows_at + 8));
+  }
+
+  TEST_CASE("a table image's column list is refused by the shared codec, at the file's byte") {
+    TempDir dir;
+    SystemIo io;
+    std::string path = write_image(io, dir.path, 0, 5);
+    const std::vector<uint8_t> good = read_bytes(path);
+    std::vector<uint8_t> body = body_of(good);
+    // "t", "T", then the field count at body byte 4: 0 fields.
+    REQUIRE(body[4] == 2);
+    body[4] = 0;
+    write_bytes(path, with_body(good, body));
+    ImageRead info;
+    Status st = read_image(io, path, info);
+    CHECK(st.message == path + " is damaged: its column list does not decode (byte 68): table `t` has 0 fields (1 to 255)");
+  }
+
+  TEST_CASE("a vars image: its count, an unknown type and bytes after the last var are refused at their byte") {
+    TempDir dir;
+    SystemIo io;
+    std::string path = write_vars(io, dir.path);
+    std::vector<std::string> seen;
+    Status st = read_vars(io, path, &seen);
+    REQUIRE_MESSAGE(st.ok(), st.message);
+    CHECK(seen == std::vector<std::string>{"n", "s"});
+    const std::vector<uint8_t> good = read_bytes(path);
+    // The body: count 2; "n", type 1, 7 (num: 28); "s", type 2, "x".
+    std::vector<uint8_t> body = body_of(good);
+    REQUIRE(body == std::vector<uint8_t>{2, 1, 'n', 1, 28, 1, 's', 2, 1, 'x'});
+
+    std::vector<uint8_t> bad = body;
+    bad[0] = 3;
+    write_bytes(path, with_body(good, bad));
+    CHECK(read_vars(io, path).message == path + " is damaged: var count 3 at byte 64");
+
+    bad = body;
+    bad[7] = 9;
+    write_bytes(path, with_body(good, bad));
+    CHECK(read_vars(io, path).message == path + " is damaged: vars do not decode (byte 71): an unknown type byte 9");
+
+    bad = body;
+    bad.push_back(0);
+    write_bytes(path, with_body(good, bad));
+    CHECK(read_vars(io, path).message == path + " is damaged: vars do not decode (byte 74): bytes after the last var");
   }
 }
 

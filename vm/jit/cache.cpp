@@ -12,20 +12,17 @@
 #include <cerrno>
 #include <cstring>
 
+#include "vm/bytes.h"
+
 namespace aup::vm::jit {
 
 namespace {
 
 constexpr char kMagic[8] = {'A', 'U', 'P', 'J', 'I', 'T', 'O', '1'};
 
-void put_u64(char* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-uint64_t get_u64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
-  return v;
-}
+// Little-endian, through the one byte codec (vm/bytes.h).
+void put_u64(char* p, uint64_t v) { bytes::put_u64(reinterpret_cast<uint8_t*>(p), v); }
+uint64_t get_u64(const char* p) { return bytes::get_u64(reinterpret_cast<const uint8_t*>(p)); }
 
 std::string file_of(const std::string& dir, uint64_t key) { return fmt::format("{}/{:016x}.o", dir, key); }
 

@@ -1,0 +1,35 @@
+// The bytes of a table's and a var's schema, written the same way in an
+// image's body (image_format.h) and in the store's schema file
+// (schema_file.h), and read back with the same checks in both:
+//
+//   table  name (text), record name (text), field count (varint, 1..255),
+//          each field: name (text, no two alike), type byte (1 num, 2 text,
+//          3 bool), has-default byte (0 or 1), [default: a scalar of the
+//          field's type]; then the key field (varint: a field, num or text)
+//   var    name (text), type byte; then the file's value for it (the
+//          schema file: the initial value as a scalar of that type; an
+//          image: the value, codec.h's encoding for the type)
+//
+// Apart from schema.h, which codec.h includes: these need the codec.
+#pragma once
+
+#include "storage/codec.h"
+#include "storage/schema.h"
+
+namespace aup::storage {
+
+inline constexpr uint64_t kMaxFields = 255;
+
+void encode_table_schema(Encoder& e, const TableSchema& t);
+// False, with the decoder failed at the byte that is wrong ("a field type
+// byte 7 at byte 31"), on a schema no table could have.
+bool decode_table_schema(Decoder& d, TableSchema& t);
+
+// A var's name and type (what follows them is the file's own).
+void encode_var_schema(Encoder& e, const VarSchema& v);
+bool decode_var_schema(Decoder& d, VarSchema& v);
+
+// A type byte; an unknown one fails the decoder at that byte.
+bool decode_field_type(Decoder& d, FieldType& t);
+
+}  // namespace aup::storage

@@ -1,0 +1,234 @@
+// The one encoding of a table's and a var's schema (storage/schema_codec.h):
+// round trips, every refusal named at its byte, and the same refusals from
+// both files that hold a schema (an image, the schema file).
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "storage/image.h"
+#include "storage/image_format.h"
+#include "storage/schema_codec.h"
+#include "storage/schema_file.h"
+
+namespace aup::storage {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/aup-schema-codec-test-XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+Scalar num(double v) {
+  Scalar s;
+  s.num = v;
+  return s;
+}
+Scalar text(const char* v) {
+  Scalar s;
+  s.type = FieldType::Text;
+  s.text = v;
+  return s;
+}
+Scalar boolean(bool v) {
+  Scalar s;
+  s.type = FieldType::Bool;
+  s.boolean = v;
+  return s;
+}
+
+const TableSchema kAccounts{"accounts",
+                            "Account",
+                            {FieldSchema{"id", FieldType::Num, false, {}},
+                             FieldSchema{"owner", FieldType::Text, true, text("nobody")},
+                             FieldSchema{"balance", FieldType::Num, true, num(-2.5)},
+                             FieldSchema{"closed", FieldType::Bool, true, boolean(false)}},
+                            0};
+
+std::vector<uint8_t> encoded(const TableSchema& t) {
+  std::vector<uint8_t> out;
+  Encoder e(out);
+  encode_table_schema(e, t);
+  return out;
+}
+
+// The decoder's refusal of `bytes` as a table schema ("" if it decodes).
+std::string table_refusal(const std::vector<uint8_t>& bytes) {
+  Decoder d(bytes.data(), bytes.size());
+  TableSchema t;
+  bool ok = decode_table_schema(d, t);
+  CHECK(ok == d.ok());
+  return d.error();
+}
+
+// A table `t` (record `T`) whose field list the test writes itself: the
+// count, then `fields` as given, then the key.
+std::vector<uint8_t> raw_table(uint64_t count, const std::vector<uint8_t>& fields, uint64_t key) {
+  std::vector<uint8_t> out;
+  Encoder e(out);
+  e.text("t");
+  e.text("T");
+  e.varint(count);
+  e.raw(fields.data(), fields.size());
+  e.varint(key);
+  return out;
+}
+// One field's bytes: name, type byte, has-default byte (no default).
+std::vector<uint8_t> raw_field(const char* name, uint8_t type, uint8_t has_default = 0) {
+  std::vector<uint8_t> out;
+  Encoder e(out);
+  e.text(name);
+  e.u8(type);
+  e.u8(has_default);
+  return out;
+}
+std::vector<uint8_t> operator+(std::vector<uint8_t> a, const std::vector<uint8_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TEST_SUITE("schema_codec") {
+  TEST_CASE("a table schema round trips, defaults of every type included") {
+    std::vector<uint8_t> bytes = encoded(kAccounts);
+    Decoder d(bytes.data(), bytes.size());
+    TableSchema back;
+    REQUIRE(decode_table_schema(d, back));
+    CHECK(d.done());
+    CHECK(back == kAccounts);
+    TableSchema text_key{"words", "Word", {FieldSchema{"n", FieldType::Num, false, {}},
+                                           FieldSchema{"w", FieldType::Text, false, {}}}, 1};
+    bytes = encoded(text_key);
+    Decoder d2(bytes.data(), bytes.size());
+    TableSchema back2;
+    REQUIRE(decode_table_schema(d2, back2));
+    CHECK(back2 == text_key);
+  }
+
+  TEST_CASE("the bytes of a table schema") {
+    TableSchema t{"t", "T", {FieldSchema{"k", FieldType::Text, false, {}},
+                             FieldSchema{"n", FieldType::Num, true, num(1)}}, 0};
+    CHECK(encoded(t) == std::vector<uint8_t>{1, 't', 1, 'T', 2, 1, 'k', 2, 0, 1, 'n', 1, 1, 1, 4, 0});
+  }
+
+  TEST_CASE("refused: no fields, or more than 255") {
+    // The count is at byte 4 (after "t" and "T").
+    CHECK(table_refusal(raw_table(0, {}, 0)) == "table `t` has 0 fields (1 to 255) at byte 4");
+    CHECK(table_refusal(raw_table(256, {}, 0)) == "table `t` has 256 fields (1 to 255) at byte 4");
+  }
+
+  TEST_CASE("refused: an unknown type byte") {
+    // The first field's type byte is at byte 7 (count at 4, name "a" at 5).
+    CHECK(table_refusal(raw_table(1, raw_field("a", 0), 0)) == "an unknown type byte 0 at byte 7");
+    CHECK(table_refusal(raw_table(1, raw_field("a", 4), 0)) == "an unknown type byte 4 at byte 7");
+  }
+
+  TEST_CASE("refused: a field named twice") {
+    std::vector<uint8_t> fields = raw_field("a", 1) + raw_field("b", 2) + raw_field("a", 3);
+    // The second `a` starts at byte 13 (count at 4, each field 4 bytes from 5).
+    CHECK(table_refusal(raw_table(3, fields, 0)) == "field `a` named twice at byte 13");
+  }
+
+  TEST_CASE("refused: a has-default byte other than 0 or 1") {
+    CHECK(table_refusal(raw_table(1, raw_field("a", 1, 2), 0)) == "a has-default byte 2 (0 or 1) at byte 8");
+  }
+
+  TEST_CASE("refused: a default of another type than its field") {
+    std::vector<uint8_t> field = raw_field("a", 1, 1);
+    Encoder(field).scalar(text("x"));
+    CHECK(table_refusal(raw_table(1, field, 0)) == "field `a` of type num has a default of type text at byte 9");
+    std::vector<uint8_t> unknown = raw_field("a", 1, 1) + std::vector<uint8_t>{9};
+    CHECK(table_refusal(raw_table(1, unknown, 0)) == "an unknown value type at byte 9");
+  }
+
+  TEST_CASE("refused: a key field out of range, or of a bool") {
+    std::vector<uint8_t> fields = raw_field("a", 1) + raw_field("b", 3);
+    // The key is at byte 13, after the two fields.
+    CHECK(table_refusal(raw_table(2, fields, 2)) == "table `t`: key field 2 of 2 fields at byte 13");
+    CHECK(table_refusal(raw_table(2, fields, 1)) ==
+          "table `t`: key field `b` is a bool (a key is num or text) at byte 13");
+    CHECK(table_refusal(raw_table(2, fields, 0)).empty());
+  }
+
+  TEST_CASE("refused: a table cut short anywhere") {
+    std::vector<uint8_t> bytes = encoded(kAccounts);
+    for (size_t n = 0; n < bytes.size(); ++n) {
+      CAPTURE(n);
+      std::string error = table_refusal(std::vector<uint8_t>(bytes.begin(), bytes.begin() + static_cast<long>(n)));
+      CHECK(!error.empty());
+    }
+  }
+
+  TEST_CASE("a var's name and type round trip; an unknown type is refused at its byte") {
+    std::vector<uint8_t> out;
+    Encoder e(out);
+    encode_var_schema(e, VarSchema{"total", FieldType::Bool, boolean(true)});
+    CHECK(out == std::vector<uint8_t>{5, 't', 'o', 't', 'a', 'l', 3});
+    Decoder d(out.data(), out.size());
+    VarSchema v;
+    REQUIRE(decode_var_schema(d, v));
+    CHECK(v.name == "total");
+    CHECK(v.type == FieldType::Bool);
+    out.back() = 4;
+    Decoder bad(out.data(), out.size(), 100);
+    CHECK_FALSE(decode_var_schema(bad, v));
+    CHECK(bad.error() == "an unknown type byte 4 at byte 106");
+  }
+
+  TEST_CASE("both files refuse a table schema with the same check, naming their own byte") {
+    // Writers never write these (the checker refuses such modules), so the
+    // test writes them: a bool key, and a field named twice. The schema
+    // file did not check either before the codec was shared.
+    TableSchema bool_key{"t", "T", {FieldSchema{"a", FieldType::Num, false, {}},
+                                    FieldSchema{"b", FieldType::Bool, false, {}}}, 1};
+    TableSchema twice{"t", "T", {FieldSchema{"a", FieldType::Num, false, {}},
+                                 FieldSchema{"a", FieldType::Text, false, {}}}, 0};
+    struct Case {
+      const TableSchema* table;
+      size_t at;  // the refused byte, from the table schema's start
+      std::string problem;
+    };
+    const Case cases[] = {
+        {&bool_key, encoded(bool_key).size() - 1, "table `t`: key field `b` is a bool (a key is num or text)"},
+        {&twice, 9, "field `a` named twice"},
+    };
+    for (const Case& c : cases) {
+      CAPTURE(c.problem);
+      TempDir dir;
+      SystemIo io;
+      vm::RowLayout layout;
+      layout.slots = 2;
+      vm::BTree empty(layout);
+      ImageWritten written;
+      REQUIRE(write_table_image(io, dir.path, *c.table, empty, empty.root(), 1, written).ok());
+      ImageRead info;
+      std::string path = table_image_path(dir.path, "t");
+      Status st = read_table_image(io, path, info, [](uint64_t*) { return Status::good(); });
+      // The image's table schema starts its body, at byte 64.
+      CHECK(st.message == fmt::format("{} is damaged: its column list does not decode (byte {}): {}", path,
+                                      image_format::kHeaderBytes + c.at, c.problem));
+
+      Schema schema;
+      schema.tables.push_back(*c.table);
+      REQUIRE(write_schema_file(io, dir.path, schema).ok());
+      Schema back;
+      st = read_schema_file(io, dir.path, back);
+      // The schema file's starts after its 24-byte header and a one-byte
+      // table count.
+      CHECK(st.message == fmt::format("{}/schema is damaged: it does not decode (byte {}): {}", dir.path, 25 + c.at,
+                                      c.problem));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace aup::storage
