@@ -3,11 +3,15 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
+#include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 
 #include "stdlib/builtins.h"
+#include "vm/bytes.h"
 #include "vm/module_format.h"
 
 namespace aup::vm {
@@ -16,438 +20,381 @@ namespace mf = module_format;
 
 namespace {
 
-// ---- writing -----------------------------------------------------------------
+// ---- the module file's values, over the byte codec (vm/bytes.h) -------------------
+//
+// string: bytes (a varint length, then the bytes); index: a varint that
+// fits 32 bits; constant: a kind byte, then the value (module_format.h).
 
-class Writer {
+class ModuleWriter : public bytes::Writer {
  public:
-  void u8(uint8_t v) { out_.push_back(v); }
-  void varint(uint64_t v) {
-    while (v >= 0x80) {
-      out_.push_back(static_cast<uint8_t>(v | 0x80));
-      v >>= 7;
-    }
-    out_.push_back(static_cast<uint8_t>(v));
-  }
-  void fixed(uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  }
-  void str(std::string_view s) {
-    varint(s.size());
-    out_.insert(out_.end(), s.begin(), s.end());
-  }
+  explicit ModuleWriter(std::vector<uint8_t>& out) : Writer(out) {}
+  void str(std::string_view s) { bytes(s); }
   void constant(const Constant& c) {
     switch (c.kind) {
-      case Constant::Kind::Num: u8(0); fixed(std::bit_cast<uint64_t>(c.num), 8); break;
+      case Constant::Kind::Num: u8(0); fixed64(std::bit_cast<uint64_t>(c.num)); break;
       case Constant::Kind::Text: u8(1); str(c.text); break;
       case Constant::Kind::Bool: u8(2); u8(c.boolean ? 1 : 0); break;
     }
   }
-  // A section: tag, then its payload's length, then the payload.
-  void section(uint8_t tag, const Writer& payload) {
-    u8(tag);
-    varint(payload.out_.size());
-    out_.insert(out_.end(), payload.out_.begin(), payload.out_.end());
-  }
-  std::vector<uint8_t>& bytes() { return out_; }
-
- private:
-  std::vector<uint8_t> out_;
 };
 
-// ---- reading -------------------------------------------------------------------
-
-// Bounds-checked reads. The first problem is kept (with the byte offset
-// in the file); later reads return zeros, so parsing code stays linear.
-class Reader {
+class ModuleReader : public bytes::Reader {
  public:
-  Reader(const uint8_t* p, const uint8_t* end, size_t base) : begin_(p), p_(p), end_(end), base_(base) {}
-
-  bool ok() const { return error_.empty(); }
-  const std::string& error() const { return error_; }
-  size_t offset() const { return base_ + static_cast<size_t>(p_ - begin_); }
-  bool at_end() const { return p_ == end_; }
-  void bad(std::string what) {
-    if (error_.empty()) error_ = fmt::format("{} at byte {}", what, offset());
-    p_ = end_;
-  }
-
-  uint8_t u8() {
-    if (p_ >= end_) {
-      bad("truncated");
-      return 0;
-    }
-    return *p_++;
-  }
-  uint64_t varint() {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 70; shift += 7) {
-      uint8_t b = u8();
-      if (!ok()) return 0;
-      if (shift == 63 && b > 1) break;
-      v |= uint64_t{b & 0x7Fu} << shift;
-      if (!(b & 0x80)) return v;
-    }
-    bad("malformed varint");
-    return 0;
-  }
-  // A count of items each taking at least `min_bytes`: bounded by the bytes
-  // left, so a damaged count cannot make us reserve gigabytes.
-  uint32_t count(size_t min_bytes) {
-    uint64_t n = varint();
-    if (n > static_cast<uint64_t>(end_ - p_) / std::max<size_t>(min_bytes, 1)) {
-      bad(fmt::format("count {} larger than the bytes left", n));
-      return 0;
-    }
-    return static_cast<uint32_t>(n);
-  }
+  explicit ModuleReader(const bytes::Reader& r) : Reader(r) {}
+  ModuleReader(const uint8_t* p, size_t n, size_t base) : Reader(p, n, base) {}
+  std::string str() { return std::string(bytes()); }
+  // A count of items of at least `min_bytes` each; the bytes left bound it
+  // (and a module file's size, kMaxFileBytes, bounds them).
+  uint32_t count(size_t min_bytes) { return static_cast<uint32_t>(Reader::count(min_bytes)); }
   uint32_t index() {
+    size_t at = offset();
     uint64_t n = varint();
-    if (n > UINT32_MAX) bad("index out of range");
+    if (n > UINT32_MAX) fail_at(at, fmt::format("index {} out of range", n));
     return static_cast<uint32_t>(n);
   }
-  uint64_t fixed(int bytes) {
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; ++i) v |= uint64_t{u8()} << (8 * i);
-    return v;
-  }
-  std::string str() {
-    uint64_t n = varint();
-    if (n > static_cast<uint64_t>(end_ - p_)) {
-      bad("string longer than the bytes left");
-      return {};
-    }
-    std::string s(reinterpret_cast<const char*>(p_), n);
-    p_ += n;
-    return s;
+  // A one-byte code of at most `last` (a type code, a function kind).
+  uint8_t code(uint8_t last, const char* what) {
+    size_t at = offset();
+    uint8_t c = u8();
+    if (c > last) fail_at(at, fmt::format("unknown {} {}", what, c));
+    return c;
   }
   Constant constant() {
     Constant c;
+    size_t at = offset();
     switch (u8()) {
-      case 0: c.num = std::bit_cast<double>(fixed(8)); break;
+      case 0: c.num = std::bit_cast<double>(fixed64()); break;
       case 1: c.kind = Constant::Kind::Text; c.text = str(); break;
       case 2: c.kind = Constant::Kind::Bool; c.boolean = u8() != 0; break;
-      default: bad("unknown constant kind");
+      default: fail_at(at, "unknown constant kind");
     }
     return c;
   }
-  // The payload of the next section, which must have tag `want`.
-  Reader section(uint8_t want) {
-    uint8_t tag = u8();
-    if (ok() && tag != want) bad(fmt::format("expected section {}, found {}", want, tag));
-    uint64_t n = varint();
-    if (ok() && n > static_cast<uint64_t>(end_ - p_)) bad("section longer than the file");
-    if (!ok()) return Reader(p_, p_, offset());
-    Reader r(p_, p_ + n, offset());
-    p_ += n;
-    return r;
-  }
-  // Carries a section's problem up to the file's reader.
-  void take(const Reader& inner) {
-    if (!inner.ok() && ok()) error_ = inner.error_;
-    if (inner.ok() && !inner.at_end() && ok()) error_ = fmt::format("unread bytes at byte {}", inner.offset());
-  }
-
- private:
-  const uint8_t* begin_;
-  const uint8_t* p_;
-  const uint8_t* end_;
-  size_t base_;
-  std::string error_;
 };
 
-void put_u64(uint8_t* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+// ---- the sections: each one's encoder beside its decoder ---------------------------
+//
+// A decoder reads its section's payload only; decode_module checks that it
+// read all of it. Reading stops at the first problem (the reader then
+// returns zeros), so the loops test ok() and need no other exit.
+
+void encode_source(ModuleWriter& w, const Module& m) { w.str(m.source_name); }
+void decode_source(ModuleReader& r, Module& m) { m.source_name = r.str(); }
+
+void encode_types(ModuleWriter& w, const Module& m) {
+  w.varint(m.types.size());
+  for (const TypeDesc& t : m.types) {
+    w.u8(static_cast<uint8_t>(t.code));
+    w.varint(t.index);
+  }
 }
-uint64_t get_u64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= uint64_t{p[i]} << (8 * i);
-  return v;
+void decode_types(ModuleReader& r, Module& m) {
+  uint32_t n = r.count(2);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    auto code = static_cast<TypeCode>(r.code(static_cast<uint8_t>(TypeCode::View), "type code"));
+    m.types.push_back(TypeDesc{code, r.index()});
+  }
+}
+
+void encode_records(ModuleWriter& w, const Module& m) {
+  w.varint(m.records.size());
+  for (const RecordDesc& rec : m.records) {
+    w.str(rec.name);
+    w.u8(rec.event_args ? 1 : 0);
+    w.varint(rec.fields.size());
+    for (const FieldDesc& f : rec.fields) {
+      w.str(f.name);
+      w.varint(f.type);
+      w.u8(f.has_default ? 1 : 0);
+      if (f.has_default) w.constant(f.default_value);
+    }
+  }
+}
+void decode_records(ModuleReader& r, Module& m) {
+  uint32_t n = r.count(3);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    RecordDesc rec;
+    rec.name = r.str();
+    rec.event_args = r.u8() != 0;
+    uint32_t fields = r.count(3);
+    for (uint32_t j = 0; j < fields && r.ok(); ++j) {
+      FieldDesc f;
+      f.name = r.str();
+      f.type = r.index();
+      f.has_default = r.u8() != 0;
+      if (f.has_default) f.default_value = r.constant();
+      rec.fields.push_back(std::move(f));
+    }
+    m.records.push_back(std::move(rec));
+  }
+}
+
+void encode_shapes(ModuleWriter& w, const Module& m) {
+  w.varint(m.shapes.size());
+  for (const ShapeDesc& sh : m.shapes) {
+    w.varint(sh.names.size());
+    for (size_t i = 0; i < sh.names.size(); ++i) {
+      w.str(sh.names[i]);
+      w.varint(sh.types[i]);
+    }
+  }
+}
+void decode_shapes(ModuleReader& r, Module& m) {
+  uint32_t n = r.count(1);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    ShapeDesc sh;
+    uint32_t fields = r.count(2);
+    for (uint32_t j = 0; j < fields && r.ok(); ++j) {
+      sh.names.push_back(r.str());
+      sh.types.push_back(r.index());
+    }
+    m.shapes.push_back(std::move(sh));
+  }
+}
+
+void encode_tables(ModuleWriter& w, const Module& m) {
+  w.varint(m.tables.size());
+  for (const TableDesc& t : m.tables) {
+    w.str(t.name);
+    w.varint(t.record);
+    w.varint(t.key_field);
+  }
+}
+void decode_tables(ModuleReader& r, Module& m) {
+  uint32_t n = r.count(3);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    TableDesc t;
+    t.name = r.str();
+    t.record = r.index();
+    t.key_field = r.index();
+    m.tables.push_back(std::move(t));
+  }
+}
+
+void encode_vars(ModuleWriter& w, const Module& m) {
+  w.varint(m.vars.size());
+  for (const VarDesc& v : m.vars) {
+    w.str(v.name);
+    w.varint(v.type);
+    w.constant(v.init);
+  }
+}
+void decode_vars(ModuleReader& r, Module& m) {
+  uint32_t n = r.count(3);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    VarDesc v;
+    v.name = r.str();
+    v.type = r.index();
+    v.init = r.constant();
+    m.vars.push_back(std::move(v));
+  }
+}
+
+void encode_events(ModuleWriter& w, const Module& m) {
+  w.varint(m.events.size());
+  for (const EventDesc& e : m.events) {
+    w.str(e.name);
+    w.varint(e.record);
+    w.varint(e.handler);
+  }
+}
+void decode_events(ModuleReader& r, Module& m) {
+  uint32_t n = r.count(3);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    EventDesc e;
+    e.name = r.str();
+    e.record = r.index();
+    e.handler = r.index();
+    m.events.push_back(std::move(e));
+  }
+}
+
+// A function's line table: each entry's pc as the step from the one before
+// (small, so one byte), then its line and column.
+void encode_lines(ModuleWriter& w, const Function& f) {
+  w.varint(f.lines.size());
+  uint32_t pc = 0;
+  for (const LineEntry& e : f.lines) {
+    w.varint(e.pc - pc);
+    w.varint(e.line);
+    w.varint(e.col);
+    pc = e.pc;
+  }
+}
+void decode_lines(ModuleReader& r, Function& f) {
+  uint32_t n = r.count(3);
+  uint32_t pc = 0;
+  for (uint32_t j = 0; j < n && r.ok(); ++j) {
+    uint64_t delta = r.varint();
+    LineEntry e;
+    e.pc = pc + static_cast<uint32_t>(std::min<uint64_t>(delta, UINT32_MAX));
+    e.line = r.index();
+    e.col = r.index();
+    pc = e.pc;
+    f.lines.push_back(e);
+  }
+}
+
+void encode_function(ModuleWriter& w, const Function& f) {
+  w.str(f.name);
+  w.u8(static_cast<uint8_t>(f.kind));
+  w.varint(f.event);
+  w.varint(f.param_names.size());
+  for (size_t i = 0; i < f.param_names.size(); ++i) {
+    w.str(f.param_names[i]);
+    w.varint(f.param_types[i]);
+  }
+  w.varint(f.result_type);
+  w.varint(f.frame_size);
+  w.varint(f.constants.size());
+  for (const Constant& c : f.constants) w.constant(c);
+  w.varint(f.code.size());
+  for (Instr i : f.code) w.fixed32(i);
+  encode_lines(w, f);
+}
+void decode_function(ModuleReader& r, Function& f) {
+  f.name = r.str();
+  f.kind = static_cast<FnKind>(r.code(static_cast<uint8_t>(FnKind::Helper), "function kind"));
+  f.event = r.index();
+  uint32_t params = r.count(2);
+  for (uint32_t j = 0; j < params && r.ok(); ++j) {
+    f.param_names.push_back(r.str());
+    f.param_types.push_back(r.index());
+  }
+  f.result_type = r.index();
+  f.frame_size = r.index();
+  uint32_t nk = r.count(2);
+  for (uint32_t j = 0; j < nk && r.ok(); ++j) f.constants.push_back(r.constant());
+  uint32_t ncode = r.count(4);
+  f.code.reserve(ncode);
+  for (uint32_t j = 0; j < ncode && r.ok(); ++j) f.code.push_back(r.fixed32());
+  decode_lines(r, f);
+}
+
+void encode_functions(ModuleWriter& w, const Module& m) {
+  w.varint(m.functions.size());
+  for (const Function& f : m.functions) encode_function(w, f);
+}
+void decode_functions(ModuleReader& r, Module& m) {
+  uint32_t n = r.count(8);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    Function f;
+    decode_function(r, f);
+    m.functions.push_back(std::move(f));
+  }
+}
+
+// The body's sections in the order they are written and must be read
+// (module_format.h's tags, ascending). Adding a section is one line here,
+// its tag and its two functions.
+struct Section {
+  mf::Tag tag;
+  const char* name;
+  void (*encode)(ModuleWriter&, const Module&);
+  void (*decode)(ModuleReader&, Module&);
+};
+constexpr Section kSections[] = {
+    {mf::kSource, "SOURCE", encode_source, decode_source},
+    {mf::kTypes, "TYPES", encode_types, decode_types},
+    {mf::kRecords, "RECORDS", encode_records, decode_records},
+    {mf::kShapes, "SHAPES", encode_shapes, decode_shapes},
+    {mf::kTables, "TABLES", encode_tables, decode_tables},
+    {mf::kVars, "VARS", encode_vars, decode_vars},
+    {mf::kEvents, "EVENTS", encode_events, decode_events},
+    {mf::kFunctions, "FUNCTIONS", encode_functions, decode_functions},
+};
+constexpr bool tags_ascend_from_one() {
+  for (size_t i = 0; i < std::size(kSections); ++i) {
+    if (kSections[i].tag != i + 1) return false;
+  }
+  return true;
+}
+static_assert(tags_ascend_from_one(), "module sections are listed by tag, 1, 2, 3, ...");
+
+// The name of a tag, for messages ("section 9" when it is no section).
+std::string section_name(uint8_t tag) {
+  if (tag >= 1 && tag <= std::size(kSections)) return fmt::format("{} ({})", tag, kSections[tag - 1].name);
+  return std::to_string(tag);
+}
+
+// The next section's payload, which must be `want`'s.
+ModuleReader next_section(ModuleReader& file, const Section& want) {
+  size_t at = file.offset();
+  uint8_t tag = file.u8();
+  if (file.ok() && tag != want.tag) {
+    file.fail_at(at, fmt::format("expected section {}, found {}", section_name(want.tag), section_name(tag)));
+  }
+  at = file.offset();
+  uint64_t n = file.varint();
+  if (file.ok() && n > file.left()) file.fail_at(at, "section longer than the file");
+  if (!file.ok()) return ModuleReader(file.position(), 0, file.offset());
+  return ModuleReader(file.sub(n));
+}
+
+// The 24-byte header (module_format.h) against the file and its body's
+// checksum: an empty string, or what is wrong.
+std::string check_header(std::span<const uint8_t> bytes) {
+  if (bytes.size() < mf::kHeaderBytes) {
+    return fmt::format("truncated: {} bytes, shorter than the {}-byte header", bytes.size(), mf::kHeaderBytes);
+  }
+  const uint8_t* h = bytes.data();
+  if (std::memcmp(h, mf::kMagic, sizeof mf::kMagic) != 0) return "not an aup module (the file does not start with AUPM)";
+  uint16_t version = bytes::get_u16(h + 4);
+  if (version > mf::kVersion) {
+    return fmt::format("built by a newer aup: module format {}, this aup reads format {} (rebuild it with `aup build`)",
+                       version, mf::kVersion);
+  }
+  if (version == 0) return "damaged: module format 0 does not exist";
+  if (bytes::get_u16(h + 6) != 0) return "damaged: unknown flags in the header";
+  uint64_t length = bytes::get_u64(h + 8);
+  uint64_t have = bytes.size() - mf::kHeaderBytes;
+  if (length > have) return fmt::format("truncated: the header promises {} bytes of body, the file has {}", length, have);
+  if (length < have) return fmt::format("damaged: {} bytes follow the {}-byte body", have - length, length);
+  if (XXH3_64bits(h + mf::kHeaderBytes, length) != bytes::get_u64(h + 16)) {
+    return "damaged: the checksum does not match the contents";
+  }
+  return {};
 }
 
 }  // namespace
 
-// ---- encode ---------------------------------------------------------------------
+// ---- encode and decode: the header, then the sections in order ----------------------
 
 std::vector<uint8_t> encode_module(const Module& m) {
-  Writer body;
-  {
-    Writer s;
-    s.str(m.source_name);
-    body.section(mf::kSource, s);
+  std::vector<uint8_t> body, payload;
+  ModuleWriter b(body);
+  for (const Section& s : kSections) {
+    payload.clear();
+    ModuleWriter p(payload);
+    s.encode(p, m);
+    b.u8(s.tag);
+    b.varint(payload.size());
+    b.raw(payload.data(), payload.size());
   }
-  {
-    Writer s;
-    s.varint(m.types.size());
-    for (const TypeDesc& t : m.types) {
-      s.u8(static_cast<uint8_t>(t.code));
-      s.varint(t.index);
-    }
-    body.section(mf::kTypes, s);
-  }
-  {
-    Writer s;
-    s.varint(m.records.size());
-    for (const RecordDesc& r : m.records) {
-      s.str(r.name);
-      s.u8(r.event_args ? 1 : 0);
-      s.varint(r.fields.size());
-      for (const FieldDesc& f : r.fields) {
-        s.str(f.name);
-        s.varint(f.type);
-        s.u8(f.has_default ? 1 : 0);
-        if (f.has_default) s.constant(f.default_value);
-      }
-    }
-    body.section(mf::kRecords, s);
-  }
-  {
-    Writer s;
-    s.varint(m.shapes.size());
-    for (const ShapeDesc& sh : m.shapes) {
-      s.varint(sh.names.size());
-      for (size_t i = 0; i < sh.names.size(); ++i) {
-        s.str(sh.names[i]);
-        s.varint(sh.types[i]);
-      }
-    }
-    body.section(mf::kShapes, s);
-  }
-  {
-    Writer s;
-    s.varint(m.tables.size());
-    for (const TableDesc& t : m.tables) {
-      s.str(t.name);
-      s.varint(t.record);
-      s.varint(t.key_field);
-    }
-    body.section(mf::kTables, s);
-  }
-  {
-    Writer s;
-    s.varint(m.vars.size());
-    for (const VarDesc& v : m.vars) {
-      s.str(v.name);
-      s.varint(v.type);
-      s.constant(v.init);
-    }
-    body.section(mf::kVars, s);
-  }
-  {
-    Writer s;
-    s.varint(m.events.size());
-    for (const EventDesc& e : m.events) {
-      s.str(e.name);
-      s.varint(e.record);
-      s.varint(e.handler);
-    }
-    body.section(mf::kEvents, s);
-  }
-  {
-    Writer s;
-    s.varint(m.functions.size());
-    for (const Function& f : m.functions) {
-      s.str(f.name);
-      s.u8(static_cast<uint8_t>(f.kind));
-      s.varint(f.event);
-      s.varint(f.param_names.size());
-      for (size_t i = 0; i < f.param_names.size(); ++i) {
-        s.str(f.param_names[i]);
-        s.varint(f.param_types[i]);
-      }
-      s.varint(f.result_type);
-      s.varint(f.frame_size);
-      s.varint(f.constants.size());
-      for (const Constant& c : f.constants) s.constant(c);
-      s.varint(f.code.size());
-      for (Instr i : f.code) s.fixed(i, 4);
-      s.varint(f.lines.size());
-      uint32_t pc = 0;
-      for (const LineEntry& e : f.lines) {
-        s.varint(e.pc - pc);
-        s.varint(e.line);
-        s.varint(e.col);
-        pc = e.pc;
-      }
-    }
-    body.section(mf::kFunctions, s);
-  }
-  std::vector<uint8_t> out(mf::kHeaderBytes);
-  std::memcpy(out.data(), mf::kMagic, 4);
-  out[4] = static_cast<uint8_t>(mf::kVersion);
-  out[5] = static_cast<uint8_t>(mf::kVersion >> 8);
-  out[6] = out[7] = 0;
-  put_u64(out.data() + 8, body.bytes().size());
-  put_u64(out.data() + 16, XXH3_64bits(body.bytes().data(), body.bytes().size()));
-  out.insert(out.end(), body.bytes().begin(), body.bytes().end());
+  std::vector<uint8_t> out;
+  out.reserve(mf::kHeaderBytes + body.size());
+  bytes::Writer w(out);
+  w.raw(reinterpret_cast<const uint8_t*>(mf::kMagic), sizeof mf::kMagic);
+  w.fixed16(mf::kVersion);
+  w.fixed16(0);  // flags
+  w.fixed64(body.size());
+  w.fixed64(XXH3_64bits(body.data(), body.size()));
+  w.raw(body.data(), body.size());
   return out;
 }
 
-// ---- decode ---------------------------------------------------------------------
-
 bool decode_module(std::span<const uint8_t> bytes, Module& m, std::string& error) {
-  if (bytes.size() < mf::kHeaderBytes) {
-    error = fmt::format("truncated: {} bytes, shorter than the {}-byte header", bytes.size(),
-                        mf::kHeaderBytes);
-    return false;
+  error = check_header(bytes);
+  if (!error.empty()) return false;
+  ModuleReader file(bytes.data() + mf::kHeaderBytes, bytes.size() - mf::kHeaderBytes, mf::kHeaderBytes);
+  for (const Section& s : kSections) {
+    ModuleReader r = next_section(file, s);
+    if (!file.ok()) break;
+    s.decode(r, m);
+    if (r.ok() && !r.done()) r.fail(fmt::format("unread bytes in section {}", section_name(s.tag)));
+    file.adopt(r);
   }
-  if (std::memcmp(bytes.data(), mf::kMagic, 4) != 0) {
-    error = "not an aup module (the file does not start with AUPM)";
-    return false;
-  }
-  uint16_t version = static_cast<uint16_t>(bytes[4] | bytes[5] << 8);
-  if (version > mf::kVersion) {
-    error = fmt::format("built by a newer aup: module format {}, this aup reads format {} (rebuild it "
-                        "with `aup build`)",
-                        version, mf::kVersion);
-    return false;
-  }
-  if (version == 0) {
-    error = "damaged: module format 0 does not exist";
-    return false;
-  }
-  if (bytes[6] != 0 || bytes[7] != 0) {
-    error = "damaged: unknown flags in the header";
-    return false;
-  }
-  uint64_t length = get_u64(bytes.data() + 8);
-  uint64_t have = bytes.size() - mf::kHeaderBytes;
-  if (length != have) {
-    error = length > have ? fmt::format("truncated: the header promises {} bytes of body, the file has {}",
-                                        length, have)
-                          : fmt::format("damaged: {} bytes follow the {}-byte body", have - length, length);
-    return false;
-  }
-  const uint8_t* body = bytes.data() + mf::kHeaderBytes;
-  if (XXH3_64bits(body, length) != get_u64(bytes.data() + 16)) {
-    error = "damaged: the checksum does not match the contents";
-    return false;
-  }
-
-  Reader file(body, body + length, mf::kHeaderBytes);
-  {
-    Reader s = file.section(mf::kSource);
-    m.source_name = s.str();
-    file.take(s);
-  }
-  {
-    Reader s = file.section(mf::kTypes);
-    uint32_t n = s.count(2);
-    for (uint32_t i = 0; i < n && s.ok(); ++i) {
-      uint8_t code = s.u8();
-      uint32_t index = s.index();
-      if (code > static_cast<uint8_t>(TypeCode::View)) s.bad("unknown type code");
-      m.types.push_back(TypeDesc{static_cast<TypeCode>(code), index});
-    }
-    file.take(s);
-  }
-  {
-    Reader s = file.section(mf::kRecords);
-    uint32_t n = s.count(3);
-    for (uint32_t i = 0; i < n && s.ok(); ++i) {
-      RecordDesc r;
-      r.name = s.str();
-      r.event_args = s.u8() != 0;
-      uint32_t fields = s.count(3);
-      for (uint32_t j = 0; j < fields && s.ok(); ++j) {
-        FieldDesc f;
-        f.name = s.str();
-        f.type = s.index();
-        f.has_default = s.u8() != 0;
-        if (f.has_default) f.default_value = s.constant();
-        r.fields.push_back(std::move(f));
-      }
-      m.records.push_back(std::move(r));
-    }
-    file.take(s);
-  }
-  {
-    Reader s = file.section(mf::kShapes);
-    uint32_t n = s.count(1);
-    for (uint32_t i = 0; i < n && s.ok(); ++i) {
-      ShapeDesc sh;
-      uint32_t fields = s.count(2);
-      for (uint32_t j = 0; j < fields && s.ok(); ++j) {
-        sh.names.push_back(s.str());
-        sh.types.push_back(s.index());
-      }
-      m.shapes.push_back(std::move(sh));
-    }
-    file.take(s);
-  }
-  {
-    Reader s = file.section(mf::kTables);
-    uint32_t n = s.count(3);
-    for (uint32_t i = 0; i < n && s.ok(); ++i) {
-      TableDesc t;
-      t.name = s.str();
-      t.record = s.index();
-      t.key_field = s.index();
-      m.tables.push_back(std::move(t));
-    }
-    file.take(s);
-  }
-  {
-    Reader s = file.section(mf::kVars);
-    uint32_t n = s.count(3);
-    for (uint32_t i = 0; i < n && s.ok(); ++i) {
-      VarDesc v;
-      v.name = s.str();
-      v.type = s.index();
-      v.init = s.constant();
-      m.vars.push_back(std::move(v));
-    }
-    file.take(s);
-  }
-  {
-    Reader s = file.section(mf::kEvents);
-    uint32_t n = s.count(3);
-    for (uint32_t i = 0; i < n && s.ok(); ++i) {
-      EventDesc e;
-      e.name = s.str();
-      e.record = s.index();
-      e.handler = s.index();
-      m.events.push_back(std::move(e));
-    }
-    file.take(s);
-  }
-  {
-    Reader s = file.section(mf::kFunctions);
-    uint32_t n = s.count(8);
-    for (uint32_t i = 0; i < n && s.ok(); ++i) {
-      Function f;
-      f.name = s.str();
-      uint8_t kind = s.u8();
-      if (kind > static_cast<uint8_t>(FnKind::Helper)) s.bad("unknown function kind");
-      f.kind = static_cast<FnKind>(kind);
-      f.event = s.index();
-      uint32_t params = s.count(2);
-      for (uint32_t j = 0; j < params && s.ok(); ++j) {
-        f.param_names.push_back(s.str());
-        f.param_types.push_back(s.index());
-      }
-      f.result_type = s.index();
-      f.frame_size = s.index();
-      uint32_t nk = s.count(2);
-      for (uint32_t j = 0; j < nk && s.ok(); ++j) f.constants.push_back(s.constant());
-      uint32_t ncode = s.count(4);
-      f.code.reserve(ncode);
-      for (uint32_t j = 0; j < ncode && s.ok(); ++j) f.code.push_back(static_cast<Instr>(s.fixed(4)));
-      uint32_t nlines = s.count(3);
-      uint32_t pc = 0;
-      for (uint32_t j = 0; j < nlines && s.ok(); ++j) {
-        uint64_t delta = s.varint();
-        LineEntry e;
-        e.pc = pc + static_cast<uint32_t>(std::min<uint64_t>(delta, UINT32_MAX));
-        e.line = s.index();
-        e.col = s.index();
-        pc = e.pc;
-        f.lines.push_back(e);
-      }
-      m.functions.push_back(std::move(f));
-    }
-    file.take(s);
-  }
-  if (file.ok() && !file.at_end()) file.bad("unknown bytes after the last section");
+  if (file.ok() && !file.done()) file.fail("unknown bytes after the last section");
   if (!file.ok()) {
     error = "damaged: " + file.error();
     return false;
@@ -478,14 +425,31 @@ class Verifier {
     return true;
   }
   bool scalar(uint32_t t) const { return t == kTypeNum || t == kTypeText || t == kTypeBool; }
+  void types();
+  void records_and_shapes();
+  void tables();
+  void vars_and_events();
   bool function(const Function& f, uint32_t index);
   bool instruction(const Function& f, uint32_t pc);
+  bool call(const Function& f, uint32_t pc, Instr i);
 
   const Module& m_;
   std::string error_;
 };
 
 bool Verifier::run(std::string& error) {
+  types();
+  records_and_shapes();
+  tables();
+  vars_and_events();
+  for (uint32_t i = 0; i < m_.functions.size() && error_.empty(); ++i) function(m_.functions[i], i);
+  error = error_;
+  return error_.empty();
+}
+
+// The built-in types first; every type's index in range, and array items
+// and object fields before the type that holds them.
+void Verifier::types() {
   const Module& m = m_;
   if (m.types.size() < 4 || m.types[kTypeVoid].code != TypeCode::Void ||
       m.types[kTypeNum].code != TypeCode::Num || m.types[kTypeText].code != TypeCode::Text ||
@@ -523,6 +487,10 @@ bool Verifier::run(std::string& error) {
       default: break;
     }
   }
+}
+
+void Verifier::records_and_shapes() {
+  const Module& m = m_;
   for (const RecordDesc& r : m.records) {
     if (r.fields.size() > 255) bad(fmt::format("record `{}` has more than 255 fields", r.name));
     for (const FieldDesc& f : r.fields) type(f.type, fmt::format("record `{}`", r.name));
@@ -531,6 +499,11 @@ bool Verifier::run(std::string& error) {
     if (s.names.size() > 255) bad("an object shape has more than 255 fields");
     for (uint32_t t : s.types) type(t, "object shape");
   }
+}
+
+// A table holds rows of num, text and bool, keyed by num or text.
+void Verifier::tables() {
+  const Module& m = m_;
   for (const TableDesc& t : m.tables) {
     if (t.record >= m.records.size()) {
       bad(fmt::format("table `{}`: record out of range", t.name));
@@ -547,6 +520,10 @@ bool Verifier::run(std::string& error) {
     uint32_t kt = r.fields[t.key_field].type;
     if (kt != kTypeNum && kt != kTypeText) bad(fmt::format("table `{}`: key is not num or text", t.name));
   }
+}
+
+void Verifier::vars_and_events() {
+  const Module& m = m_;
   for (const VarDesc& v : m.vars) {
     if (!scalar(v.type)) bad(fmt::format("var `{}` is not num, text or bool", v.name));
     Constant::Kind want = v.type == kTypeText ? Constant::Kind::Text
@@ -562,9 +539,6 @@ bool Verifier::run(std::string& error) {
       bad(fmt::format("event `{}`: handler out of range", e.name));
     }
   }
-  for (uint32_t i = 0; i < m.functions.size() && error_.empty(); ++i) function(m.functions[i], i);
-  error = error_;
-  return error_.empty();
 }
 
 bool Verifier::function(const Function& f, uint32_t index) {
@@ -627,19 +601,8 @@ bool Verifier::instruction(const Function& f, uint32_t pc) {
     case Op::NOW:
     case Op::RET:
     case Op::FAIL: return reg(a);
-    case Op::CALL: {
-      if (!below(bx, m_.functions.size(), "function")) return false;
-      const Function& callee = m_.functions[bx];
-      if (callee.kind == FnKind::Handler) return bad(where() + ": calls a handler");
-      return reg(a) && reg(a + std::max<uint32_t>(static_cast<uint32_t>(callee.param_names.size()), 1) - 1);
-    }
-    case Op::CALLB: {
-      if (!below(b, stdlib::builtins().size(), "built-in")) return false;
-      const stdlib::Builtin& bi = stdlib::builtins()[b];
-      if (!bi.impl) return bad(where() + ": built-in without an implementation");
-      if (c < bi.min_args || c > bi.max_args) return bad(where() + ": wrong argument count");
-      return reg(a) && (c == 0 || reg(a + c - 1));
-    }
+    case Op::CALL:
+    case Op::CALLB: return call(f, pc, i);
     case Op::GETV:
     case Op::SETV: return reg(a) && below(bx, m_.vars.size(), "var");
     case Op::TGET:
@@ -677,6 +640,26 @@ bool Verifier::instruction(const Function& f, uint32_t pc) {
     default:  // three registers
       return reg(a) && reg(b) && reg(c);
   }
+}
+
+// A call's callee in range, and its arguments (registers a, a+1, ...)
+// inside the frame: a function's parameters, a built-in's argument count.
+bool Verifier::call(const Function& f, uint32_t pc, Instr i) {
+  Op op = op_of(i);
+  uint32_t a = a_of(i), b = b_of(i), c = c_of(i), bx = bx_of(i);
+  auto where = [&] { return fmt::format("`{}` pc {} ({})", f.name, pc, op_name(op)); };
+  auto reg = [&](uint32_t r) { return r < f.frame_size || bad(where() + ": register out of the frame"); };
+  if (op == Op::CALL) {
+    if (bx >= m_.functions.size()) return bad(where() + ": function out of range");
+    const Function& callee = m_.functions[bx];
+    if (callee.kind == FnKind::Handler) return bad(where() + ": calls a handler");
+    return reg(a) && reg(a + std::max<uint32_t>(static_cast<uint32_t>(callee.param_names.size()), 1) - 1);
+  }
+  if (b >= stdlib::builtins().size()) return bad(where() + ": built-in out of range");
+  const stdlib::Builtin& bi = stdlib::builtins()[b];
+  if (!bi.impl) return bad(where() + ": built-in without an implementation");
+  if (c < bi.min_args || c > bi.max_args) return bad(where() + ": wrong argument count");
+  return reg(a) && (c == 0 || reg(a + c - 1));
 }
 
 }  // namespace

@@ -10,9 +10,14 @@
 //   24      ...   body: sections, each `tag (1 byte) | length (varint) | payload`,
 //                 in tag order, every tag present once
 //
-// Tags and payloads (varint: unsigned LEB128, at most 10 bytes; string:
-// varint length then bytes; constant: kind byte 0 number (8 bytes, IEEE
-// bits, little-endian), 1 text (string), 2 bool (1 byte)):
+// Tags and payloads (vm/bytes.h's encodings: varint, unsigned LEB128 of at
+// most 10 bytes; string, a varint length then the bytes; 4 bytes
+// little-endian. A constant: kind byte 0 number (8 bytes, IEEE bits,
+// little-endian), 1 text (string), 2 bool (1 byte)). vm/module_file.cpp
+// lists the sections once (kSections: tag, name, encoder, decoder), and
+// encode_module and decode_module walk that list; a new section is a tag
+// here, an entry there, a row in docs/module-format.md, and a new format
+// version (a reader refuses a section it does not know):
 //
 //   1 SOURCE     string: the .aup file's name
 //   2 TYPES      varint n, then n times: code (1 byte), index (varint)

@@ -3,13 +3,16 @@
 // bytes, a newer format, a foreign file, and structurally bad contents.
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "compiler/codegen.h"
 #include "compiler/compiler.h"
+#include "vm/bytes.h"
 #include "vm/module_file.h"
 #include "vm/module_format.h"
 
@@ -25,6 +28,59 @@ std::unique_ptr<Module> compile(const char* path) {
   auto m = generate(*checked, d);
   REQUIRE(m);
   return m;
+}
+
+// A module file's body as its sections (module_format.h), written by the
+// test's own reading of the layout, so a test can damage one section and
+// put the file back together with a right length and checksum.
+struct Part {
+  uint8_t tag = 0;
+  size_t at = 0;  // the payload's first byte in the file
+  std::vector<uint8_t> payload;
+};
+std::vector<Part> sections_of(const std::vector<uint8_t>& file) {
+  bytes::Reader r(file.data() + module_format::kHeaderBytes, file.size() - module_format::kHeaderBytes,
+                  module_format::kHeaderBytes);
+  std::vector<Part> out;
+  while (r.ok() && !r.done()) {
+    Part p;
+    p.tag = r.u8();
+    uint64_t n = r.varint();
+    p.at = r.offset();
+    bytes::Reader payload = r.sub(n);
+    p.payload.assign(payload.position(), payload.position() + payload.left());
+    out.push_back(std::move(p));
+  }
+  REQUIRE_MESSAGE(r.ok(), r.error());
+  return out;
+}
+std::vector<uint8_t> file_of(const std::vector<Part>& parts) {
+  std::vector<uint8_t> body;
+  bytes::Writer b(body);
+  for (const Part& p : parts) {
+    b.u8(p.tag);
+    b.varint(p.payload.size());
+    b.raw(p.payload.data(), p.payload.size());
+  }
+  std::vector<uint8_t> file = {'A', 'U', 'P', 'M', 1, 0, 0, 0};
+  bytes::Writer f(file);
+  f.fixed64(body.size());
+  f.fixed64(XXH3_64bits(body.data(), body.size()));
+  f.raw(body.data(), body.size());
+  return file;
+}
+std::vector<uint8_t> bank_file() { return encode_module(*compile(AUP_SOURCE_DIR "/examples/bank/bank.aup")); }
+// The message decoding `file` is refused with (the test fails if it is not).
+std::string refusal(const std::vector<uint8_t>& file) {
+  Module back;
+  std::string error;
+  REQUIRE_FALSE(decode_module(file, back, error));
+  return error;
+}
+std::vector<uint8_t> varint_of(uint64_t v) {
+  std::vector<uint8_t> out;
+  bytes::Writer(out).varint(v);
+  return out;
 }
 
 // Re-seals a body whose bytes a test changed on purpose.
@@ -151,6 +207,217 @@ TEST_SUITE("module_file") {
     CHECK(error.find("does not end in a return") != std::string::npos);
     f.code.back() = last;
     CHECK(verify_module(*m, error));
+  }
+  TEST_CASE("the bank module's bytes are unchanged (format 1; the JIT cache keys on them)") {
+    // Written by the encoder before its sections became a table (commit
+    // 25adfb9's vm/module_file.cpp). If bank.aup or the compiler's output
+    // changes on purpose, this changes with it; the format must not.
+    std::vector<uint8_t> bytes = bank_file();
+    CHECK(bytes.size() == 1968);
+    CHECK(XXH3_64bits(bytes.data(), bytes.size()) == 0x4124a48c74c05639ull);
+  }
+
+  TEST_CASE("a small module's every section is the bytes docs/module-format.md describes") {
+    Module m;
+    m.source_name = "m.aup";
+    m.types = {{TypeCode::Void, 0}, {TypeCode::Num, 0}, {TypeCode::Text, 0}, {TypeCode::Bool, 0},
+               {TypeCode::Record, 0}};
+    Constant two;
+    two.num = 2;
+    m.records.push_back(RecordDesc{"R", true, {FieldDesc{"a", kTypeNum, true, two}}});
+    m.shapes.push_back(ShapeDesc{{"s"}, {kTypeText}});
+    m.tables.push_back(TableDesc{"t", 0, 0});
+    Constant yes;
+    yes.kind = Constant::Kind::Bool;
+    yes.boolean = true;
+    m.vars.push_back(VarDesc{"v", kTypeBool, yes});
+    m.events.push_back(EventDesc{"e", 0, 0});
+    Function f;
+    f.name = "e";
+    f.kind = FnKind::Handler;
+    f.param_names = {"x"};
+    f.param_types = {4};
+    f.frame_size = 2;
+    Constant hi;
+    hi.kind = Constant::Kind::Text;
+    hi.text = "hi";
+    f.constants = {hi};
+    f.code = {0x04030201};
+    f.lines = {{0, 7, 3}, {1, 8, 1}};
+    m.functions.push_back(std::move(f));
+    const std::vector<uint8_t> body = {
+        1, 6, 5, 'm', '.', 'a', 'u', 'p',                                 // SOURCE
+        2, 11, 5, 0, 0, 1, 0, 2, 0, 3, 0, 4, 0,                           // TYPES: code, index
+        3, 18, 1, 1, 'R', 1, 1, 1, 'a', 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0x40,  // RECORDS: a = 2.0
+        4, 5, 1, 1, 1, 's', 2,                                            // SHAPES
+        5, 5, 1, 1, 't', 0, 0,                                            // TABLES: record, key
+        6, 6, 1, 1, 'v', 3, 2, 1,                                         // VARS: bool true
+        7, 5, 1, 1, 'e', 0, 0,                                            // EVENTS: record, handler
+        8, 28, 1, 1, 'e', 0, 0, 1, 1, 'x', 4, 0, 2, 1, 1, 2, 'h', 'i',    // FUNCTIONS: ..., constants
+        1, 1, 2, 3, 4, 2, 0, 7, 3, 1, 8, 1,                               // code, lines (pc delta, line, col)
+    };
+    std::vector<uint8_t> bytes = encode_module(m);
+    REQUIRE(bytes.size() == module_format::kHeaderBytes + body.size());
+    CHECK(std::vector<uint8_t>(bytes.begin(), bytes.begin() + 8) == std::vector<uint8_t>{'A', 'U', 'P', 'M', 1, 0, 0, 0});
+    CHECK(bytes::get_u64(bytes.data() + 8) == body.size());
+    CHECK(bytes::get_u64(bytes.data() + 16) == XXH3_64bits(body.data(), body.size()));
+    CHECK(std::vector<uint8_t>(bytes.begin() + module_format::kHeaderBytes, bytes.end()) == body);
+  }
+
+  TEST_CASE("refused: shorter than the header") {
+    std::vector<uint8_t> bytes = bank_file();
+    bytes.resize(10);
+    CHECK(refusal(bytes) == "truncated: 10 bytes, shorter than the 24-byte header");
+  }
+
+  TEST_CASE("refused: a body shorter than the header promises") {
+    std::vector<uint8_t> bytes = bank_file();
+    bytes.pop_back();
+    CHECK(refusal(bytes) == "truncated: the header promises 1944 bytes of body, the file has 1943");
+  }
+
+  TEST_CASE("refused: bytes after the body") {
+    std::vector<uint8_t> bytes = bank_file();
+    bytes.push_back(0);
+    CHECK(refusal(bytes) == "damaged: 1 bytes follow the 1944-byte body");
+  }
+
+  TEST_CASE("refused: no magic") {
+    std::vector<uint8_t> bytes = bank_file();
+    bytes[3] = 'X';
+    CHECK(refusal(bytes) == "not an aup module (the file does not start with AUPM)");
+  }
+
+  TEST_CASE("refused: a newer format, format 0, unknown flags") {
+    std::vector<uint8_t> bytes = bank_file();
+    bytes[4] = 7;
+    CHECK(refusal(bytes) ==
+          "built by a newer aup: module format 7, this aup reads format 1 (rebuild it with `aup build`)");
+    bytes[4] = 0;
+    CHECK(refusal(bytes) == "damaged: module format 0 does not exist");
+    bytes[4] = 1;
+    bytes[7] = 1;
+    CHECK(refusal(bytes) == "damaged: unknown flags in the header");
+  }
+
+  TEST_CASE("refused: a checksum that does not match the body") {
+    std::vector<uint8_t> bytes = bank_file();
+    bytes[module_format::kHeaderBytes + 5] ^= 1;
+    CHECK(refusal(bytes) == "damaged: the checksum does not match the contents");
+  }
+
+  TEST_CASE("the test's own reading of the sections gives back the file") {
+    std::vector<uint8_t> bytes = bank_file();
+    std::vector<Part> parts = sections_of(bytes);
+    REQUIRE(parts.size() == 8);
+    for (size_t i = 0; i < parts.size(); ++i) CHECK(parts[i].tag == i + 1);
+    CHECK(file_of(parts) == bytes);
+  }
+
+  TEST_CASE("refused: a section out of order, named at its tag") {
+    std::vector<Part> parts = sections_of(bank_file());
+    std::swap(parts[2], parts[3]);
+    std::vector<uint8_t> bytes = file_of(parts);
+    Part shapes = sections_of(bytes)[2];
+    size_t tag_at = shapes.at - varint_of(shapes.payload.size()).size() - 1;
+    CHECK(refusal(bytes) == fmt::format("damaged: expected section 3 (RECORDS), found 4 (SHAPES) at byte {}", tag_at));
+  }
+
+  TEST_CASE("refused: a section missing at the end") {
+    std::vector<Part> parts = sections_of(bank_file());
+    parts.pop_back();
+    std::vector<uint8_t> bytes = file_of(parts);
+    CHECK(refusal(bytes) == fmt::format("damaged: truncated at byte {}", bytes.size()));
+  }
+
+  TEST_CASE("refused: a section longer than the file") {
+    std::vector<uint8_t> bytes = bank_file();
+    std::vector<Part> parts = sections_of(bytes);
+    // The last section's length, one more than the bytes after it.
+    size_t len_at = parts.back().at - varint_of(parts.back().payload.size()).size();
+    std::vector<uint8_t> longer = varint_of(parts.back().payload.size() + 1);
+    REQUIRE(longer.size() == varint_of(parts.back().payload.size()).size());
+    std::copy(longer.begin(), longer.end(), bytes.begin() + static_cast<long>(len_at));
+    reseal(bytes);
+    CHECK(refusal(bytes) == fmt::format("damaged: section longer than the file at byte {}", len_at));
+  }
+
+  TEST_CASE("refused: a count larger than the bytes left, named at the count") {
+    std::vector<Part> parts = sections_of(bank_file());
+    parts[1].payload = {100, 0, 0, 0, 0};  // TYPES: 100 types of at least 2 bytes in 4
+    std::vector<uint8_t> bytes = file_of(parts);
+    CHECK(refusal(bytes) == fmt::format("damaged: a count of 100, more than the bytes left hold at byte {}",
+                                        sections_of(bytes)[1].at));
+  }
+
+  TEST_CASE("refused: a malformed varint, named at its first byte") {
+    std::vector<Part> parts = sections_of(bank_file());
+    parts[1].payload.assign(11, 0x80);  // TYPES: a count that never ends
+    std::vector<uint8_t> bytes = file_of(parts);
+    CHECK(refusal(bytes) == fmt::format("damaged: malformed varint at byte {}", sections_of(bytes)[1].at));
+  }
+
+  TEST_CASE("refused: a string longer than its section") {
+    std::vector<Part> parts = sections_of(bank_file());
+    parts[0].payload = {10, 'a', 'b'};  // SOURCE: 10 bytes promised, 2 there
+    std::vector<uint8_t> bytes = file_of(parts);
+    CHECK(refusal(bytes) == fmt::format("damaged: a length of 10, longer than the bytes left at byte {}",
+                                        sections_of(bytes)[0].at));
+  }
+
+  TEST_CASE("refused: an index past 32 bits") {
+    std::vector<Part> parts = sections_of(bank_file());
+    // TABLES: one table `t`, its record index 2^32.
+    parts[4].payload = {1, 1, 't'};
+    std::vector<uint8_t> big = varint_of(uint64_t{1} << 32);
+    parts[4].payload.insert(parts[4].payload.end(), big.begin(), big.end());
+    parts[4].payload.push_back(0);
+    std::vector<uint8_t> bytes = file_of(parts);
+    CHECK(refusal(bytes) ==
+          fmt::format("damaged: index 4294967296 out of range at byte {}", sections_of(bytes)[4].at + 3));
+  }
+
+  TEST_CASE("refused: an index out of its table (the structural checks)") {
+    auto m = compile(AUP_SOURCE_DIR "/examples/bank/bank.aup");
+    m->tables[0].record = static_cast<uint32_t>(m->records.size());
+    CHECK(refusal(encode_module(*m)) == fmt::format("damaged: table `{}`: record out of range", m->tables[0].name));
+  }
+
+  TEST_CASE("refused: an unknown type code, function kind or constant kind, named at its byte") {
+    std::vector<Part> parts = sections_of(bank_file());
+    std::vector<Part> types = parts;
+    types[1].payload = {1, 9, 0};  // TYPES: one type, code 9
+    std::vector<uint8_t> bytes = file_of(types);
+    CHECK(refusal(bytes) == fmt::format("damaged: unknown type code 9 at byte {}", sections_of(bytes)[1].at + 1));
+
+    std::vector<Part> functions = parts;
+    functions[7].payload = {1, 1, 'f', 3};  // FUNCTIONS: one function `f`, kind 3
+    functions[7].payload.resize(12);
+    bytes = file_of(functions);
+    CHECK(refusal(bytes) ==
+          fmt::format("damaged: unknown function kind 3 at byte {}", sections_of(bytes)[7].at + 3));
+
+    std::vector<Part> vars = parts;
+    vars[5].payload = {1, 1, 'v', 1, 3, 0};  // VARS: one var `v`, its constant of kind 3
+    bytes = file_of(vars);
+    CHECK(refusal(bytes) == fmt::format("damaged: unknown constant kind at byte {}", sections_of(bytes)[5].at + 4));
+  }
+
+  TEST_CASE("refused: bytes a section's reader did not read") {
+    std::vector<Part> parts = sections_of(bank_file());
+    parts[1].payload.push_back(0);  // TYPES, one byte more than its types
+    std::vector<uint8_t> bytes = file_of(parts);
+    Part types = sections_of(bytes)[1];
+    CHECK(refusal(bytes) == fmt::format("damaged: unread bytes in section 2 (TYPES) at byte {}",
+                                        types.at + types.payload.size() - 1));
+  }
+
+  TEST_CASE("refused: bytes after the last section") {
+    std::vector<Part> parts = sections_of(bank_file());
+    parts.push_back(Part{9, 0, {1, 2, 3}});
+    std::vector<uint8_t> bytes = file_of(parts);
+    size_t extra_at = sections_of(bytes).back().at - 2;
+    CHECK(refusal(bytes) == fmt::format("damaged: unknown bytes after the last section at byte {}", extra_at));
   }
 }
 
