@@ -349,7 +349,10 @@ std::string check_header(std::span<const uint8_t> bytes) {
   uint64_t length = bytes::get_u64(h + 8);
   uint64_t have = bytes.size() - mf::kHeaderBytes;
   if (length > have) return fmt::format("truncated: the header promises {} bytes of body, the file has {}", length, have);
-  if (length < have) return fmt::format("damaged: {} bytes follow the {}-byte body", have - length, length);
+  if (length < have) {
+    return fmt::format("damaged: {} {} the {}-byte body", have - length, have - length == 1 ? "byte follows" : "bytes follow",
+                       length);
+  }
   if (XXH3_64bits(h + mf::kHeaderBytes, length) != bytes::get_u64(h + 16)) {
     return "damaged: the checksum does not match the contents";
   }

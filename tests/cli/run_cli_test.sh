@@ -72,25 +72,8 @@ AUP_JIT_LIB=$libm "$aup" run "$bank" --memory --fixed-time 1 <"$root/examples/ba
 grep -q "^aup: running on the VM: .*is not a JIT module" "$tmp/err" || fail "the fallback to the VM is said: $(cat "$tmp/err")"
 cmp -s "$tmp/out" "$tmp/vm" || fail "the fallback answers as the VM"
 
-# Once the module is linked, LLVM's pages are given back (about 45 MB of
-# libLLVM stayed resident for the server's life): what is left of it is the
-# relocated data, a few MB.
-mkfifo "$tmp/llvm.fifo"
-"$aup" run "$bank" --memory --engine jit <"$tmp/llvm.fifo" >"$tmp/llvm.out" 2>/dev/null &
-pid=$!
-exec 4>"$tmp/llvm.fifo"
-printf '{"query":"total"}\n' >&4
-i=0
-while [ ! -s "$tmp/llvm.out" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
-# Pages other processes map too (tests running beside this one) cannot be
-# given back and are counted as shared: only this process's own count.
-llvm_kib=$(awk '/^[0-9a-f]+-[0-9a-f]+ /{lib = ($6 ~ /libLLVM/)} /^Private_(Clean|Dirty):/{if (lib) kib += $2}
-  END{print kib + 0}' "/proc/$pid/smaps")
-exec 4>&-
-wait $pid
-[ -s "$tmp/llvm.out" ] || fail "a JIT run answers"
-[ "$llvm_kib" -gt 0 ] && [ "$llvm_kib" -lt 16384 ] ||
-  fail "libLLVM resident after linking, this process's own pages: $llvm_kib KiB (want under 16 MiB)"
+# That LLVM's pages are given back after linking: tests/cli/llvm_pages_test.sh
+# (alone, since pages other processes map cannot be given back).
 
 # The object cache (vm/jit/cache.h): a miss compiles and stores, a hit
 # compiles nothing, both answer as the VM; a damaged object is a miss and

@@ -239,7 +239,11 @@ def main():
             scratch.close()
     for p in problems:
         print("FAIL: " + p)
-    print(f"{counts['aup']} modules and {counts['console']} console sessions from the docs; {len(problems)} problems")
+    def counted(n, one, many):
+        return f"{n} {one if n == 1 else many}"
+    print(f"{counted(counts['aup'], 'module', 'modules')} and "
+          f"{counted(counts['console'], 'console session', 'console sessions')} from the docs; "
+          f"{counted(len(problems), 'problem', 'problems')}")
     return 1 if problems else 0
 
 

@@ -279,7 +279,7 @@ TEST_SUITE("module_file") {
   TEST_CASE("refused: bytes after the body") {
     std::vector<uint8_t> bytes = bank_file();
     bytes.push_back(0);
-    CHECK(refusal(bytes) == "damaged: 1 bytes follow the 1944-byte body");
+    CHECK(refusal(bytes) == "damaged: 1 byte follows the 1944-byte body");
   }
 
   TEST_CASE("refused: no magic") {
