@@ -1,21 +1,19 @@
 #include "runtime/replay.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/file.h>
-#include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <vector>
 
-#include "storage/image.h"
 #include "runtime/json.h"
-#include "storage/log.h"
 #include "storage/memory_tables.h"
-#include "storage/schema_file.h"
+#include "storage/recovery.h"
 
 namespace aup::runtime {
 
@@ -41,265 +39,258 @@ void append_value(std::string& out, FieldType t, uint64_t v) {
   }
 }
 
-// The store, read without writing anything and without module code.
-struct Inspected {
-  storage::Schema schema;
-  std::unique_ptr<storage::MemoryTables> tables;
-  std::vector<uint64_t> image_seq;  // per table, then the vars
+// What recovery reports (storage/recovery.h), kept for the summary and the
+// --verify line; a problem and an --entries line are printed as they come.
+class Printer : public storage::RecoveryReporter {
+ public:
+  Printer(std::FILE* out, std::FILE* err) : out_(out), err_(err) {}
+  // The stored schema, once read: the tables the reports number.
+  void begin(const storage::Schema& schema) {
+    schema_ = &schema;
+    has_image.assign(schema.tables.size() + 1, false);
+    image_seq.assign(schema.tables.size() + 1, 0);
+    image_bytes.assign(schema.tables.size() + 1, 0);
+  }
+  void problem(const std::string& what) {
+    damaged = true;
+    fmt::print(err_, "aup replay: {}\n", what);
+  }
+
+  void image_read(uint32_t t, uint64_t seq, uint64_t bytes, uint64_t rows) override {
+    has_image[t] = true;
+    image_seq[t] = seq;
+    image_bytes[t] = bytes;
+    if (t < schema_->tables.size()) image_rows += rows;
+    last_seq = std::max(last_seq, seq);
+  }
+  void image_damaged(uint32_t, const Status& why) override { problem(why.message); }
+  void damage(const Status& why) override { problem(why.message); }
+  void missing_entries(uint32_t, uint64_t first_prev_seq, uint64_t covered) override {
+    problem(fmt::format("log entries are missing: the oldest follows save {}, an image covers only up to {}",
+                        first_prev_seq, covered));
+  }
+  void entry(const storage::LogEntry& e, const storage::PayloadSummary* changes) override {
+    last_seq = std::max(last_seq, e.seq);
+    if (changes) print_entry(e, *changes);
+  }
+  void torn_tail(const std::string& where) override { torn = where; }
+  void log_read(const storage::LogOpenReport& report, const std::vector<storage::Log::Segment>& chain) override {
+    log = report;
+    segments = chain;
+  }
+
+  bool damaged = false;
+  std::vector<bool> has_image;  // per table, then the vars
+  std::vector<uint64_t> image_seq;
   std::vector<uint64_t> image_bytes;
-  std::vector<bool> has_image;
+  uint64_t image_rows = 0;  // in the tables' images
+  uint64_t last_seq = 0;    // the newest save: an image's or the log's last entry's
+  std::string torn;         // where the log ends in a torn write, if it does
+  storage::LogOpenReport log;
+  std::vector<storage::Log::Segment> segments;
+
+ private:
+  // One --entries line: the entry's place and digest, its changes per table.
+  void print_entry(const storage::LogEntry& e, const storage::PayloadSummary& sum) {
+    line_ = fmt::format(R"({{"seq":{},"segment":{},"offset":{},"bytes":{},"digest":"{:016x}","changes":{{)", e.seq,
+                        e.segment, e.offset, e.payload.size(), e.digest);
+    for (size_t g = 0; g < sum.groups.size(); ++g) {
+      const auto& gr = sum.groups[g];
+      if (g) line_ += ',';
+      if (gr.target < 0) {
+        line_ += fmt::format(R"x("(vars)":{{"vars":{}}})x", gr.vars);
+      } else {
+        json_append_string(line_, schema_->tables[static_cast<size_t>(gr.target)].name);
+        line_ += fmt::format(R"(:{{"puts":{},"sets":{},"removes":{}}})", gr.puts, gr.sets, gr.removes);
+      }
+    }
+    line_ += "}}\n";
+    std::fputs(line_.c_str(), out_);
+  }
+
+  std::FILE* out_;
+  std::FILE* err_;
+  const storage::Schema* schema_ = nullptr;
+  std::string line_;
 };
+
+// The lock a running aup holds exclusively: reading under it could see a
+// half-written image. A shared lock waits for nobody and says so. A store
+// without a LOCK file has never been opened by `aup run`: nothing to hold.
+class SharedLock {
+ public:
+  explicit SharedLock(storage::Io& io) : io_(io) {}
+  ~SharedLock() {
+    if (fd_ >= 0) io_.close(fd_);
+  }
+  SharedLock(const SharedLock&) = delete;
+  SharedLock& operator=(const SharedLock&) = delete;
+  // 0, or the exit status after saying why not.
+  int take(const std::string& dir, std::FILE* err) {
+    std::string path = dir + "/LOCK";
+    std::string holder;
+    fd_ = io_.lock(path, /*exclusive=*/false, holder);
+    if (fd_ >= 0 || fd_ == -ENOENT) return 0;
+    if (fd_ == -EWOULDBLOCK) {
+      fmt::print(err, "aup replay: the store {} is in use by a running aup{}; stop it first\n", dir,
+                 holder.empty() ? "" : fmt::format(" (pid {})", holder));
+    } else {
+      fmt::print(err, "aup replay: cannot lock {}: {}\n", path, std::strerror(-fd_));
+    }
+    return 2;
+  }
+
+ private:
+  storage::Io& io_;
+  int fd_ = -1;
+};
+
+// A step of recovery that did not finish: damage (reported already) exits
+// 1; a read that failed (an errno: the environment, not the store) says so
+// and exits 2, as `aup run` does.
+int stopped(const Status& st, std::FILE* err) {
+  if (st.err == 0) return 1;
+  fmt::print(err, "aup replay: {}\n", st.message);
+  return 2;
+}
+
+// --dump TABLE: its rows as JSON lines, in key order.
+void print_rows(const storage::TableSchema& ts, vm::BTree& tree, std::FILE* out) {
+  std::string line;
+  tree.for_each(tree.root(), [&](const vm::Key&, const uint64_t* row) {
+    line.clear();  // (= "{" trips GCC 12 -Wrestrict)
+    line += '{';
+    for (uint32_t f = 0; f < ts.fields.size(); ++f) {
+      if (f) line += ',';
+      json_append_string(line, ts.fields[f].name);
+      line += ':';
+      append_value(line, ts.fields[f].type, row[f]);
+    }
+    line += "}\n";
+    std::fputs(line.c_str(), out);
+  });
+}
+
+// --vars: one JSON object.
+void print_vars(const storage::Schema& schema, storage::MemoryTables& tables, std::FILE* out) {
+  std::string v = "{";
+  for (size_t i = 0; i < schema.vars.size(); ++i) {
+    if (i) v += ',';
+    json_append_string(v, schema.vars[i].name);
+    v += ':';
+    append_value(v, schema.vars[i].type, tables.var(static_cast<uint32_t>(i)));
+  }
+  v += "}\n";
+  std::fputs(v.c_str(), out);
+}
+
+// No flag: the tables and their images, the vars' image, the log.
+void print_summary(const std::string& dir, const storage::Schema& schema, storage::MemoryTables& tables,
+                   const Printer& p, std::FILE* out) {
+  size_t n = schema.tables.size();
+  fmt::print(out, "store {}: {} table{}, {} var{}, last save {}\n", dir, n, n == 1 ? "" : "s", schema.vars.size(),
+             schema.vars.size() == 1 ? "" : "s", p.last_seq);
+  auto image = [&](size_t t) {
+    return p.has_image[t] ? fmt::format("save {}, {}", p.image_seq[t], size_text(p.image_bytes[t])) : "none";
+  };
+  for (size_t t = 0; t < n; ++t) {
+    fmt::print(out, "  table {}: {}; image {}\n", schema.tables[t].name,
+               counted(tables.table(static_cast<uint32_t>(t)).size(), "row", "rows"), image(t));
+  }
+  fmt::print(out, "  vars: image {}\n", image(n));
+  fmt::print(out, "  log: {}, {}, {} of changes\n", counted(p.log.segments, "segment", "segments"),
+             counted(p.log.entries, "entry", "entries"), size_text(p.log.payload_bytes));
+  for (const auto& seg : p.segments) {
+    fmt::print(out, "    log-{}: generation {:016x}, {}{}, {} of {} used\n", seg.number, seg.generation,
+               counted(seg.entries, "entry", "entries"),
+               seg.entries ? fmt::format(", saves {}..{}", seg.first_seq, seg.last_seq) : std::string(),
+               size_text(seg.used), size_text(seg.size));
+  }
+  if (!p.torn.empty()) fmt::print(out, "  torn tail: {} (cut at the next open)\n", p.torn);
+}
+
+// --verify's last line. The images hold the rows as of their save numbers;
+// the log entries after those bring the tables to the rows the state has.
+void print_verified(const std::string& dir, const storage::Schema& schema, storage::MemoryTables& tables,
+                    const Printer& p, std::FILE* out, std::FILE* err) {
+  if (p.damaged) {
+    fmt::print(err, "aup replay: the store {} is damaged\n", dir);
+    return;
+  }
+  uint64_t rows = 0;
+  for (size_t t = 0; t < schema.tables.size(); ++t) rows += tables.table(static_cast<uint32_t>(t)).size();
+  fmt::print(out, "verified: schema, {} holding {}, {}; {} in the state{}\n",
+             counted(static_cast<uint64_t>(std::count(p.has_image.begin(), p.has_image.end(), true)), "image",
+                     "images"),
+             counted(p.image_rows, "row", "rows"), counted(p.log.entries, "log entry", "log entries"),
+             counted(rows, "row", "rows"),
+             p.torn.empty() ? std::string()
+                            : fmt::format("; the log ends in a torn write ({}), cut at the next open", p.torn));
+}
+
+// The table --dump names (-1 without --dump), or the exit status 2 after
+// naming the tables there are.
+int dumped_table(const ReplayOptions& o, const storage::Schema& schema, std::FILE* err, int& dump) {
+  dump = -1;
+  if (o.dump.empty()) return 0;
+  dump = schema.table_index(o.dump);
+  if (dump >= 0) return 0;
+  std::string names;
+  for (const auto& t : schema.tables) {
+    if (!names.empty()) names += ", ";
+    names += t.name;
+  }
+  fmt::print(err, "aup replay: no table `{}` in the store (tables: {})\n", o.dump, names);
+  return 2;
+}
 
 }  // namespace
 
 int replay(storage::Io& io, const ReplayOptions& o, std::FILE* out, std::FILE* err) {
   const std::string& dir = o.data;
-  // A running aup holds the store exclusively; reading under it could see a
-  // half-written image. A shared lock waits for nobody and says so.
-  std::string lock_path = dir + "/LOCK";
-  int lock = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (lock < 0 && errno != ENOENT) {
-    fmt::print(err, "aup replay: cannot open {}: {}\n", lock_path, std::strerror(errno));
-    return 2;
-  }
-  if (lock >= 0 && ::flock(lock, LOCK_SH | LOCK_NB) != 0) {
-    char pid[32] = {};
-    ssize_t n = ::pread(lock, pid, sizeof pid - 1, 0);
-    fmt::print(err, "aup replay: the store {} is in use by a running aup{}; stop it first\n", dir,
-               n > 0 ? fmt::format(" (pid {})", std::string_view(pid, static_cast<size_t>(n))) : "");
-    ::close(lock);
-    return 2;
-  }
-  struct Closer {
-    int fd;
-    ~Closer() {
-      if (fd >= 0) ::close(fd);
-    }
-  } closer{lock};
-
-  Inspected s;
-  Status st = storage::read_schema_file(io, dir, s.schema);
-  if (!st.ok()) {
-    fmt::print(err, "aup replay: {}\n", st.message);
-    return st.err == ENOENT ? 2 : 1;
-  }
-  const storage::Schema& schema = s.schema;
-  size_t n = schema.tables.size();
-  s.tables = std::make_unique<storage::MemoryTables>(schema);
-  s.image_seq.assign(n + 1, 0);
-  s.image_bytes.assign(n + 1, 0);
-  s.has_image.assign(n + 1, false);
+  SharedLock lock(io);
+  if (int rc = lock.take(dir, err)) return rc;
+  Printer printer(out, err);
+  storage::RecoveryOptions ro;
+  ro.read_past_damage = true;
+  ro.summarize_entries = o.entries;
+  ro.log.read_only = true;
+  if (o.at) ro.apply_through = *o.at;
+  storage::Recovery recovery(io, dir, ro, printer);
+  storage::Schema schema;
+  Status st = recovery.read_schema(schema);
+  if (!st.ok()) return stopped(st, err);
   int dump = -1;
-  if (!o.dump.empty()) {
-    dump = schema.table_index(o.dump);
-    if (dump < 0) {
-      std::string names;
-      for (const auto& t : schema.tables) {
-        if (!names.empty()) names += ", ";
-        names += t.name;
-      }
-      fmt::print(err, "aup replay: no table `{}` in the store (tables: {})\n", o.dump, names);
-      return 2;
-    }
-  }
-  bool damaged = false;
-  auto problem = [&](const std::string& what) {
-    damaged = true;
-    fmt::print(err, "aup replay: {}\n", what);
-  };
-
-  // Images.
-  uint64_t image_rows = 0;
-  std::vector<bool> unreadable(n + 1, false);  // a damaged image: its rows are unknown
-  for (size_t t = 0; t < n; ++t) {
-    storage::ImageRead info;
-    uint64_t rows = 0;
-    st = storage::load_table_image(io, storage::table_image_path(dir, schema.tables[t].name), schema.tables[t],
-                                   s.tables->table(static_cast<uint32_t>(t)), info, rows);
-    if (!st.ok() && st.err == ENOENT) continue;
-    if (!st.ok()) {
-      problem(st.message);
-      unreadable[t] = true;
-      continue;
-    }
-    s.image_seq[t] = info.seq;
-    s.image_bytes[t] = info.bytes;
-    s.has_image[t] = true;
-    image_rows += rows;
-  }
-  {
-    storage::ImageRead info;
-    st = storage::read_vars_image(io, storage::vars_image_path(dir), info, [&](const storage::VarSchema& v, uint64_t value) {
-      int i = schema.var_index(v.name);
-      if (i >= 0) {
-        s.tables->set_var(static_cast<uint32_t>(i), value);
-      } else if (v.type == FieldType::Text) {
-        vm::release(reinterpret_cast<vm::TextObj*>(value));
-      }
-    });
-    if (st.ok()) {
-      s.image_seq[n] = info.seq;
-      s.image_bytes[n] = info.bytes;
-      s.has_image[n] = true;
-    } else if (st.err != ENOENT) {
-      problem(st.message);
-      unreadable[n] = true;
-    }
-  }
+  if (int rc = dumped_table(o, schema, err, dump)) return rc;
+  printer.begin(schema);
+  storage::MemoryTables tables(schema);
+  st = recovery.load_images(schema, schema, tables);
+  if (!st.ok()) return stopped(st, err);
   // --at asks for a state the store may no longer hold (or never held):
   // a usage matter, not damage.
-  size_t at_image = dump >= 0 ? static_cast<size_t>(dump) : n;
-  if (o.at && (dump >= 0 || o.vars) && s.image_seq[at_image] > *o.at) {
+  size_t at_image = dump >= 0 ? static_cast<size_t>(dump) : schema.tables.size();
+  if (o.at && (dump >= 0 || o.vars) && printer.image_seq[at_image] > *o.at) {
     fmt::print(err,
                "aup replay: the image of {} covers save {}, later than --at {}: the older state is no longer "
                "in the store\n",
-               dump >= 0 ? fmt::format("`{}`", o.dump) : std::string("the vars"), s.image_seq[at_image], *o.at);
+               dump >= 0 ? fmt::format("`{}`", o.dump) : std::string("the vars"), printer.image_seq[at_image], *o.at);
     return 2;
   }
-
-  // The log.
-  storage::SchemaMap map;
-  map.target = &schema;
-  for (size_t t = 0; t < n; ++t) {
-    map.table.push_back(static_cast<int>(t));
-    std::vector<uint32_t> fields;
-    for (uint32_t f = 0; f < schema.tables[t].fields.size(); ++f) fields.push_back(f);
-    map.field.push_back(std::move(fields));
-    map.defaults.emplace_back(schema.tables[t].fields.size(), 0);
-  }
-  for (size_t v = 0; v < schema.vars.size(); ++v) map.var.push_back(static_cast<int>(v));
-  // The log is read and verified whole, but not applied to a table whose
-  // image is damaged: its records would meet rows that are not there and
-  // blame the log for the image's damage.
-  std::vector<uint64_t> apply_after = s.image_seq;
-  for (size_t t = 0; t <= n; ++t) {
-    if (unreadable[t]) apply_after[t] = UINT64_MAX;
-  }
-  uint64_t all_covered = *std::min_element(apply_after.begin(), apply_after.end());
-  uint64_t last_seq = *std::max_element(s.image_seq.begin(), s.image_seq.end());
-  std::unique_ptr<storage::Log> log;
-  storage::LogOpenReport lr;
-  storage::Log::Options lo;
-  lo.read_only = true;
-  std::string line;
-  uint64_t visited = 0;
-  bool missing = false;
-  st = storage::Log::open(
-      io, dir, lo,
-      [&](const storage::LogEntry& e) -> Status {
-        // Images must reach back to the log's first entry, else entries
-        // are missing: said at once, and the log is then only read and
-        // verified, not applied (its records would meet rows not there).
-        if (++visited == 1) {
-          for (size_t t = 0; t <= n; ++t) {
-            if (apply_after[t] < e.prev_seq) {
-              problem(fmt::format("log entries are missing: the oldest follows save {}, an image covers only up to {}",
-                                  e.prev_seq, apply_after[t]));
-              missing = true;
-              break;
-            }
-          }
-        }
-        last_seq = std::max(last_seq, e.seq);
-        if (o.entries) {
-          storage::PayloadSummary sum;
-          Status ss = storage::summarize_payload(e.payload, schema, sum);
-          if (!ss.ok()) return Status::error(fmt::format("log-{} at byte {}: {}", e.segment, e.offset, ss.message));
-          line = fmt::format(R"({{"seq":{},"segment":{},"offset":{},"bytes":{},"digest":"{:016x}","changes":{{)", e.seq,
-                             e.segment, e.offset, e.payload.size(), e.digest);
-          for (size_t g = 0; g < sum.groups.size(); ++g) {
-            const auto& gr = sum.groups[g];
-            if (g) line += ',';
-            if (gr.target < 0) {
-              line += fmt::format(R"x("(vars)":{{"vars":{}}})x", gr.vars);
-            } else {
-              json_append_string(line, schema.tables[static_cast<size_t>(gr.target)].name);
-              line += fmt::format(R"(:{{"puts":{},"sets":{},"removes":{}}})", gr.puts, gr.sets, gr.removes);
-            }
-          }
-          line += "}}\n";
-          std::fputs(line.c_str(), out);
-        }
-        if (missing || e.seq <= all_covered || (o.at && e.seq > *o.at)) return Status::good();
-        Status a = storage::apply_payload(e.payload, schema, map, e.seq, apply_after, *s.tables);
-        if (!a.ok()) return Status::error(fmt::format("log-{} at byte {}: {}", e.segment, e.offset, a.message));
-        return Status::good();
-      },
-      log, lr);
-  if (!st.ok()) {
-    problem(st.message);
-    return 1;
-  }
-  uint64_t last_save = std::max(lr.entries ? log->last_seq() : 0, *std::max_element(s.image_seq.begin(), s.image_seq.end()));
-  if (o.at && *o.at > last_save) {
-    fmt::print(err, "aup replay: --at {} is past the store's last save, {}\n", *o.at, last_save);
+  st = recovery.read_log();
+  if (!st.ok()) return stopped(st, err);
+  if (o.at && *o.at > printer.last_seq) {
+    fmt::print(err, "aup replay: --at {} is past the store's last save, {}\n", *o.at, printer.last_seq);
     return 2;
   }
-
   if (dump >= 0) {
-    const storage::TableSchema& ts = schema.tables[static_cast<size_t>(dump)];
-    std::string row_line;
-    s.tables->table(static_cast<uint32_t>(dump)).for_each(s.tables->table(static_cast<uint32_t>(dump)).root(),
-                                                          [&](const vm::Key&, const uint64_t* row) {
-                                                            row_line.clear();  // (= "{" trips GCC 12 -Wrestrict)
-                                                            row_line += '{';
-                                                            for (uint32_t f = 0; f < ts.fields.size(); ++f) {
-                                                              if (f) row_line += ',';
-                                                              json_append_string(row_line, ts.fields[f].name);
-                                                              row_line += ':';
-                                                              append_value(row_line, ts.fields[f].type, row[f]);
-                                                            }
-                                                            row_line += "}\n";
-                                                            std::fputs(row_line.c_str(), out);
-                                                          });
+    print_rows(schema.tables[static_cast<size_t>(dump)], tables.table(static_cast<uint32_t>(dump)), out);
   } else if (o.vars) {
-    std::string v = "{";
-    for (size_t i = 0; i < schema.vars.size(); ++i) {
-      if (i) v += ',';
-      json_append_string(v, schema.vars[i].name);
-      v += ':';
-      append_value(v, schema.vars[i].type, s.tables->var(static_cast<uint32_t>(i)));
-    }
-    v += "}\n";
-    std::fputs(v.c_str(), out);
+    print_vars(schema, tables, out);
   } else if (!o.entries) {
-    fmt::print(out, "store {}: {} table{}, {} var{}, last save {}\n", dir, n, n == 1 ? "" : "s", schema.vars.size(),
-               schema.vars.size() == 1 ? "" : "s", last_seq);
-    for (size_t t = 0; t < n; ++t) {
-      const storage::TableSchema& ts = schema.tables[t];
-      fmt::print(out, "  table {}: {}; image {}\n", ts.name, counted(s.tables->table(static_cast<uint32_t>(t)).size(), "row", "rows"),
-                 s.has_image[t] ? fmt::format("save {}, {}", s.image_seq[t], size_text(s.image_bytes[t])) : "none");
-    }
-    fmt::print(out, "  vars: image {}\n",
-               s.has_image[n] ? fmt::format("save {}, {}", s.image_seq[n], size_text(s.image_bytes[n])) : "none");
-    fmt::print(out, "  log: {}, {}, {} of changes\n", counted(lr.segments, "segment", "segments"),
-               counted(lr.entries, "entry", "entries"), size_text(lr.payload_bytes));
-    for (const auto& seg : log->segments()) {
-      fmt::print(out, "    log-{}: generation {:016x}, {}{}, {} of {} used\n", seg.number, seg.generation,
-                 counted(seg.entries, "entry", "entries"),
-                 seg.entries ? fmt::format(", saves {}..{}", seg.first_seq, seg.last_seq) : std::string(),
-                 size_text(seg.used), size_text(seg.size));
-    }
-    if (lr.torn) fmt::print(out, "  torn tail: {} (cut at the next open)\n", lr.torn_where);
+    print_summary(dir, schema, tables, printer, out);
   }
-  if (o.verify) {
-    if (damaged) {
-      fmt::print(err, "aup replay: the store {} is damaged\n", dir);
-    } else {
-      // The images hold the rows as of their save numbers; the log entries
-      // after those bring the tables to the rows the state has.
-      uint64_t rows = 0;
-      for (size_t t = 0; t < n; ++t) rows += s.tables->table(static_cast<uint32_t>(t)).size();
-      fmt::print(out, "verified: schema, {} holding {}, {}; {} in the state{}\n",
-                 counted(static_cast<uint64_t>(std::count(s.has_image.begin(), s.has_image.end(), true)), "image",
-                         "images"),
-                 counted(image_rows, "row", "rows"), counted(lr.entries, "log entry", "log entries"),
-                 counted(rows, "row", "rows"),
-                 lr.torn ? fmt::format("; the log ends in a torn write ({}), cut at the next open", lr.torn_where)
-                         : std::string());
-    }
-  }
-  return damaged ? 1 : 0;
+  if (o.verify) print_verified(dir, schema, tables, printer, out, err);
+  return printer.damaged ? 1 : 0;
 }
 
 }  // namespace aup::runtime

@@ -1,6 +1,8 @@
 #include "storage/io.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -55,6 +57,35 @@ int64_t SystemIo::file_size(int fd) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return -errno;
   return st.st_size;
+}
+int SystemIo::list_dir(const std::string& dir, std::vector<std::string>& names) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return -errno;
+  errno = 0;
+  while (dirent* e = ::readdir(d)) {
+    std::string_view n = e->d_name;
+    if (n != "." && n != "..") names.emplace_back(n);
+  }
+  int e = errno;  // readdir returns null at the end and on an error, which sets errno
+  ::closedir(d);
+  return e ? -e : 0;
+}
+int SystemIo::lock(const std::string& path, bool exclusive, std::string& holder) {
+  int fd = ::open(path.c_str(), (exclusive ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC, 0644);
+  if (fd < 0) return -errno;
+  if (::flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
+    int e = errno;
+    char pid[32] = {};
+    ssize_t n = e == EWOULDBLOCK ? ::pread(fd, pid, sizeof pid - 1, 0) : 0;
+    holder.assign(pid, n > 0 ? static_cast<size_t>(n) : 0);
+    ::close(fd);
+    return -e;
+  }
+  std::string me = std::to_string(::getpid());
+  if (exclusive && (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) < 0)) {
+    // The lock holds without the pid; the pid is only for others' messages.
+  }
+  return fd;
 }
 
 // ---- faults -------------------------------------------------------------------
@@ -131,9 +162,76 @@ int FaultIo::unlink(const std::string& path) {
   if (FaultRule* r = hit("unlink")) return -r->err;
   return inner_->unlink(path);
 }
+int FaultIo::list_dir(const std::string& dir, std::vector<std::string>& names) {
+  if (FaultRule* r = hit("list_dir")) return -r->err;
+  return inner_->list_dir(dir, names);
+}
+int FaultIo::lock(const std::string& path, bool exclusive, std::string& holder) {
+  if (FaultRule* r = hit("lock")) return -r->err;
+  return inner_->lock(path, exclusive, holder);
+}
 void FaultIo::point(std::string_view name) { hit(name); }
 
 // ---- plans ------------------------------------------------------------------------
+
+namespace {
+
+// The calls a fail rule may name. A misspelt call would make a rule that
+// never fires, and a test that tests nothing. (Crash rules name points,
+// which are not listed here.)
+constexpr std::string_view kCalls[] = {"open",   "pread",     "pwrite",   "fdatasync", "fsync", "fallocate",
+                                       "sync_file_range", "ftruncate", "rename", "unlink", "list_dir", "lock"};
+
+std::string call_list() {
+  std::string s;
+  for (std::string_view c : kCalls) s += (s.empty() ? "" : ", ") + std::string(c);
+  return s;
+}
+
+// ACTION:WHAT:N[:ERRNO], split at the colons.
+bool parse_rule(std::string_view rule, FaultRule& r, std::string& error) {
+  auto refuse = [&](std::string why) {
+    error = std::move(why);
+    return false;
+  };
+  std::vector<std::string_view> parts;
+  while (true) {
+    size_t colon = rule.find(':');
+    parts.push_back(rule.substr(0, colon));
+    if (colon == std::string_view::npos) break;
+    rule = rule.substr(colon + 1);
+  }
+  if (parts.size() < 3) return refuse("a fault rule is ACTION:WHAT:N[:ERRNO]");
+  if (parts[0] == "crash") {
+    r.action = FaultRule::Action::Crash;
+  } else if (parts[0] == "fail") {
+    r.action = FaultRule::Action::Fail;
+  } else if (parts[0] == "short") {
+    r.action = FaultRule::Action::Short;
+  } else {
+    return refuse("unknown fault action `" + std::string(parts[0]) + "` (crash, fail, short)");
+  }
+  r.what = std::string(parts[1]);
+  bool known = std::find(std::begin(kCalls), std::end(kCalls), r.what) != std::end(kCalls);
+  if (r.action != FaultRule::Action::Crash && !known) {
+    return refuse("unknown call `" + r.what + "` (" + call_list() + ")");
+  }
+  if (r.action == FaultRule::Action::Short && r.what != "pwrite") return refuse("only pwrite can be short");
+  r.nth = std::strtoull(std::string(parts[2]).c_str(), nullptr, 10);
+  if (r.nth == 0) return refuse("a fault rule's N counts from 1");
+  if (parts.size() > 3) {
+    std::string e(parts[3]);
+    r.err = e == "EIO"      ? EIO
+            : e == "ENOSPC" ? ENOSPC
+            : e == "EDQUOT" ? EDQUOT
+            : e == "EROFS"  ? EROFS
+                            : std::atoi(e.c_str());
+    if (r.err <= 0) return refuse("unknown errno `" + e + "`");
+  }
+  return true;
+}
+
+}  // namespace
 
 bool parse_fault_plan(std::string_view spec, std::vector<FaultRule>& out, std::string& error) {
   // Bounded: a plan is a handful of rules, never input from clients.
@@ -142,60 +240,8 @@ bool parse_fault_plan(std::string_view spec, std::vector<FaultRule>& out, std::s
     size_t comma = spec.find(',');
     std::string_view rule = spec.substr(0, comma);
     spec = comma == std::string_view::npos ? std::string_view() : spec.substr(comma + 1);
-    std::vector<std::string_view> parts;
-    while (true) {
-      size_t colon = rule.find(':');
-      parts.push_back(rule.substr(0, colon));
-      if (colon == std::string_view::npos) break;
-      rule = rule.substr(colon + 1);
-    }
     FaultRule r;
-    if (parts.size() < 3) {
-      error = "a fault rule is ACTION:WHAT:N[:ERRNO]";
-      return false;
-    }
-    if (parts[0] == "crash") {
-      r.action = FaultRule::Action::Crash;
-    } else if (parts[0] == "fail") {
-      r.action = FaultRule::Action::Fail;
-    } else if (parts[0] == "short") {
-      r.action = FaultRule::Action::Short;
-    } else {
-      error = "unknown fault action `" + std::string(parts[0]) + "` (crash, fail, short)";
-      return false;
-    }
-    r.what = std::string(parts[1]);
-    // A misspelt call would make a rule that never fires, and a test that
-    // tests nothing. (Crash rules name points, which are not listed here.)
-    static constexpr std::string_view kCalls[] = {"open",      "pread",           "pwrite",    "fdatasync", "fsync",
-                                                  "fallocate", "sync_file_range", "ftruncate", "rename",    "unlink"};
-    if (r.action != FaultRule::Action::Crash &&
-        std::find(std::begin(kCalls), std::end(kCalls), parts[1]) == std::end(kCalls)) {
-      error = "unknown call `" + r.what +
-              "` (open, pread, pwrite, fdatasync, fsync, fallocate, sync_file_range, ftruncate, rename, unlink)";
-      return false;
-    }
-    if (r.action == FaultRule::Action::Short && r.what != "pwrite") {
-      error = "only pwrite can be short";
-      return false;
-    }
-    r.nth = std::strtoull(std::string(parts[2]).c_str(), nullptr, 10);
-    if (r.nth == 0) {
-      error = "a fault rule's N counts from 1";
-      return false;
-    }
-    if (parts.size() > 3) {
-      std::string e(parts[3]);
-      r.err = e == "EIO"      ? EIO
-              : e == "ENOSPC" ? ENOSPC
-              : e == "EDQUOT" ? EDQUOT
-              : e == "EROFS"  ? EROFS
-                              : std::atoi(e.c_str());
-      if (r.err <= 0) {
-        error = "unknown errno `" + e + "`";
-        return false;
-      }
-    }
+    if (!parse_rule(rule, r, error)) return false;
     if (out.size() == kMaxRules) {
       error = "too many fault rules";
       return false;

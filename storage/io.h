@@ -14,8 +14,8 @@
 //
 // Several rules may be joined with commas. A fail rule names a call of Io
 // (open, pread, pwrite, fdatasync, fsync, fallocate, sync_file_range,
-// ftruncate, rename, unlink) and an errno (EIO, ENOSPC, EDQUOT, EROFS or a
-// number); a short rule names pwrite. A plan from AUP_FAULTS says on stderr
+// ftruncate, rename, unlink, list_dir, lock) and an errno (EIO, ENOSPC,
+// EDQUOT, EROFS or a number); a short rule names pwrite. A plan from AUP_FAULTS says on stderr
 // when a fail or short rule fires (`aup: fault plan: ...`), so a test can
 // tell a fault that fired from one never reached. Rules count calls from
 // every thread (the owner's and a checkpoint's) under one lock.
@@ -52,6 +52,17 @@ class Io {
   virtual int rename(const std::string& from, const std::string& to) = 0;
   virtual int unlink(const std::string& path) = 0;
   virtual int64_t file_size(int fd) = 0;
+  // The names in a directory (without . and ..), in no particular order:
+  // the log's segments, and whether a store without a schema file holds
+  // data (storage/store.cpp).
+  virtual int list_dir(const std::string& dir, std::vector<std::string>& names) = 0;
+  // The store's lock on the file `path` (flock, never waiting). Exclusive:
+  // a writer, which creates the file and writes its pid into it (for the
+  // messages of those it keeps out). Shared: a reader, which only opens it
+  // (-ENOENT when there is none). Returns the descriptor that holds the
+  // lock until closed, or -errno: -EWOULDBLOCK when another process holds
+  // it, with the pid written in the file (or "") in `holder`.
+  virtual int lock(const std::string& path, bool exclusive, std::string& holder) = 0;
   // A named step of a commit or checkpoint (crash tests stop here).
   virtual void point(std::string_view name) { (void)name; }
 };
@@ -70,6 +81,8 @@ class SystemIo : public Io {
   int rename(const std::string& from, const std::string& to) override;
   int unlink(const std::string& path) override;
   int64_t file_size(int fd) override;
+  int list_dir(const std::string& dir, std::vector<std::string>& names) override;
+  int lock(const std::string& path, bool exclusive, std::string& holder) override;
 };
 
 struct FaultRule {
@@ -99,6 +112,8 @@ class FaultIo : public Io {
   int rename(const std::string& from, const std::string& to) override;
   int unlink(const std::string& path) override;
   int64_t file_size(int fd) override { return inner_->file_size(fd); }
+  int list_dir(const std::string& dir, std::vector<std::string>& names) override;
+  int lock(const std::string& path, bool exclusive, std::string& holder) override;
   void point(std::string_view name) override;
 
  private:

@@ -1,6 +1,5 @@
 #include "storage/log.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <xxhash.h>
@@ -8,7 +7,10 @@
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <optional>
 #include <random>
+
+#include "vm/bytes.h"
 
 namespace aup::storage {
 
@@ -16,22 +18,10 @@ namespace lf = log_format;
 
 namespace {
 
-void put32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-void put64(uint8_t* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint32_t get32(const uint8_t* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= uint32_t{p[i]} << (8 * i);
-  return v;
-}
-uint64_t get64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= uint64_t{p[i]} << (8 * i);
-  return v;
-}
+using bytes::get_u32;
+using bytes::get_u64;
+using bytes::put_u32;
+using bytes::put_u64;
 
 struct Header {
   uint64_t number = 0;
@@ -43,27 +33,27 @@ struct Header {
 void encode_header(const Header& h, uint8_t* p) {
   std::memset(p, 0, lf::kHeaderBytes);
   std::memcpy(p, lf::kMagic, 8);
-  put32(p + 8, lf::kVersion);
-  put32(p + 12, lf::kHeaderBytes);
-  put64(p + 16, h.number);
-  put64(p + 24, h.generation);
-  put64(p + 32, h.predecessor);
-  put64(p + 40, h.size);
-  put64(p + 56, XXH3_64bits(p, 56));
+  put_u32(p + 8, lf::kVersion);
+  put_u32(p + 12, lf::kHeaderBytes);
+  put_u64(p + 16, h.number);
+  put_u64(p + 24, h.generation);
+  put_u64(p + 32, h.predecessor);
+  put_u64(p + 40, h.size);
+  put_u64(p + 56, XXH3_64bits(p, 56));
 }
 
 // Why a header is not a valid segment header (naming the byte), or "".
 std::string decode_header(const uint8_t* p, Header& h) {
   if (std::memcmp(p, lf::kMagic, 8) != 0) return "no log magic at byte 0";
-  if (get32(p + 8) != lf::kVersion) {
-    return fmt::format("format version {} at byte 8, this aup reads {}", get32(p + 8), lf::kVersion);
+  if (get_u32(p + 8) != lf::kVersion) {
+    return fmt::format("format version {} at byte 8, this aup reads {}", get_u32(p + 8), lf::kVersion);
   }
-  if (get32(p + 12) != lf::kHeaderBytes) return fmt::format("header size {} at byte 12", get32(p + 12));
-  if (get64(p + 56) != XXH3_64bits(p, 56)) return "the header checksum at byte 56 does not match bytes 0..55";
-  h.number = get64(p + 16);
-  h.generation = get64(p + 24);
-  h.predecessor = get64(p + 32);
-  h.size = get64(p + 40);
+  if (get_u32(p + 12) != lf::kHeaderBytes) return fmt::format("header size {} at byte 12", get_u32(p + 12));
+  if (get_u64(p + 56) != XXH3_64bits(p, 56)) return "the header checksum at byte 56 does not match bytes 0..55";
+  h.number = get_u64(p + 16);
+  h.generation = get_u64(p + 24);
+  h.predecessor = get_u64(p + 32);
+  h.size = get_u64(p + 40);
   if (h.generation == 0) return "generation 0 at byte 24";
   if (h.size < lf::kHeaderBytes) return fmt::format("segment size {} at byte 40", h.size);
   return "";
@@ -98,14 +88,14 @@ EntryCheck check_entry(const std::vector<uint8_t>& buf, uint64_t off, uint64_t g
                        uint64_t last_seq, uint64_t last_digest) {
   const uint8_t* head = buf.data() + off;
   uint64_t room = buf.size() - off - lf::kEntryHeaderBytes;
-  uint32_t len = get32(head);
+  uint32_t len = get_u32(head);
   if (len > room || len > lf::kMaxPayloadBytes) return {"entry longer than the segment (incomplete)", false};
-  if (entry_digest(generation, head, head + lf::kEntryHeaderBytes, len) != get64(head + 32)) {
+  if (entry_digest(generation, head, head + lf::kEntryHeaderBytes, len) != get_u64(head + 32)) {
     return {"digest mismatch", false};
   }
-  uint64_t seq = get64(head + 8), prev = get64(head + 16);
+  uint64_t seq = get_u64(head + 8), prev = get_u64(head + 16);
   if (seq <= prev) return {"save number not after its predecessor", true};
-  if (have_last && (prev != last_seq || get64(head + 24) != last_digest)) {
+  if (have_last && (prev != last_seq || get_u64(head + 24) != last_digest)) {
     return {"does not chain to the entry before it", true};
   }
   return {"", true};
@@ -122,11 +112,11 @@ bool valid_entry_after(const std::vector<uint8_t>& buf, uint64_t from, uint64_t 
   for (uint64_t p = (from + lf::kAlign - 1) / lf::kAlign * lf::kAlign;
        p + lf::kEntryHeaderBytes <= buf.size(); p += lf::kAlign) {
     const uint8_t* head = buf.data() + p;
-    uint32_t len = get32(head);
-    if (len == 0 || len > buf.size() - p - lf::kEntryHeaderBytes || get32(head + 4) != 0) continue;
-    uint64_t seq = get64(head + 8), prev = get64(head + 16);
+    uint32_t len = get_u32(head);
+    if (len == 0 || len > buf.size() - p - lf::kEntryHeaderBytes || get_u32(head + 4) != 0) continue;
+    uint64_t seq = get_u64(head + 8), prev = get_u64(head + 16);
     if (seq <= prev || prev < after) continue;
-    if (entry_digest(generation, head, head + lf::kEntryHeaderBytes, len) == get64(head + 32)) return true;
+    if (entry_digest(generation, head, head + lf::kEntryHeaderBytes, len) == get_u64(head + 32)) return true;
   }
   return false;
 }
@@ -206,28 +196,29 @@ Log::~Log() {
   }
 }
 
-Status Log::open(Io& io, const std::string& dir, Options o, const Visitor& visit, std::unique_ptr<Log>& out,
-                 LogOpenReport& report) {
-  std::unique_ptr<Log> log(new Log(io, dir, o));
-  // The segment files present, by number.
-  std::vector<std::pair<uint64_t, std::string>> files;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      std::string_view name = e->d_name;
-      if (name.size() < 5 || name.substr(0, 4) != "log-") continue;
-      std::string_view digits = name.substr(4);
-      if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
-      if (digits.size() > 18) continue;
-      files.emplace_back(std::stoull(std::string(digits)), fmt::format("{}/{}", dir, name));
+// Log::open's steps, in the order of docs/store-format.md ("Opening a
+// store", steps 4 to 7). Nothing is written until every segment has been
+// read: a refused open leaves the files as they were.
+class Log::Opener {
+ public:
+  Opener(Log& log, const Visitor& visit, LogOpenReport& report) : log_(log), visit_(visit), report_(report) {}
+  ~Opener() {
+    for (Candidate& c : cands_) {
+      if (c.fd >= 0) log_.io_.close(c.fd);
     }
-    closedir(d);
-  } else {
-    return Status::error(fmt::format("cannot list {}: {}", dir, std::strerror(errno)), errno);
   }
-  std::sort(files.begin(), files.end());
+  Opener(const Opener&) = delete;
+  Opener& operator=(const Opener&) = delete;
 
+  Status list_segments();
+  Status read_headers();
+  Status choose_chain();
+  Status read_entries();
+  Status cut_tail();
+
+ private:
   struct Candidate {
-    uint64_t number;
+    uint64_t number = 0;
     std::string path;
     Header h;
     bool valid = false;
@@ -235,111 +226,156 @@ Status Log::open(Io& io, const std::string& dir, Options o, const Visitor& visit
     int64_t file_size = 0;
     bool blank = false;  // empty, or its header all zeros: never headed
   };
-  std::vector<Candidate> cands;
-  auto close_all = [&] {
-    for (Candidate& c : cands) {
-      if (c.fd >= 0) io.close(c.fd);
-    }
-  };
-  for (auto& [number, p] : files) {
-    Candidate c{number, p, {}, false, -1, 0, false};
-    c.fd = io.open(p, o.read_only ? O_RDONLY : O_RDWR, 0);
-    if (c.fd < 0) {
-      close_all();
-      return Status::error(fmt::format("cannot open {}: {}", p, std::strerror(-c.fd)), -c.fd);
-    }
-    c.file_size = io.file_size(c.fd);
-    cands.push_back(c);
-    // A header is valid (a candidate for the chain), or the file is empty or
-    // its header all zeros (a segment being created when a crash came:
-    // free), or valid but naming another number (a segment being reused:
-    // free). Anything else is damage: refusing beats silently dropping a
-    // segment's entries. A segment gets its whole size before its header,
-    // so no crash leaves a file that ends inside its header.
-    uint8_t head[lf::kHeaderBytes] = {};
-    if (c.file_size > 0 && c.file_size < lf::kHeaderBytes) {
-      close_all();
-      return Status::error(fmt::format("the log is damaged: {} is cut short: it ends at byte {}, inside its "
-                                       "header; refusing to open",
-                                       p, c.file_size));
-    }
-    if (c.file_size >= lf::kHeaderBytes) {
-      ssize_t got = io.pread(c.fd, head, sizeof head, 0);
-      if (got != lf::kHeaderBytes) {
-        close_all();
-        int e = got < 0 ? static_cast<int>(-got) : EIO;
-        return Status::error(fmt::format("cannot read {}: {}", p, std::strerror(e)), e);
-      }
-    }
-    cands.back().blank = all_zero(head, sizeof head);
-    if (!cands.back().blank) {
-      std::string why = decode_header(head, cands.back().h);
-      if (!why.empty()) {
-        close_all();
-        return Status::error(
-            fmt::format("the log is damaged: {} has an invalid header ({}); refusing to open", p, why));
-      }
-      cands.back().valid = cands.back().h.number == number;
-    }
-    log->next_number_ = std::max(log->next_number_, number + 1);
-  }
+  Status read_header(Candidate& c);
+  void set_aside(const std::vector<bool>& in_chain);
+  Status read_segment(Segment& seg, const std::string& path);
+  Status take_entry(Segment& seg, uint64_t off, uint32_t len);
+  Status check_end_marker(SegmentReader& reader, const Segment& seg, uint64_t off);
+  Status judge_bad_entry(SegmentReader& reader, const Segment& seg, uint64_t off, const EntryCheck& check);
+  Status check_no_later_entries(const Segment& seg, const std::string& path);
 
-  // The chain: back from the newest valid segment through predecessors.
-  std::vector<size_t> chain;
-  for (size_t i = cands.size(); i-- > 0;) {
-    if (cands[i].valid) {
-      chain.push_back(i);
+  Log& log_;
+  const Visitor& visit_;
+  LogOpenReport& report_;
+  std::vector<std::pair<uint64_t, std::string>> files_;  // the log-N files, by number
+  std::vector<Candidate> cands_;                         // the same, opened
+  std::vector<size_t> chain_;                            // indexes into cands_, oldest first
+  std::vector<uint8_t> buf_;                             // the segment being read
+  bool have_last_ = false;
+  std::pair<uint64_t, uint64_t> last_end_{0, 0};  // segment and byte where the last valid entry ends
+  bool torn_ = false;                             // a torn entry ended the log: later segments only checked
+  size_t torn_segment_ = 0;                       // its segment's place in the chain
+  std::optional<Free> unfinished_;                // a newest segment never headed (removed by a writable open)
+};
+
+// The segment files present, by number.
+Status Log::Opener::list_segments() {
+  std::vector<std::string> names;
+  if (int rc = log_.io_.list_dir(log_.dir_, names); rc < 0) {
+    return Status::error(fmt::format("cannot list {}: {}", log_.dir_, std::strerror(-rc)), -rc);
+  }
+  for (std::string_view name : names) {
+    if (name.size() < 5 || name.substr(0, 4) != "log-") continue;
+    std::string_view digits = name.substr(4);
+    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+    if (digits.size() > 18) continue;
+    files_.emplace_back(std::stoull(std::string(digits)), fmt::format("{}/{}", log_.dir_, name));
+  }
+  std::sort(files_.begin(), files_.end());
+  return Status::good();
+}
+
+// Opens every segment file and reads its header.
+Status Log::Opener::read_headers() {
+  for (auto& [number, path] : files_) {
+    cands_.push_back(Candidate{number, path, {}, false, -1, 0, false});
+    Status st = read_header(cands_.back());
+    if (!st.ok()) return st;
+    log_.next_number_ = std::max(log_.next_number_, number + 1);
+  }
+  return Status::good();
+}
+
+// A header is valid (a candidate for the chain), or the file is empty or
+// its header all zeros (a segment being created when a crash came: free),
+// or valid but naming another number (a segment being reused: free).
+// Anything else is damage: refusing beats silently dropping a segment's
+// entries. A segment gets its whole size before its header, so no crash
+// leaves a file that ends inside its header.
+Status Log::Opener::read_header(Candidate& c) {
+  Io& io = log_.io_;
+  c.fd = io.open(c.path, log_.o_.read_only ? O_RDONLY : O_RDWR, 0);
+  if (c.fd < 0) return Status::error(fmt::format("cannot open {}: {}", c.path, std::strerror(-c.fd)), -c.fd);
+  c.file_size = io.file_size(c.fd);
+  uint8_t head[lf::kHeaderBytes] = {};
+  if (c.file_size > 0 && c.file_size < lf::kHeaderBytes) {
+    return Status::error(fmt::format("the log is damaged: {} is cut short: it ends at byte {}, inside its "
+                                     "header; refusing to open",
+                                     c.path, c.file_size));
+  }
+  if (c.file_size >= lf::kHeaderBytes) {
+    ssize_t got = io.pread(c.fd, head, sizeof head, 0);
+    if (got != lf::kHeaderBytes) {
+      int e = got < 0 ? static_cast<int>(-got) : EIO;
+      return Status::error(fmt::format("cannot read {}: {}", c.path, std::strerror(e)), e);
+    }
+  }
+  c.blank = all_zero(head, sizeof head);
+  if (c.blank) return Status::good();
+  std::string why = decode_header(head, c.h);
+  if (!why.empty()) {
+    return Status::error(
+        fmt::format("the log is damaged: {} has an invalid header ({}); refusing to open", c.path, why));
+  }
+  c.valid = c.h.number == c.number;
+  return Status::good();
+}
+
+// The chain: back from the newest valid segment through predecessors. A
+// segment is allocated whole before its header is written, and never
+// shrinks: one of the chain shorter than its header says lost its end to
+// damage, not to a crash (whose torn write leaves the file's size alone).
+Status Log::Opener::choose_chain() {
+  for (size_t i = cands_.size(); i-- > 0;) {
+    if (cands_[i].valid) {
+      chain_.push_back(i);
       break;
     }
   }
-  while (!chain.empty() && cands[chain.back()].h.predecessor != 0) {
-    const Candidate& cur = cands[chain.back()];
-    size_t found = cands.size();
-    for (size_t i = 0; i < cands.size(); ++i) {
-      if (cands[i].valid && cands[i].number < cur.number && cands[i].h.generation == cur.h.predecessor) found = i;
+  while (!chain_.empty() && cands_[chain_.back()].h.predecessor != 0) {
+    const Candidate& cur = cands_[chain_.back()];
+    size_t found = cands_.size();
+    for (size_t i = 0; i < cands_.size(); ++i) {
+      if (cands_[i].valid && cands_[i].number < cur.number && cands_[i].h.generation == cur.h.predecessor) found = i;
     }
-    if (found == cands.size()) break;
-    chain.push_back(found);
+    if (found == cands_.size()) break;
+    chain_.push_back(found);
   }
-  std::reverse(chain.begin(), chain.end());
-  // A segment is allocated whole before its header is written, and never
-  // shrinks: one shorter than its header says lost its end to damage, not
-  // to a crash (whose torn write leaves the file's size alone).
-  for (size_t i : chain) {
-    if (cands[i].file_size < 0 || static_cast<uint64_t>(cands[i].file_size) < cands[i].h.size) {
-      std::string msg = fmt::format("the log is damaged: log-{} is cut short: it ends at byte {}, its header "
-                                    "gives it {} bytes; refusing to open",
-                                    cands[i].number, cands[i].file_size, cands[i].h.size);
-      close_all();
-      return Status::error(msg);
+  std::reverse(chain_.begin(), chain_.end());
+  std::vector<bool> in_chain(cands_.size(), false);
+  for (size_t i : chain_) {
+    const Candidate& c = cands_[i];
+    if (c.file_size < 0 || static_cast<uint64_t>(c.file_size) < c.h.size) {
+      return Status::error(fmt::format("the log is damaged: log-{} is cut short: it ends at byte {}, its header "
+                                       "gives it {} bytes; refusing to open",
+                                       c.number, c.file_size, c.h.size));
     }
+    in_chain[i] = true;
   }
-  std::vector<bool> in_chain(cands.size(), false);
-  for (size_t i : chain) in_chain[i] = true;
-  for (size_t i = 0; i < cands.size(); ++i) {
-    if (in_chain[i]) continue;
-    io.close(cands[i].fd);
-    // Never headed and after the newest segment: a segment whose creation a
-    // crash interrupted, so the entry that needed it was never written.
-    // The log ends before it, as at a torn entry, and says so (damage that
-    // empties the newest segment looks the same and must not pass without
-    // a word); a writable open removes it, so it is said once.
-    if (cands[i].blank && (chain.empty() || cands[i].number > cands[chain.back()].number)) {
-      report.torn = true;
-      report.torn_where = fmt::format("log-{} at byte 0: {}, a segment whose creation did not finish", cands[i].number,
-                                      cands[i].file_size == 0 ? "an empty file" : "no header");
-      if (!o.read_only && io.unlink(cands[i].path) == 0) continue;
-    }
-    log->free_.push_back(Free{cands[i].path, static_cast<uint64_t>(std::max<int64_t>(cands[i].file_size, 0))});
-  }
+  set_aside(in_chain);
+  return Status::good();
+}
 
-  // Every entry, in order, until the first that is not valid.
-  bool have_last = false;
-  bool stopped = false;
-  std::pair<uint64_t, uint64_t> last_end{0, 0};  // segment and byte where the last valid entry ends
-  std::vector<uint8_t> buf;
-  for (size_t k = 0; k < chain.size(); ++k) {
-    Candidate& c = cands[chain[k]];
+// Files outside the chain are free space for later segments, except a
+// newest one never headed: a segment whose creation a crash interrupted,
+// so the entry that needed it was never written. The log ends before it,
+// as at a torn entry, and says so (damage that empties the newest segment
+// looks the same and must not pass without a word); a writable open
+// removes it (cut_tail), so it is said once.
+void Log::Opener::set_aside(const std::vector<bool>& in_chain) {
+  for (size_t i = 0; i < cands_.size(); ++i) {
+    Candidate& c = cands_[i];
+    if (in_chain[i]) continue;
+    log_.io_.close(c.fd);
+    c.fd = -1;
+    Free f{c.path, static_cast<uint64_t>(std::max<int64_t>(c.file_size, 0))};
+    if (c.blank && (chain_.empty() || c.number > cands_[chain_.back()].number)) {
+      report_.torn = true;
+      report_.torn_where = fmt::format("log-{} at byte 0: {}, a segment whose creation did not finish", c.number,
+                                       c.file_size == 0 ? "an empty file" : "no header");
+      if (!log_.o_.read_only) {
+        unfinished_ = f;
+        continue;
+      }
+    }
+    log_.free_.push_back(f);
+  }
+}
+
+// Every entry of the chain, in order, until the first that is not valid.
+Status Log::Opener::read_entries() {
+  for (size_t i : chain_) {
+    Candidate& c = cands_[i];
     Segment s;
     s.number = c.number;
     s.generation = c.h.generation;
@@ -347,106 +383,152 @@ Status Log::open(Io& io, const std::string& dir, Options o, const Visitor& visit
     s.size = c.h.size;
     s.used = lf::kHeaderBytes;
     s.fd = c.fd;
-    log->chain_.push_back(s);
-    Segment& seg = log->chain_.back();
-    if (stopped) {
-      // After a torn tail, a later segment must hold no valid entry.
-      Status st = read_all(io, c.fd, c.h.size, buf, c.path);
-      if (!st.ok()) return st;
-      if (valid_entry_after(buf, lf::kHeaderBytes, c.h.generation, log->last_seq_)) {
-        return Status::error(fmt::format("the log is damaged: {}, yet log-{} holds later entries; "
-                                         "refusing to open (aup replay --verify shows where)",
-                                         report.torn_where, c.number));
-      }
-      continue;
-    }
-    SegmentReader reader(io, c.fd, c.h.size, c.path, buf);
-    uint64_t off = lf::kHeaderBytes;
-    for (;;) {
-      Status st = reader.ensure(off + lf::kEntryHeaderBytes);
-      if (!st.ok()) return st;
-      if (off + lf::kEntryHeaderBytes > buf.size()) break;
-      // A zero header is the end marker (written after every entry, and by
-      // a cut or a withdrawal): the log ends here. No valid entry of the
-      // live log can follow one (a cut is made only when none does, and a
-      // withdrawal stops the log): if one does, an entry's header was
-      // zeroed by damage, and what follows it would be dropped unseen. The
-      // look is bounded (kEndScanBytes past the marker, or what was read
-      // already): reading the rest of a preallocated segment at every open
-      // would cost more than the open itself.
-      if (all_zero(buf.data() + off, lf::kEntryHeaderBytes)) {
-        st = reader.ensure(off + kEndScanBytes);
-        if (!st.ok()) return st;
-        if (valid_entry_after(buf, off + lf::kAlign, c.h.generation, log->last_seq_)) {
-          return Status::error(fmt::format("the log is damaged: log-{} at byte {}: a zeroed entry header (an end "
-                                           "marker), and valid entries follow it; refusing to open (aup replay "
-                                           "--verify shows where)",
-                                           c.number, off));
-        }
-        break;
-      }
-      uint64_t len = get32(buf.data() + off);
-      st = reader.ensure(off + lf::kEntryHeaderBytes + len + lf::kEntryHeaderBytes);
-      if (!st.ok()) return st;
-      const uint8_t* head = buf.data() + off;
-      EntryCheck check = check_entry(buf, off, c.h.generation, have_last, log->last_seq_, log->last_digest_);
-      if (!check.why.empty()) {
-        report.torn_where = fmt::format("log-{} at byte {}: {}", c.number, off, check.why);
-        if (check.whole) {
-          // Written whole by this segment's generation, yet not following
-          // the entry read before it: a crash tears an entry, it never
-          // leaves a whole one after a gap. Entries before it are lost.
-          std::string before = have_last ? fmt::format(" (the entry before it ends in log-{} at byte {})",
-                                                       last_end.first, last_end.second)
-                                         : std::string();
-          return Status::error(fmt::format("the log is damaged: {}{}; refusing to open (aup replay --verify "
-                                           "shows where)",
-                                           report.torn_where, before));
-        }
-        st = reader.ensure(c.h.size);  // damage, unless nothing valid follows
-        if (!st.ok()) return st;
-        if (valid_entry_after(buf, off + lf::kAlign, c.h.generation, log->last_seq_)) {
-          return Status::error(fmt::format("the log is damaged: {}, and valid entries follow it; "
-                                           "refusing to open (aup replay --verify shows where)",
-                                           report.torn_where));
-        }
-        stopped = true;
-        break;
-      }
-      LogEntry e;
-      e.seq = get64(head + 8);
-      e.prev_seq = get64(head + 16);
-      e.digest = get64(head + 32);
-      e.segment = c.number;
-      e.offset = off;
-      e.payload = std::span<const uint8_t>(head + lf::kEntryHeaderBytes, len);
-      if (!have_last) report.first_prev_seq = e.prev_seq;
-      Status v = visit(e);
-      if (!v.ok()) return v;
-      have_last = true;
-      log->last_seq_ = e.seq;
-      log->last_digest_ = e.digest;
-      if (seg.entries++ == 0) seg.first_seq = e.seq;
-      seg.last_seq = e.seq;
-      off += lf::entry_bytes(len);
-      seg.used = off;
-      last_end = {c.number, off};
-      ++report.entries;
-      report.payload_bytes += len;
-    }
-    if (stopped && o.read_only) report.torn = true;
-    if (stopped && !o.read_only) {
-      // Cut the torn tail: an end marker where it began, made durable now,
-      // so the next open finds a clean end and appends overwrite the rest.
-      report.torn = true;
-      uint8_t zeros[lf::kEntryHeaderBytes] = {};
-      Status w = write_all(io, c.fd, zeros, sizeof zeros, seg.used, c.path);
-      if (!w.ok()) return w;
-      if (int rc = io.fdatasync(c.fd); rc < 0) {
-        return Status::error(fmt::format("cannot sync {}: {}", c.path, std::strerror(-rc)), -rc);
-      }
-    }
+    c.fd = -1;  // the log's now
+    log_.chain_.push_back(s);
+    Status st = torn_ ? check_no_later_entries(log_.chain_.back(), c.path)
+                      : read_segment(log_.chain_.back(), c.path);
+    if (!st.ok()) return st;
   }
+  return Status::good();
+}
+
+// The entries of one segment, each handed to the visitor, up to its end
+// marker or its first entry that is not valid (judge_bad_entry).
+Status Log::Opener::read_segment(Segment& seg, const std::string& path) {
+  SegmentReader reader(log_.io_, seg.fd, seg.size, path, buf_);
+  for (uint64_t off = lf::kHeaderBytes;; off = seg.used) {
+    assert(off % lf::kAlign == 0 && off <= seg.size);  // entries start on 8-byte boundaries, inside the segment
+    Status st = reader.ensure(off + lf::kEntryHeaderBytes);
+    if (!st.ok()) return st;
+    if (off + lf::kEntryHeaderBytes > buf_.size()) return Status::good();
+    if (all_zero(buf_.data() + off, lf::kEntryHeaderBytes)) return check_end_marker(reader, seg, off);
+    uint32_t len = get_u32(buf_.data() + off);
+    st = reader.ensure(off + lf::kEntryHeaderBytes + len + lf::kEntryHeaderBytes);
+    if (!st.ok()) return st;
+    EntryCheck check = check_entry(buf_, off, seg.generation, have_last_, log_.last_seq_, log_.last_digest_);
+    if (!check.why.empty()) return judge_bad_entry(reader, seg, off, check);
+    st = take_entry(seg, off, len);
+    if (!st.ok()) return st;
+  }
+}
+
+// A valid entry: to the visitor, then the log's position moves past it.
+Status Log::Opener::take_entry(Segment& seg, uint64_t off, uint32_t len) {
+  const uint8_t* head = buf_.data() + off;
+  LogEntry e;
+  e.seq = get_u64(head + 8);
+  e.prev_seq = get_u64(head + 16);
+  e.digest = get_u64(head + 32);
+  e.segment = seg.number;
+  e.offset = off;
+  e.payload = std::span<const uint8_t>(head + lf::kEntryHeaderBytes, len);
+  if (!have_last_) report_.first_prev_seq = e.prev_seq;
+  Status v = visit_(e);
+  if (!v.ok()) return v;
+  have_last_ = true;
+  log_.last_seq_ = e.seq;
+  log_.last_digest_ = e.digest;
+  if (seg.entries++ == 0) seg.first_seq = e.seq;
+  seg.last_seq = e.seq;
+  seg.used = off + lf::entry_bytes(len);
+  assert(seg.used <= seg.size);  // check_entry refused an entry longer than the rest of the segment
+  last_end_ = {seg.number, seg.used};
+  ++report_.entries;
+  report_.payload_bytes += len;
+  return Status::good();
+}
+
+// A zero header is the end marker (written after every entry, and by a
+// cut or a withdrawal): the log ends here. No valid entry of the live log
+// can follow one (a cut is made only when none does, and a withdrawal
+// stops the log): if one does, an entry's header was zeroed by damage, and
+// what follows it would be dropped unseen. The look is bounded
+// (kEndScanBytes past the marker, or what was read already): reading the
+// rest of a preallocated segment at every open would cost more than the
+// open itself.
+Status Log::Opener::check_end_marker(SegmentReader& reader, const Segment& seg, uint64_t off) {
+  Status st = reader.ensure(off + kEndScanBytes);
+  if (!st.ok()) return st;
+  if (valid_entry_after(buf_, off + lf::kAlign, seg.generation, log_.last_seq_)) {
+    return Status::error(fmt::format("the log is damaged: log-{} at byte {}: a zeroed entry header (an end "
+                                     "marker), and valid entries follow it; refusing to open (aup replay "
+                                     "--verify shows where)",
+                                     seg.number, off));
+  }
+  return Status::good();
+}
+
+// An entry that is not a valid continuation. Whole (its digest matches)
+// yet not following the entry before it: damage, since a crash tears an
+// entry, it never leaves a whole one after a gap (the entries between are
+// lost). Torn: the end of the log, a torn tail, unless a valid entry
+// follows it in the rest of its segment (read to the end) or, as
+// check_no_later_entries sees, in a later segment.
+Status Log::Opener::judge_bad_entry(SegmentReader& reader, const Segment& seg, uint64_t off,
+                                    const EntryCheck& check) {
+  report_.torn_where = fmt::format("log-{} at byte {}: {}", seg.number, off, check.why);
+  if (check.whole) {
+    std::string before = have_last_ ? fmt::format(" (the entry before it ends in log-{} at byte {})",
+                                                  last_end_.first, last_end_.second)
+                                    : std::string();
+    return Status::error(fmt::format("the log is damaged: {}{}; refusing to open (aup replay --verify shows where)",
+                                     report_.torn_where, before));
+  }
+  Status st = reader.ensure(seg.size);
+  if (!st.ok()) return st;
+  if (valid_entry_after(buf_, off + lf::kAlign, seg.generation, log_.last_seq_)) {
+    return Status::error(fmt::format("the log is damaged: {}, and valid entries follow it; refusing to open (aup "
+                                     "replay --verify shows where)",
+                                     report_.torn_where));
+  }
+  report_.torn = true;
+  torn_ = true;
+  torn_segment_ = log_.chain_.size() - 1;
+  return Status::good();
+}
+
+// After a torn tail, a later segment of the chain must hold no valid entry.
+Status Log::Opener::check_no_later_entries(const Segment& seg, const std::string& path) {
+  Status st = read_all(log_.io_, seg.fd, seg.size, buf_, path);
+  if (!st.ok()) return st;
+  if (valid_entry_after(buf_, lf::kHeaderBytes, seg.generation, log_.last_seq_)) {
+    return Status::error(fmt::format("the log is damaged: {}, yet log-{} holds later entries; refusing to open "
+                                     "(aup replay --verify shows where)",
+                                     report_.torn_where, seg.number));
+  }
+  return Status::good();
+}
+
+// A writable open's only writes, once the whole log has been read: the
+// unfinished newest segment is removed (kept as free space if that
+// fails), and a torn tail is cut: an end marker where it began, made
+// durable now, so the next open finds a clean end and appends overwrite
+// the rest.
+Status Log::Opener::cut_tail() {
+  Io& io = log_.io_;
+  if (unfinished_ && io.unlink(unfinished_->path) != 0) log_.free_.push_back(*unfinished_);
+  if (!torn_) return Status::good();
+  const Segment& seg = log_.chain_[torn_segment_];
+  std::string path = log_.path(seg.number);
+  uint8_t zeros[lf::kEntryHeaderBytes] = {};
+  Status w = write_all(io, seg.fd, zeros, sizeof zeros, seg.used, path);
+  if (!w.ok()) return w;
+  if (int rc = io.fdatasync(seg.fd); rc < 0) {
+    return Status::error(fmt::format("cannot sync {}: {}", path, std::strerror(-rc)), -rc);
+  }
+  return Status::good();
+}
+
+Status Log::open(Io& io, const std::string& dir, Options o, const Visitor& visit, std::unique_ptr<Log>& out,
+                 LogOpenReport& report) {
+  std::unique_ptr<Log> log(new Log(io, dir, o));
+  Opener opener(*log, visit, report);
+  Status st = opener.list_segments();
+  if (st.ok()) st = opener.read_headers();
+  if (st.ok()) st = opener.choose_chain();
+  if (st.ok()) st = opener.read_entries();
+  if (st.ok() && !o.read_only) st = opener.cut_tail();
+  if (!st.ok()) return st;
   report.segments = log->chain_.size();
   out = std::move(log);
   return Status::good();
@@ -519,7 +601,11 @@ Status Log::start_segment(uint64_t min_size) {
 }
 
 Status Log::append(uint64_t seq, std::span<const uint8_t> payload) {
+  assert(!o_.read_only);
   if (broken_) return Status::error("the log refuses writes after an earlier failure (restart to recover)");
+  // Save numbers only grow (recovery orders and chains entries by them), and
+  // one entry at a time awaits its sync: withdraw() zeroes only the last.
+  assert(seq > last_seq_ && !pending_sync_);
   if (payload.size() > lf::kMaxPayloadBytes) return Status::error("a batch's changes exceed 2 GiB");
   uint64_t need = lf::entry_bytes(payload.size());
   if (chain_.empty() || chain_.back().used + need > chain_.back().size) {
@@ -527,18 +613,19 @@ Status Log::append(uint64_t seq, std::span<const uint8_t> payload) {
     if (!st.ok()) return st;
   }
   Segment& s = chain_.back();
+  assert(s.used % lf::kAlign == 0 && s.used + need <= s.size);
   // The entry, then an end marker when it fits: a later open finds a clean
   // end instead of stale bytes.
   bool marker = s.used + need + lf::kEntryHeaderBytes <= s.size;
   buf_.assign(need + (marker ? lf::kEntryHeaderBytes : 0), 0);
   uint8_t* head = buf_.data();
-  put32(head, static_cast<uint32_t>(payload.size()));
-  put64(head + 8, seq);
-  put64(head + 16, last_seq_);
-  put64(head + 24, last_digest_);
+  put_u32(head, static_cast<uint32_t>(payload.size()));
+  put_u64(head + 8, seq);
+  put_u64(head + 16, last_seq_);
+  put_u64(head + 24, last_digest_);
   if (!payload.empty()) std::memcpy(head + lf::kEntryHeaderBytes, payload.data(), payload.size());
   uint64_t digest = entry_digest(s.generation, head, head + lf::kEntryHeaderBytes, payload.size());
-  put64(head + 32, digest);
+  put_u64(head + 32, digest);
   unsynced_ = Unsynced{s.fd, s.used, path(s.number)};
   io_.point("log.before_write");
   Status st = write_all(io_, s.fd, buf_.data(), buf_.size(), s.used, unsynced_.path);
@@ -604,6 +691,9 @@ uint64_t Log::live_bytes() const {
 void Log::release_through(uint64_t seq) {
   while (chain_.size() > 1 && chain_.front().last_seq <= seq) {
     Segment s = chain_.front();
+    // Never the segment being appended to, nor one with an entry awaiting
+    // its sync (it is the current one), nor an entry after `seq`.
+    assert(s.fd != chain_.back().fd && s.fd != unsynced_.fd && s.last_seq <= seq);
     chain_.erase(chain_.begin());
     io_.close(s.fd);
     if (free_.size() < o_.max_free_segments) {

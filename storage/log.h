@@ -4,8 +4,9 @@
 // Recovery policy (each case is a named test in tests/storage/log_test.cpp;
 // the whole policy is in docs/store-format.md, "Opening a store"):
 //   - An entry that is incomplete or fails its digest ends the log: it and
-//     everything after it is not state (a torn tail). Open zeroes its
-//     header, so the end stays clean.
+//     everything after it is not state (a torn tail). A writable open
+//     zeroes its header once the whole log has been read (so a refused
+//     open has written nothing), and the end stays clean.
 //   - But if any valid entry of the live log follows such a bad entry (later
 //     in the same segment, or in a later segment of the chain), the bad
 //     entry is damage, not a torn tail: open refuses, naming the file and
@@ -63,9 +64,10 @@ class Log {
   };
   using Visitor = std::function<Status(const LogEntry&)>;
 
-  // Reads every live entry in order (calling `visit`), cuts a torn tail,
-  // and positions the log for appending. Refuses (with the file and offset)
-  // when the log is damaged, or when `visit` refuses an entry.
+  // Reads every live entry in order (calling `visit`), then, unless
+  // read_only, cuts a torn tail and positions the log for appending.
+  // Refuses (with the file and offset) when the log is damaged, or when
+  // `visit` refuses an entry; an I/O error carries its errno.
   static Status open(Io& io, const std::string& dir, Options o, const Visitor& visit,
                      std::unique_ptr<Log>& out, LogOpenReport& report);
   ~Log();
@@ -73,8 +75,10 @@ class Log {
   Log& operator=(const Log&) = delete;
 
   // Writes one entry after the last (starting a new segment when it does not
-  // fit). Not durable until sync(). After any failed write or sync the log
-  // refuses every later append: what reached the disk is unknown.
+  // fit). Not durable until sync(), and synced before the next append (so
+  // withdraw() can take back the one entry not known durable). After any
+  // failed write or sync the log refuses every later append: what reached
+  // the disk is unknown. Not on a log opened read_only.
   Status append(uint64_t seq, std::span<const uint8_t> payload);
   Status sync();
   bool broken() const { return broken_; }
@@ -89,8 +93,9 @@ class Log {
   uint64_t last_seq() const { return last_seq_; }
   // Bytes of entries in live segments (what recovery would read).
   uint64_t live_bytes() const;
-  // Segments whose entries all have save numbers <= seq (never the current
-  // one) leave the chain: they are kept for reuse or deleted.
+  // Segments whose entries all have save numbers <= seq (every image covers
+  // them; never the current one) leave the chain: they are kept for reuse
+  // or deleted.
   void release_through(uint64_t seq);
 
   struct Segment {
@@ -108,6 +113,7 @@ class Log {
   size_t free_segments() const { return free_.size(); }
 
  private:
+  class Opener;  // open's steps (log.cpp)
   Log(Io& io, std::string dir, Options o) : io_(io), dir_(std::move(dir)), o_(o) {}
   Status start_segment(uint64_t min_size);
   Status write_header(const Segment& s);

@@ -80,6 +80,38 @@ void BatchEncoder::clear() {
   vars_.clear();
 }
 
+// One touched row's net change: a put of the row rewritten, a set of the
+// fields changed, a remove of a row that was there before; or nothing (a
+// row touched without a change, or added and removed within the batch).
+bool BatchEncoder::write_record(Encoder& g, const TableSchema& ts, const Touched& r, const uint64_t* row) {
+  if (row && r.rewritten) {
+    g.u8(1);
+    g.value(ts.fields[ts.key_field].type, row[ts.key_field]);
+    for (uint32_t f = 0; f < ts.fields.size(); ++f) {
+      if (f != ts.key_field) g.value(ts.fields[f].type, row[f]);
+    }
+  } else if (row) {
+    if (r.fields.empty()) return false;
+    g.u8(2);
+    g.value(ts.fields[ts.key_field].type, row[ts.key_field]);
+    g.varint(r.fields.size());
+    for (uint32_t f : r.fields) {
+      g.varint(f);
+      g.value(ts.fields[f].type, row[f]);
+    }
+  } else if (r.existed_before) {
+    g.u8(3);
+    if (ts.fields[ts.key_field].type == FieldType::Text) {
+      g.text(r.key.text->view());
+    } else {
+      g.num(vm::order_num(r.key.ord));
+    }
+  } else {
+    return false;
+  }
+  return true;
+}
+
 void BatchEncoder::encode(Tables& tables, std::vector<uint8_t>& out, std::vector<uint64_t>& bytes_per_table) {
   Encoder e(out);
   // Group by table, in table order; within a table, first-touch order.
@@ -95,33 +127,7 @@ void BatchEncoder::encode(Tables& tables, std::vector<uint8_t>& out, std::vector
     uint64_t count = 0;
     for (size_t i : by_table[t]) {
       const Touched& r = touched_[i];
-      const uint64_t* row = tree.find(r.key);
-      if (row && r.rewritten) {
-        g.u8(1);
-        g.value(ts.fields[ts.key_field].type, row[ts.key_field]);
-        for (uint32_t f = 0; f < ts.fields.size(); ++f) {
-          if (f != ts.key_field) g.value(ts.fields[f].type, row[f]);
-        }
-      } else if (row) {
-        if (r.fields.empty()) continue;  // touched, nothing changed
-        g.u8(2);
-        g.value(ts.fields[ts.key_field].type, row[ts.key_field]);
-        g.varint(r.fields.size());
-        for (uint32_t f : r.fields) {
-          g.varint(f);
-          g.value(ts.fields[f].type, row[f]);
-        }
-      } else if (r.existed_before) {
-        g.u8(3);
-        if (ts.fields[ts.key_field].type == FieldType::Text) {
-          g.text(r.key.text->view());
-        } else {
-          g.num(vm::order_num(r.key.ord));
-        }
-      } else {
-        continue;  // added and removed within the batch
-      }
-      ++count;
+      if (write_record(g, ts, r, tree.find(r.key))) ++count;
     }
     if (count == 0) continue;
     size_t before = out.size();
@@ -144,6 +150,36 @@ void BatchEncoder::encode(Tables& tables, std::vector<uint8_t>& out, std::vector
 
 // ---- replay ---------------------------------------------------------------------
 
+SchemaMap map_schema(const Schema& stored, const Schema& target) {
+  SchemaMap m;
+  m.target = &target;
+  for (const TableSchema& st : stored.tables) {
+    int ti = target.table_index(st.name);
+    m.table.push_back(ti);
+    std::vector<uint32_t> fields;
+    for (const FieldSchema& sf : st.fields) {
+      uint32_t j = 0;
+      if (ti >= 0) {
+        const TableSchema& tt = target.tables[static_cast<size_t>(ti)];
+        while (j < tt.fields.size() && tt.fields[j].name != sf.name) ++j;
+      }
+      fields.push_back(j);
+    }
+    m.field.push_back(std::move(fields));
+  }
+  for (const TableSchema& tt : target.tables) {
+    std::vector<uint64_t> defaults;
+    for (const FieldSchema& f : tt.fields) {
+      defaults.push_back(f.type == FieldType::Num ? std::bit_cast<uint64_t>(f.default_value.num)
+                         : f.type == FieldType::Bool ? (f.default_value.boolean ? 1u : 0u)
+                                                     : 0u);
+    }
+    m.defaults.push_back(std::move(defaults));
+  }
+  for (const VarSchema& sv : stored.vars) m.var.push_back(target.var_index(sv.name));
+  return m;
+}
+
 namespace {
 
 Status bad(const char* what, size_t at) {
@@ -154,141 +190,217 @@ void release_slot(FieldType t, uint64_t v) {
   if (t == FieldType::Text) vm::release(reinterpret_cast<vm::TextObj*>(v));
 }
 
+// One entry's payload applied: its groups in order, each to its target
+// table or the vars, or only read past where that table's image covers
+// the entry. The record steps return what does not decode (a literal) or
+// null, so the loop over records builds no Status until something fails.
+class PayloadApplier {
+ public:
+  PayloadApplier(std::span<const uint8_t> payload, const Schema& stored, const SchemaMap& map, uint64_t seq,
+                 const std::vector<uint64_t>& covered, Tables& tables, std::vector<uint64_t>* bytes)
+      : d_(payload.data(), payload.size()), stored_(stored), map_(map), target_(*map.target), seq_(seq),
+        covered_(covered), tables_(tables), bytes_(bytes) {}
+  Status run();
+
+ private:
+  // The table group (or vars group, at target_.tables.size()) just read:
+  // where it went, for `bytes`.
+  void count_group(int target, size_t start) {
+    if (bytes_ && target >= 0) (*bytes_)[static_cast<size_t>(target)] += d_.offset() - start;
+  }
+  const char* vars_group(uint64_t count, bool skip);
+  const char* skip_records(const TableSchema& ts, uint64_t count);
+  const char* table_group(uint64_t stored_table, size_t target_table, uint64_t count);
+  // The table group being applied: the layout it was written in, the
+  // target's, and the columns between them.
+  struct Group {
+    const TableSchema& ts;                  // stored
+    const TableSchema& tts;                 // target
+    const std::vector<uint32_t>& fmap;      // stored field -> target field
+    const std::vector<uint64_t>& defaults;  // a target row of defaults
+    vm::BTree& tree;
+  };
+  const char* put(const Group& g);
+  const char* set(const Group& g);
+  const char* remove(const Group& g);
+
+  Decoder d_;
+  const Schema& stored_;
+  const SchemaMap& map_;
+  const Schema& target_;
+  uint64_t seq_;
+  const std::vector<uint64_t>& covered_;
+  Tables& tables_;
+  std::vector<uint64_t>* bytes_;
+  std::vector<uint64_t> row_;  // a put's row being built, a removed row's slots
+};
+
+Status PayloadApplier::run() {
+  size_t group_start = 0;
+  int group_target = -1;  // -1: nothing to count (no group yet, or one an image covers)
+  while (!d_.done() && d_.ok()) {
+    count_group(group_target, group_start);
+    group_start = d_.offset();
+    uint64_t which = d_.varint();
+    uint64_t count = d_.varint();
+    if (!d_.ok()) return bad("truncated group", d_.offset());
+    const char* failed = nullptr;
+    if (which == 0) {
+      bool skip = covered_[target_.tables.size()] >= seq_;
+      group_target = skip ? -1 : static_cast<int>(target_.tables.size());
+      failed = vars_group(count, skip);
+    } else {
+      uint64_t st = which - 1;
+      if (st >= stored_.tables.size()) return bad("table out of range", d_.offset());
+      int tt = map_.table[st];
+      bool skip = tt < 0 || covered_[static_cast<size_t>(tt)] >= seq_;
+      group_target = skip ? -1 : tt;
+      failed = skip ? skip_records(stored_.tables[st], count) : table_group(st, static_cast<size_t>(tt), count);
+    }
+    if (failed) return bad(failed, d_.offset());
+  }
+  if (!d_.ok()) return bad("truncated", d_.offset());
+  count_group(group_target, group_start);
+  return Status::good();
+}
+
+const char* PayloadApplier::vars_group(uint64_t count, bool skip) {
+  for (uint64_t i = 0; i < count && d_.ok(); ++i) {
+    uint64_t v = d_.varint();
+    if (v >= stored_.vars.size()) return "var out of range";
+    FieldType t = stored_.vars[v].type;
+    if (skip || map_.var[v] < 0) {
+      d_.skip(t);
+      continue;
+    }
+    uint64_t value = d_.value(t);
+    if (d_.ok()) tables_.set_var(static_cast<uint32_t>(map_.var[v]), value);
+  }
+  return nullptr;
+}
+
+// A group whose table an image covers (or that the module no longer has):
+// read, checked, not applied.
+const char* PayloadApplier::skip_records(const TableSchema& ts, uint64_t count) {
+  FieldType kt = ts.fields[ts.key_field].type;
+  for (uint64_t i = 0; i < count && d_.ok(); ++i) {
+    uint8_t op = d_.u8();
+    d_.skip(kt);
+    if (op == 1) {
+      for (uint32_t f = 0; f < ts.fields.size(); ++f) {
+        if (f != ts.key_field) d_.skip(ts.fields[f].type);
+      }
+    } else if (op == 2) {
+      uint64_t n = d_.varint();
+      for (uint64_t k = 0; k < n && d_.ok(); ++k) {
+        uint64_t f = d_.varint();
+        if (f >= ts.fields.size()) return "field out of range";
+        d_.skip(ts.fields[f].type);
+      }
+    } else if (op != 3) {
+      return "unknown record kind";
+    }
+  }
+  return nullptr;
+}
+
+const char* PayloadApplier::table_group(uint64_t stored_table, size_t target_table, uint64_t count) {
+  const Group g{stored_.tables[stored_table], target_.tables[target_table], map_.field[stored_table],
+                map_.defaults[target_table], tables_.table(static_cast<uint32_t>(target_table))};
+  for (uint64_t i = 0; i < count && d_.ok(); ++i) {
+    const char* failed = nullptr;
+    switch (d_.u8()) {
+      case 1: failed = put(g); break;
+      case 2: failed = set(g); break;
+      case 3: failed = remove(g); break;
+      default: return "unknown record kind";
+    }
+    if (failed) return failed;
+  }
+  return nullptr;
+}
+
+// A whole row, in the target's layout: fields the stored layout lacks
+// keep their defaults. Inserts or replaces.
+const char* PayloadApplier::put(const Group& g) {
+  const TableSchema& ts = g.ts;
+  const TableSchema& tts = g.tts;
+  const std::vector<uint32_t>& fmap = g.fmap;
+  FieldType kt = ts.fields[ts.key_field].type;
+  uint32_t tkey = fmap[ts.key_field];
+  row_.assign(g.defaults.begin(), g.defaults.end());
+  // Texts in the defaults are shared: each row takes its own reference.
+  for (uint32_t f = 0; f < tts.fields.size(); ++f) {
+    if (tts.fields[f].type == FieldType::Text) {
+      row_[f] = reinterpret_cast<uint64_t>(vm::heap_text(tts.fields[f].default_value.text));
+    }
+  }
+  release_slot(tts.fields[tkey].type, row_[tkey]);
+  row_[tkey] = d_.value(kt);
+  for (uint32_t f = 0; f < ts.fields.size() && d_.ok(); ++f) {
+    if (f == ts.key_field) continue;
+    release_slot(tts.fields[fmap[f]].type, row_[fmap[f]]);
+    row_[fmap[f]] = d_.value(ts.fields[f].type);
+  }
+  if (!d_.ok()) {
+    for (uint32_t f = 0; f < tts.fields.size(); ++f) release_slot(tts.fields[f].type, row_[f]);
+    return "truncated put";
+  }
+  vm::Key k = key_of_slot(kt, row_[tkey]);
+  if (!g.tree.insert(k, row_.data())) {
+    uint64_t* old = g.tree.find_mut(k);
+    for (uint32_t f = 0; f < tts.fields.size(); ++f) release_slot(tts.fields[f].type, old[f]);
+    std::copy(row_.begin(), row_.end(), old);
+  }
+  return nullptr;
+}
+
+// Some fields of an existing row.
+const char* PayloadApplier::set(const Group& g) {
+  const TableSchema& ts = g.ts;
+  FieldType kt = ts.fields[ts.key_field].type;
+  uint64_t kv = d_.value(kt);
+  vm::Key k = key_of_slot(kt, kv);
+  uint64_t* r = d_.ok() ? g.tree.find_mut(k) : nullptr;
+  release_slot(kt, kv);
+  if (!d_.ok()) return "truncated set";
+  if (!r) return "set of a row that does not exist";
+  uint64_t n = d_.varint();
+  for (uint64_t j = 0; j < n && d_.ok(); ++j) {
+    uint64_t f = d_.varint();
+    if (f >= ts.fields.size()) return "field out of range";
+    // A row's key never changes (the checker refuses it, so no batch
+    // writes it): a set of it would leave the row under a key it no
+    // longer holds.
+    if (f == ts.key_field) return "set of the key field";
+    uint64_t v = d_.value(ts.fields[f].type);
+    if (!d_.ok()) break;
+    uint32_t tf = g.fmap[f];
+    release_slot(g.tts.fields[tf].type, r[tf]);
+    r[tf] = v;
+  }
+  return nullptr;
+}
+
+const char* PayloadApplier::remove(const Group& g) {
+  FieldType kt = g.ts.fields[g.ts.key_field].type;
+  uint64_t kv = d_.value(kt);
+  if (!d_.ok()) return "truncated remove";
+  vm::Key k = key_of_slot(kt, kv);
+  row_.assign(g.tts.fields.size(), 0);
+  bool gone = g.tree.erase(k, row_.data());
+  release_slot(kt, kv);
+  if (!gone) return "remove of a row that does not exist";
+  for (uint32_t f = 0; f < g.tts.fields.size(); ++f) release_slot(g.tts.fields[f].type, row_[f]);
+  return nullptr;
+}
+
 }  // namespace
 
 Status apply_payload(std::span<const uint8_t> payload, const Schema& stored, const SchemaMap& map,
                      uint64_t seq, const std::vector<uint64_t>& covered, Tables& tables,
                      std::vector<uint64_t>* bytes) {
-  Decoder d(payload.data(), payload.size());
-  const Schema& target = *map.target;
-  std::vector<uint64_t> row;
-  size_t group_start = 0;
-  int group_target = -1;  // -1: nothing to count (no group yet, or one an image covers)
-  auto count_group = [&] {
-    if (bytes && group_target >= 0) (*bytes)[static_cast<size_t>(group_target)] += d.offset() - group_start;
-  };
-  while (!d.done() && d.ok()) {
-    count_group();
-    group_start = d.offset();
-    uint64_t which = d.varint();
-    uint64_t count = d.varint();
-    if (!d.ok()) return bad("truncated group", d.offset());
-    if (which == 0) {
-      bool skip = covered[target.tables.size()] >= seq;
-      group_target = skip ? -1 : static_cast<int>(target.tables.size());
-      for (uint64_t i = 0; i < count && d.ok(); ++i) {
-        uint64_t v = d.varint();
-        if (v >= stored.vars.size()) return bad("var out of range", d.offset());
-        FieldType t = stored.vars[v].type;
-        if (skip || map.var[v] < 0) {
-          d.skip(t);
-          continue;
-        }
-        uint64_t value = d.value(t);
-        if (d.ok()) tables.set_var(static_cast<uint32_t>(map.var[v]), value);
-      }
-      continue;
-    }
-    uint64_t st = which - 1;
-    if (st >= stored.tables.size()) return bad("table out of range", d.offset());
-    const TableSchema& ts = stored.tables[st];
-    int tt = map.table[st];
-    bool skip = tt < 0 || covered[static_cast<size_t>(tt)] >= seq;
-    group_target = skip ? -1 : tt;
-    const TableSchema* target_ts = tt < 0 ? nullptr : &target.tables[static_cast<size_t>(tt)];
-    FieldType kt = ts.fields[ts.key_field].type;
-    for (uint64_t i = 0; i < count && d.ok(); ++i) {
-      uint8_t op = d.u8();
-      if (skip) {
-        d.skip(kt);
-        if (op == 1) {
-          for (uint32_t f = 0; f < ts.fields.size(); ++f) {
-            if (f != ts.key_field) d.skip(ts.fields[f].type);
-          }
-        } else if (op == 2) {
-          uint64_t n = d.varint();
-          for (uint64_t k = 0; k < n && d.ok(); ++k) {
-            uint64_t f = d.varint();
-            if (f >= ts.fields.size()) return bad("field out of range", d.offset());
-            d.skip(ts.fields[f].type);
-          }
-        } else if (op != 3) {
-          return bad("unknown record kind", d.offset());
-        }
-        continue;
-      }
-      BTree& tree = tables.table(static_cast<uint32_t>(tt));
-      const std::vector<uint32_t>& fmap = map.field[st];
-      uint32_t tkey = fmap[ts.key_field];
-      switch (op) {
-        case 1: {  // put: a whole row, in the target's layout
-          row.assign(map.defaults[static_cast<size_t>(tt)].begin(), map.defaults[static_cast<size_t>(tt)].end());
-          // Texts in the defaults are shared: each row takes its own reference.
-          for (uint32_t f = 0; f < target_ts->fields.size(); ++f) {
-            if (target_ts->fields[f].type == FieldType::Text) {
-              row[f] = reinterpret_cast<uint64_t>(vm::heap_text(target_ts->fields[f].default_value.text));
-            }
-          }
-          release_slot(target_ts->fields[tkey].type, row[tkey]);
-          row[tkey] = d.value(kt);
-          for (uint32_t f = 0; f < ts.fields.size() && d.ok(); ++f) {
-            if (f == ts.key_field) continue;
-            release_slot(target_ts->fields[fmap[f]].type, row[fmap[f]]);
-            row[fmap[f]] = d.value(ts.fields[f].type);
-          }
-          if (!d.ok()) {
-            for (uint32_t f = 0; f < target_ts->fields.size(); ++f) release_slot(target_ts->fields[f].type, row[f]);
-            return bad("truncated put", d.offset());
-          }
-          Key k = key_of_slot(kt, row[tkey]);
-          if (!tree.insert(k, row.data())) {
-            uint64_t* old = tree.find_mut(k);
-            for (uint32_t f = 0; f < target_ts->fields.size(); ++f) release_slot(target_ts->fields[f].type, old[f]);
-            std::copy(row.begin(), row.end(), old);
-          }
-          break;
-        }
-        case 2: {  // set
-          uint64_t kv = d.value(kt);
-          Key k = key_of_slot(kt, kv);
-          uint64_t* r = d.ok() ? tree.find_mut(k) : nullptr;
-          release_slot(kt, kv);
-          if (!d.ok()) return bad("truncated set", d.offset());
-          if (!r) return bad("set of a row that does not exist", d.offset());
-          uint64_t n = d.varint();
-          for (uint64_t j = 0; j < n && d.ok(); ++j) {
-            uint64_t f = d.varint();
-            if (f >= ts.fields.size()) return bad("field out of range", d.offset());
-            // A row's key never changes (the checker refuses it, so no
-            // batch writes it): a set of it would leave the row under a
-            // key it no longer holds.
-            if (f == ts.key_field) return bad("set of the key field", d.offset());
-            uint64_t v = d.value(ts.fields[f].type);
-            if (!d.ok()) break;
-            uint32_t tf = fmap[f];
-            release_slot(target_ts->fields[tf].type, r[tf]);
-            r[tf] = v;
-          }
-          break;
-        }
-        case 3: {  // remove
-          uint64_t kv = d.value(kt);
-          if (!d.ok()) return bad("truncated remove", d.offset());
-          Key k = key_of_slot(kt, kv);
-          row.assign(target_ts->fields.size(), 0);
-          bool gone = tree.erase(k, row.data());
-          release_slot(kt, kv);
-          if (!gone) return bad("remove of a row that does not exist", d.offset());
-          for (uint32_t f = 0; f < target_ts->fields.size(); ++f) release_slot(target_ts->fields[f].type, row[f]);
-          break;
-        }
-        default: return bad("unknown record kind", d.offset());
-      }
-    }
-  }
-  if (!d.ok()) return bad("truncated", d.offset());
-  count_group();
-  return Status::good();
+  return PayloadApplier(payload, stored, map, seq, covered, tables, bytes).run();
 }
 
 Status summarize_payload(std::span<const uint8_t> payload, const Schema& stored, PayloadSummary& out) {

@@ -25,6 +25,8 @@
 
 namespace aup::storage {
 
+class Encoder;  // storage/codec.h
+
 // What the store reads and recovers: the runtime's tables and vars.
 class Tables {
  public:
@@ -63,6 +65,7 @@ class BatchEncoder {
   };
   // The touched row for (table, key), made when it is the first change.
   Touched& touch(uint32_t table, const vm::Key& key, bool existed_before);
+  static bool write_record(Encoder& g, const TableSchema& ts, const Touched& r, const uint64_t* row);
   void grow_slots();
 
   const Schema& schema_;
@@ -88,6 +91,10 @@ struct SchemaMap {
   std::vector<int> var;                   // stored var -> target var
   const Schema* target = nullptr;
 };
+// Stored columns, tables and vars to the target's, by name (a migration
+// only adds: compare_schemas in storage/schema_file.h refuses anything
+// else). The identity when the two are equal.
+SchemaMap map_schema(const Schema& stored, const Schema& target);
 
 // Applies one entry's payload (written under `stored`) to `tables`; a
 // table (or the vars, index tables.size()) whose image already covers

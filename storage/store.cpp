@@ -1,20 +1,16 @@
 #include "storage/store.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <unistd.h>
-#include <xxhash.h>
 
 #include <algorithm>
+#include <cassert>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 
-#include "storage/codec.h"
 #include "storage/image.h"
-#include "storage/image_format.h"
+#include "storage/recovery.h"
 #include "storage/schema_file.h"
 
 namespace aup::storage {
@@ -30,94 +26,51 @@ struct Store::Job {
   Status status;
   std::atomic<bool> done{false};
   std::thread thread;
+  // A snapshot root not dropped keeps its nodes shared forever (the owner
+  // copies them at every change); one dropped twice frees nodes in use.
+  // finish_checkpoint drops them, once.
+  ~Job() { assert(roots.empty() && !thread.joinable()); }
 };
 
 namespace {
 
 std::string errno_text(int e) { return std::strerror(e); }
 
-bool has_data_files(const std::string& dir) {
-  bool found = false;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      std::string_view n = e->d_name;
-      if (n.rfind("log-", 0) == 0 || n.rfind("image-", 0) == 0 || n == "image.vars") found = true;
-    }
-    closedir(d);
+// Whether a directory holds store files (a store whose schema file is
+// gone: its layout must not be guessed).
+Status has_data_files(Io& io, const std::string& dir, bool& found) {
+  std::vector<std::string> names;
+  if (int rc = io.list_dir(dir, names); rc < 0) {
+    return Status::error(fmt::format("cannot list {}: {}", dir, errno_text(-rc)), -rc);
   }
-  return found;
-}
-
-// Stored columns -> the module's, by name (compare_schemas has refused
-// anything else than additions).
-SchemaMap build_map(const Schema& stored, const Schema& target) {
-  SchemaMap m;
-  m.target = &target;
-  for (const TableSchema& st : stored.tables) {
-    int ti = target.table_index(st.name);
-    m.table.push_back(ti);
-    std::vector<uint32_t> fields;
-    for (const FieldSchema& sf : st.fields) {
-      uint32_t j = 0;
-      if (ti >= 0) {
-        const TableSchema& tt = target.tables[static_cast<size_t>(ti)];
-        while (j < tt.fields.size() && tt.fields[j].name != sf.name) ++j;
-      }
-      fields.push_back(j);
-    }
-    m.field.push_back(std::move(fields));
-  }
-  for (const TableSchema& tt : target.tables) {
-    std::vector<uint64_t> defaults;
-    for (const FieldSchema& f : tt.fields) {
-      defaults.push_back(f.type == FieldType::Num ? std::bit_cast<uint64_t>(f.default_value.num)
-                         : f.type == FieldType::Bool ? (f.default_value.boolean ? 1u : 0u)
-                                                     : 0u);
-    }
-    m.defaults.push_back(std::move(defaults));
-  }
-  for (const VarSchema& sv : stored.vars) m.var.push_back(target.var_index(sv.name));
-  return m;
-}
-
-// Rewrites an image's covered save number in place: the table has not
-// changed since the image, so the image is the table as of `seq` too.
-// A write that stops part way must not leave half a new header behind (the
-// image would no longer open): the old header is written back, and still
-// describes the image.
-Status bump_image_seq(Io& io, const std::string& path, uint64_t seq) {
-  int fd = io.open(path, O_RDWR, 0);
-  if (fd < 0) return Status::error(fmt::format("cannot open {}: {}", path, errno_text(-fd)), -fd);
-  uint8_t old[image_format::kHeaderBytes];
-  ssize_t n = io.pread(fd, old, sizeof old, 0);
-  auto fail = [&](std::string why, int e) {
-    io.close(fd);
-    return Status::error(fmt::format("cannot update {}: {}", path, why), e);
-  };
-  if (n < 0) return fail(errno_text(static_cast<int>(-n)), static_cast<int>(-n));
-  if (n != sizeof old || std::memcmp(old, image_format::kMagic, 8) != 0) return fail("not an image", 0);
-  uint8_t h[image_format::kHeaderBytes];
-  std::memcpy(h, old, sizeof h);
-  for (int i = 0; i < 8; ++i) h[16 + i] = static_cast<uint8_t>(seq >> (8 * i));
-  uint64_t sum = XXH3_64bits(h, 56);
-  for (int i = 0; i < 8; ++i) h[56 + i] = static_cast<uint8_t>(sum >> (8 * i));
-  auto write_header = [&](const uint8_t* p) -> int {  // 0, or the errno
-    size_t done = 0;
-    while (done < sizeof h) {
-      ssize_t w = io.pwrite(fd, p + done, sizeof h - done, static_cast<off_t>(done));
-      if (w <= 0) return w < 0 ? static_cast<int>(-w) : EIO;
-      done += static_cast<size_t>(w);
-    }
-    return 0;
-  };
-  if (int e = write_header(h); e != 0) {
-    write_header(old);
-    return fail(errno_text(e), e);
-  }
-  if (int rc = io.fsync(fd); rc < 0) return fail(errno_text(-rc), -rc);
-  io.close(fd);
+  found = std::any_of(names.begin(), names.end(), [](std::string_view n) {
+    return n.rfind("log-", 0) == 0 || n.rfind("image-", 0) == 0 || n == "image.vars";
+  });
   return Status::good();
 }
+
+// What recovery finds, as a writable open needs it: counted into the open's
+// report and shown as progress. Damage needs no handling here: recovery
+// refuses it.
+class OpenReporter : public RecoveryReporter {
+ public:
+  OpenReporter(size_t tables, StoreOpenReport& report, const OpenProgress& progress)
+      : tables_(tables), report_(report), progress_(progress) {}
+  void image_read(uint32_t t, uint64_t, uint64_t, uint64_t rows) override {
+    ++report_.images;
+    if (t == tables_) return;
+    report_.image_rows += rows;
+    if (progress_) progress_(report_.entries, report_.image_rows);
+  }
+  void entry(const LogEntry&, const PayloadSummary*) override {
+    if (++report_.entries % 4096 == 0 && progress_) progress_(report_.entries, report_.image_rows);
+  }
+
+ private:
+  size_t tables_;
+  StoreOpenReport& report_;
+  const OpenProgress& progress_;
+};
 
 }  // namespace
 
@@ -127,46 +80,25 @@ Store::Store(Io& io, std::string dir, const Schema& schema, StoreOptions o, Tabl
 Store::~Store() {
   drain();
   log_.reset();
-  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
+  if (lock_fd_ >= 0) io_.close(lock_fd_);  // releases the flock
 }
 
+// Recovery (storage/recovery.h) reads the store; around it a writable open
+// creates the directory and takes its lock, creates a new store's schema,
+// refuses a module the store cannot migrate to, opens the log writable (a
+// torn tail is cut), and writes the first images or a migration's.
 Status Store::open(Io& io, const std::string& dir, const Schema& schema, StoreOptions o, Tables& tables,
                    std::unique_ptr<Store>& out, StoreOpenReport& report, const OpenProgress& progress) {
   std::unique_ptr<Store> s(new Store(io, dir, schema, o, tables));
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return Status::error(fmt::format("cannot create the store directory {}: {}", dir, errno_text(errno)), errno);
-  }
-  // One process at a time: a second `aup run` on the same store is refused.
-  std::string lock_path = dir + "/LOCK";
-  s->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (s->lock_fd_ < 0) return Status::error(fmt::format("cannot open {}: {}", lock_path, errno_text(errno)), errno);
-  if (::flock(s->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    char pid[32] = {};
-    ssize_t n = ::pread(s->lock_fd_, pid, sizeof pid - 1, 0);
-    std::string holder = n > 0 ? fmt::format(" (pid {})", std::string_view(pid, static_cast<size_t>(n))) : "";
-    return Status::error(fmt::format("the store {} is in use by another aup{}", dir, holder), EWOULDBLOCK);
-  }
-  std::string me = std::to_string(::getpid());
-  if (::ftruncate(s->lock_fd_, 0) != 0 || ::pwrite(s->lock_fd_, me.data(), me.size(), 0) < 0) {
-    // The lock holds without the pid; the pid is only for messages.
-  }
-
-  // The schema the store was written with.
+  Status st = s->lock_directory();
+  if (!st.ok()) return st;
+  OpenReporter reporter(schema.tables.size(), report, progress);
+  RecoveryOptions ro;
+  ro.log.segment_bytes = o.segment_bytes;
+  Recovery recovery(io, dir, ro, reporter);
   Schema stored;
-  Status st = read_schema_file(io, dir, stored);
-  bool fresh = false;
-  if (!st.ok() && st.err == ENOENT) {
-    if (has_data_files(dir)) {
-      return Status::error(fmt::format("{} holds store files but no schema file; refusing to guess their layout", dir));
-    }
-    fresh = true;
-    stored = schema;
-    st = write_schema_file(io, dir, stored);
-    if (!st.ok()) return st;
-    report.created = true;
-  } else if (!st.ok()) {
-    return st;
-  }
+  st = s->read_or_create_schema(recovery, stored, report.created);
+  if (!st.ok()) return st;
   SchemaDiff diff = compare_schemas(stored, schema);
   if (!diff.refusals.empty()) {
     std::string list;
@@ -175,102 +107,83 @@ Status Store::open(Io& io, const std::string& dir, const Schema& schema, StoreOp
                                      "additions: new tables, new vars, new fields with defaults)",
                                      dir, list));
   }
-  SchemaMap map = build_map(stored, schema);
-  size_t n = schema.tables.size();
-  s->image_seq_.assign(n + 1, 0);
-  s->image_bytes_.assign(n + 1, 0);
-  s->since_image_.assign(n + 1, 0);
-  s->entry_bytes_.assign(n + 1, 0);
-
-  // Images, mapped into the module's layout by column names.
-  for (uint32_t t = 0; t < n; ++t) {
-    const TableSchema& target = schema.tables[t];
-    ImageRead info;
-    Status r = load_table_image(io, table_image_path(dir, target.name), target, tables.table(t), info, report.image_rows);
-    if (progress) progress(report.entries, report.image_rows);
-    if (!r.ok() && r.err == ENOENT) continue;
-    if (!r.ok()) return r;
-    s->image_seq_[t] = info.seq;
-    s->image_bytes_[t] = info.bytes;
-    ++report.images;
-  }
-  {
-    ImageRead info;
-    Status r = read_vars_image(io, vars_image_path(dir), info, [&](const VarSchema& v, uint64_t value) {
-      int mi = schema.var_index(v.name);
-      if (mi >= 0 && schema.vars[static_cast<size_t>(mi)].type == v.type) {
-        tables.set_var(static_cast<uint32_t>(mi), value);
-      } else if (v.type == FieldType::Text) {
-        vm::release(reinterpret_cast<vm::TextObj*>(value));
-      }
-    });
-    if (r.ok()) {
-      s->image_seq_[n] = info.seq;
-      s->image_bytes_[n] = info.bytes;
-      ++report.images;
-    } else if (r.err != ENOENT) {
-      return r;
-    }
-  }
-
-  // The log after the images.
-  uint64_t all_covered = *std::min_element(s->image_seq_.begin(), s->image_seq_.end());
-  // Every image must reach back to where the log begins, or entries between
-  // are lost (a segment deleted or emptied by hand, say). Checked at the
-  // first entry, before records meet rows that are not there.
-  auto missing_entries = [&](uint64_t first_prev_seq) -> Status {
-    for (size_t t = 0; t <= n; ++t) {
-      if (s->image_seq_[t] < first_prev_seq) {
-        std::string what = t < n ? fmt::format("table `{}`", schema.tables[t].name) : std::string("the vars");
-        return Status::error(fmt::format("the store {} is missing log entries: its oldest entry follows save {}, "
-                                         "but the image of {} covers only up to save {}",
-                                         dir, first_prev_seq, what, s->image_seq_[t]));
-      }
-    }
-    return Status::good();
-  };
-  LogOpenReport lr;
-  Log::Options lo;
-  lo.segment_bytes = o.segment_bytes;
-  st = Log::open(
-      io, dir, lo,
-      [&](const LogEntry& e) -> Status {
-        if (++report.entries == 1) {
-          Status m = missing_entries(e.prev_seq);
-          if (!m.ok()) return m;
-        }
-        if (progress && report.entries % 4096 == 0) progress(report.entries, report.image_rows);
-        // Entries every image covers are not even decoded (they may be in an
-        // older layout, from before a migration).
-        if (e.seq <= all_covered) return Status::good();
-        Status a = apply_payload(e.payload, stored, map, e.seq, s->image_seq_, tables, &s->since_image_);
-        if (!a.ok()) return Status::error(fmt::format("log-{} at byte {}: {}", e.segment, e.offset, a.message));
-        return Status::good();
-      },
-      s->log_, lr);
+  st = recovery.load_images(stored, schema, tables);
+  if (st.ok()) st = recovery.read_log();
   if (!st.ok()) return st;
-  report.torn = lr.torn;
-  report.torn_where = lr.torn_where;
-  s->last_seq_ = std::max(s->log_->last_seq(), *std::max_element(s->image_seq_.begin(), s->image_seq_.end()));
+  s->take_recovered(recovery);
   report.last_seq = s->last_seq_;
-
-  bool missing_image = std::find(s->image_bytes_.begin(), s->image_bytes_.end(), 0) != s->image_bytes_.end();
-  if (fresh || (missing_image && diff.same())) {
-    // Every table starts with an (empty) image, so each one's coverage is
-    // known from the first entry on. (An image can be missing only when a
-    // crash or a failure came while the store was being created.)
-    st = s->checkpoint_all();
-    if (!st.ok()) return st;
-  } else if (!diff.same()) {
-    // A migration: everything in the new layout first, then the schema.
-    st = s->checkpoint_all();
-    if (!st.ok()) return st;
-    st = write_schema_file(io, dir, schema);
-    if (!st.ok()) return st;
-    report.migrated = diff.additions;
-  }
+  report.torn = recovery.log_report().torn;
+  report.torn_where = recovery.log_report().torn_where;
+  st = s->write_first_images(diff, report);
+  if (!st.ok()) return st;
   s->release_covered();
   out = std::move(s);
+  return Status::good();
+}
+
+// One process at a time: a second `aup run` on the same store is refused.
+Status Store::lock_directory() {
+  if (::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status::error(fmt::format("cannot create the store directory {}: {}", dir_, errno_text(errno)), errno);
+  }
+  std::string path = dir_ + "/LOCK";
+  std::string holder;
+  lock_fd_ = io_.lock(path, /*exclusive=*/true, holder);
+  if (lock_fd_ == -EWOULDBLOCK) {
+    return Status::error(fmt::format("the store {} is in use by another aup{}", dir_,
+                                     holder.empty() ? "" : fmt::format(" (pid {})", holder)),
+                         EWOULDBLOCK);
+  }
+  if (lock_fd_ < 0) return Status::error(fmt::format("cannot lock {}: {}", path, errno_text(-lock_fd_)), -lock_fd_);
+  return Status::good();
+}
+
+// The schema the store was written with. A directory without one is a new
+// store, given the module's, unless it holds store files: refusing beats
+// guessing their layout.
+Status Store::read_or_create_schema(Recovery& recovery, Schema& stored, bool& created) {
+  Status st = recovery.read_schema(stored);
+  if (st.ok() || st.err != ENOENT) return st;
+  bool data = false;
+  st = has_data_files(io_, dir_, data);
+  if (!st.ok()) return st;
+  if (data) {
+    return Status::error(fmt::format("{} holds store files but no schema file; refusing to guess their layout", dir_));
+  }
+  stored = schema_;
+  st = write_schema_file(io_, dir_, stored);
+  if (!st.ok()) return st;
+  created = true;
+  return Status::good();
+}
+
+// Where recovery left the store: each image's save and bytes, the log
+// bytes since, the last save, and the log, open for appending.
+void Store::take_recovered(Recovery& recovery) {
+  size_t n = schema_.tables.size();
+  image_seq_ = recovery.image_seq();
+  image_bytes_ = recovery.image_bytes();
+  since_image_ = recovery.applied_bytes();
+  entry_bytes_.assign(n + 1, 0);
+  last_seq_ = recovery.last_seq();
+  log_ = recovery.take_log();
+  assert(image_seq_.size() == n + 1 && since_image_.size() == n + 1 && log_);
+  assert(log_->last_seq() <= last_seq_);
+}
+
+// A new store gets an (empty) image of every table, so each one's coverage
+// is known from the first entry on; so does a store missing an image (a
+// crash or a failure came while it was being created). A migration writes
+// everything in the new layout first, then the schema.
+Status Store::write_first_images(const SchemaDiff& diff, StoreOpenReport& report) {
+  bool missing_image = std::find(image_bytes_.begin(), image_bytes_.end(), 0) != image_bytes_.end();
+  if (report.created || (missing_image && diff.same())) return checkpoint_all();
+  if (diff.same()) return Status::good();
+  Status st = checkpoint_all();
+  if (!st.ok()) return st;
+  st = write_schema_file(io_, dir_, schema_);
+  if (!st.ok()) return st;
+  report.migrated = diff.additions;
   return Status::good();
 }
 
@@ -280,6 +193,9 @@ Status Store::commit(BatchEncoder& batch) {
   std::fill(entry_bytes_.begin(), entry_bytes_.end(), 0);
   batch.encode(tables_, payload_, entry_bytes_);
   if (payload_.empty()) return Status::good();  // nothing changed: nothing to write
+  // The log never holds a save the store has not taken (a failed commit
+  // leaves the store unavailable), so this one comes right after its last.
+  assert(log_->last_seq() <= last_seq_);
   uint64_t seq = last_seq_ + 1;
   io_.point("commit.before_write");
   auto started = std::chrono::steady_clock::now();
@@ -292,6 +208,7 @@ Status Store::commit(BatchEncoder& batch) {
       io_.point("commit.after_sync");
       stats_.sync.add(static_cast<uint64_t>(
           std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count()));
+      assert(log_->last_seq() == seq);
       last_seq_ = seq;
       for (size_t t = 0; t < entry_bytes_.size(); ++t) since_image_[t] += entry_bytes_[t];
       ++stats_.commits;
@@ -376,7 +293,9 @@ void Store::start_checkpoint(std::vector<uint32_t> tables_to_write) {
 Status Store::finish_checkpoint() {
   Job& j = *job_;
   if (j.thread.joinable()) j.thread.join();
+  assert(j.roots.size() == j.tables.size());
   for (size_t i = 0; i < j.tables.size(); ++i) tables_.table(j.tables[i]).drop_root(const_cast<vm::Node*>(j.roots[i]));
+  j.roots.clear();
   for (uint32_t v = 0; v < j.vars.size(); ++v) {
     if (schema_.vars[v].type == FieldType::Text) vm::release(reinterpret_cast<vm::TextObj*>(j.vars[v]));
   }
@@ -384,12 +303,15 @@ Status Store::finish_checkpoint() {
   if (j.status.ok()) {
     for (size_t i = 0; i < j.tables.size(); ++i) {
       uint32_t t = j.tables[i];
+      // An image's save never moves back: the log before it may be gone.
+      assert(j.seq >= image_seq_[t] && since_image_[t] >= j.pending[i]);
       image_seq_[t] = j.seq;
       image_bytes_[t] = j.written[i].bytes;
       since_image_[t] -= j.pending[i];
       ++stats_.images_written;
       stats_.image_bytes += j.written[i].bytes;
     }
+    assert(j.seq >= image_seq_[n]);
     image_seq_[n] = j.seq;
     image_bytes_[n] = j.vars_written.bytes;
     since_image_[n] = 0;
@@ -438,7 +360,7 @@ void Store::release_covered() {
   size_t n = schema_.tables.size();
   for (size_t t = 0; t < n; ++t) {
     if (since_image_[t] == 0 && image_seq_[t] < last_seq_ && image_bytes_[t] > 0) {
-      Status b = bump_image_seq(io_, table_image_path(dir_, schema_.tables[t].name), last_seq_);
+      Status b = rewrite_image_seq(io_, table_image_path(dir_, schema_.tables[t].name), last_seq_);
       if (b.ok()) {
         image_seq_[t] = last_seq_;
       } else {
@@ -447,6 +369,7 @@ void Store::release_covered() {
     }
   }
   uint64_t covered = *std::min_element(image_seq_.begin(), image_seq_.end());
+  assert(covered <= last_seq_);
   log_->release_through(covered);
 }
 

@@ -8,9 +8,10 @@
 //   DIR/log-N           log segments (log_format.h)
 //
 // The state is each image plus every log entry after the save number that
-// image covers. Opening loads the images, replays the log, cuts a torn tail,
-// and migrates when the module only adds (tables, vars, defaulted fields):
-// everything is rewritten in the new layout before the schema file changes.
+// image covers. Opening reads it through recovery (storage/recovery.h: the
+// images, the log replayed), cuts a torn tail, and migrates when the module
+// only adds (tables, vars, defaulted fields): everything is rewritten in
+// the new layout before the schema file changes.
 //
 // Threads: everything here runs on the owner thread except the image
 // writing of a checkpoint, which runs on its own thread from copy-on-write
@@ -33,6 +34,9 @@
 #include "storage/status.h"
 
 namespace aup::storage {
+
+class Recovery;
+struct SchemaDiff;
 
 struct StoreOptions {
   uint64_t segment_bytes = log_format::kDefaultSegmentBytes;
@@ -106,6 +110,11 @@ class Store {
 
  private:
   Store(Io& io, std::string dir, const Schema& schema, StoreOptions o, Tables& tables);
+  // open's steps around recovery (storage/recovery.h).
+  Status lock_directory();
+  Status read_or_create_schema(Recovery& recovery, Schema& stored, bool& created);
+  void take_recovered(Recovery& recovery);
+  Status write_first_images(const SchemaDiff& diff, StoreOpenReport& report);
   struct Job;
   void start_checkpoint(std::vector<uint32_t> tables_to_write);
   Status finish_checkpoint();

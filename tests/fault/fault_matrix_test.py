@@ -23,6 +23,14 @@ store opens, and while a torn tail is cut. For each case:
     takes further events; `aup replay --verify`, `--dump` and `--vars`
     read the same state before and after that restart.
 
+Then `aup replay` itself under faults: on an existing store, each call it
+makes (the lock, the directory listing, every open and every read) fails
+in turn, for the summary with --verify, for --dump and for --entries,
+until an occurrence is not reached (and replay then prints what it prints
+without faults). Each must be a clean refusal: exit 2 with `aup replay:
+cannot ...` naming the file and the error, no crash, no sanitizer report,
+and not a byte of the store changed.
+
 The stores a case starts from (the second column of its line):
   fresh   created by the faulted run, checkpoints and segment reuse on;
   grow    the same without checkpoints: the calls come in a fixed order, so
@@ -46,6 +54,7 @@ import argparse
 import concurrent.futures
 import copy
 import errno
+import hashlib
 import json
 import os
 import random
@@ -88,7 +97,13 @@ CALLS = {
     "rename": ["EIO", "ENOSPC", "EDQUOT", "EROFS"],
     "unlink": ["EIO", "EROFS"],
     "ftruncate": ["EIO", "ENOSPC"],
+    "list_dir": ["EIO"],                               # listing the store's directory
+    "lock": ["EIO", "EROFS"],                          # taking the store's lock (EROFS: creating LOCK)
 }
+# Calls made only while a store opens: the lock once, the listing once for
+# the log (and once more before a new store is created, to see that the
+# directory holds no store files). Later occurrences are never reached.
+AT_OPEN = {"lock": [1], "list_dir": [1, 2]}
 ERRNO = {name: getattr(errno, name) for name in ("EIO", "ENOSPC", "EDQUOT", "EROFS")}
 # Occurrences of a call: the first ones (creating or opening the store, the
 # first commits) and later ones (checkpoints, new and reused segments).
@@ -99,7 +114,11 @@ NTHS_OPEN = [1, 2, 3, 4, 5, 6]  # at the open of an existing store
 
 # What a refusal must say: the operation, then the file (the store's
 # directory is in the path) and the error's text.
-OPERATION = re.compile(r"cannot (write|sync|rename|create|open|read|flush|allocate|update)|no space for")
+OPERATION = re.compile(r"cannot (write|sync|rename|create|open|read|flush|allocate|update|list|lock)|no space for")
+# The calls `aup replay` makes, and the error each fails with.
+REPLAY_CALLS = [("lock", "EIO"), ("list_dir", "EIO"), ("open", "EIO"), ("pread", "EIO")]
+REPLAY_MODES = [["--verify"], ["--dump", "accounts", "--verify"], ["--entries"]]
+REPLAY_REFUSAL = re.compile(r"aup replay: cannot (lock|list|open|read) ")
 
 class CaseFailure(Exception):
     pass
@@ -296,10 +315,13 @@ def run_lines(aup, args, lines):
     return r.returncode, r.stdout.decode().splitlines(), r.stderr.decode()
 
 
-def replay(aup, d, *args):
+def replay(aup, d, *args, faults=None):
+    env = clean_env()
+    if faults:
+        env["AUP_FAULTS"] = faults
     try:
         r = subprocess.run([aup, "replay", "--data", d] + list(args), capture_output=True, text=True,
-                           timeout=READ_TIMEOUT * 2, env=clean_env())
+                           timeout=READ_TIMEOUT * 2, env=env)
     except subprocess.TimeoutExpired:
         raise Hang("aup replay %s did not finish" % " ".join(args))
     sanitizer_clean(r.stderr, "aup replay")
@@ -447,13 +469,16 @@ def checkpoint_failures(stderr):
 
 
 class Case:
-    def __init__(self, plan, scenario, args=None, expect=None, group_count=None):
+    def __init__(self, plan, scenario, args=None, expect=None, group_count=None, store=None):
         self.plan = plan
-        self.scenario = scenario          # fresh | reopen | torn | listen
+        self.scenario = scenario          # fresh | reopen | torn | listen | replay
+        self.store = store                # replay: the prepared store it reads (reopen, torn)
         self.args = args or SMALL_STORE
         self.expect = expect              # a path the case must take ("perhaps-present", ...)
         self.group_count = group_count
-        self.name = "%-40s %-6s" % (plan, scenario)  # scenario: fresh grow reopen grown torn listen
+        self.name = "%-40s %-6s" % (plan, scenario)  # scenario: fresh grow reopen grown torn listen replay
+        if scenario == "replay":
+            self.name += " %s %s" % (store, " ".join(self.args))
         if "--io-threads" in self.args:
             self.name += " io-threads %s" % self.args[self.args.index("--io-threads") + 1]
 
@@ -469,8 +494,13 @@ class Matrix:
         self.full = a.full
         self.prepared = {}
 
-    def store_args(self, case, d):
-        return [self.module, "--data", d] + case.args + FIXED_TIME
+    def store_args(self, case, d, served=True):
+        """The run's arguments; without `served`, for a restart on stdin
+        (--io-threads is refused without --listen)."""
+        args = list(case.args)
+        if not served and "--io-threads" in args:
+            del args[args.index("--io-threads"):args.index("--io-threads") + 2]
+        return [self.module, "--data", d] + args + FIXED_TIME
 
     # An existing store for the reopen and torn scenarios: built once, clean,
     # with segments released and reused, then a few deposits without
@@ -509,7 +539,8 @@ class Matrix:
         started = time.monotonic()
         cdir = tempfile.mkdtemp(prefix="c", dir=self.work)
         try:
-            summary = (self.listen_case if case.scenario == "listen" else self.stdio_case)(case, cdir)
+            run = {"listen": self.listen_case, "replay": self.replay_case}.get(case.scenario, self.stdio_case)
+            summary = run(case, cdir)
             return case, True, summary, time.monotonic() - started
         except (CaseFailure, Hang) as e:
             kind = "HANG: " if isinstance(e, Hang) else ""
@@ -606,7 +637,8 @@ class Matrix:
         before = replay_state(self.aup, d) if replay_first else None
         rng = random.Random(self.seed + 99)
         more = [l for g in bank_groups(rng, 10, False, 900) for l in g if not l.startswith('{"query"')]
-        rc, out, err = run_lines(self.aup, self.store_args(case, d), STATE_QUERIES + more + STATE_QUERIES)
+        rc, out, err = run_lines(self.aup, self.store_args(case, d, served=False),
+                                 STATE_QUERIES + more + STATE_QUERIES)
         check(rc == 0, "the restart without faults: exit %d: %s" % (rc, err.strip()))
         check(len(out) == 2 * len(STATE_QUERIES) + len(more), "the restart answered %d lines" % len(out))
         state = answer_state(out[:3])
@@ -641,6 +673,37 @@ class Matrix:
         if run.perhaps is not None:
             what += " (%s the uncertain batch)" % label
         return what + "; replay agrees"
+
+    # ---- aup replay under faults -------------------------------------------------------------
+
+    def replay_case(self, case, cdir):
+        """`aup replay ARGS` on a prepared store with the Nth call of one kind
+        failing, for N = 1, 2, ... until the call is not reached that often."""
+        d, _ = self.prepare(case.store)
+        call, e = case.plan.split(":")[1], case.plan.split(":")[3]
+        what = "aup replay " + " ".join(case.args)
+        rc, clean, err = replay(self.aup, d, *case.args)
+        check(rc == 0, "%s without faults: exit %d: %s" % (what, rc, err))
+        before = store_bytes(d)
+        first = None
+        for nth in range(1, 1000):
+            plan = "fail:%s:%d:%s" % (call, nth, e)
+            rc, out, err = replay(self.aup, d, *case.args, faults=plan)
+            if not fired_rules(err):
+                check(rc == 0 and out == clean, "%s, %s never reached, printed otherwise (exit %d): %s" %
+                      (what, plan, rc, err.strip()[-300:]))
+                break
+            said = [l for l in err.splitlines() if l.startswith("aup replay: ")]
+            check(rc == 2, "%s, %s: exit %d (expected 2): %s" % (what, plan, rc, err.strip()[-500:]))
+            check(len(said) == 1, "%s, %s: not one refusal: %r" % (what, plan, said))
+            check(REPLAY_REFUSAL.match(said[0]) is not None,
+                  "%s, %s: the refusal does not say which operation failed: %r" % (what, plan, said[0]))
+            check(d in said[0] and os.strerror(ERRNO[e]) in said[0],
+                  "%s, %s: the refusal does not name the file and the error: %r" % (what, plan, said[0]))
+            first = first or shorten(said[0][len("aup replay: "):], d)
+        check(nth > 1, "%s never made a %s call" % (what, call))
+        check(store_bytes(d) == before, "%s under faults changed the store's files" % what)
+        return "%d %s calls, each failing refused (exit 2: %s); the store unchanged" % (nth - 1, call, first)
 
     # ---- --listen unix: ------------------------------------------------------------------
 
@@ -725,6 +788,15 @@ class Conn:
         self.s.close()
 
 
+def store_bytes(d):
+    """Every file of a store and a digest of its bytes."""
+    out = {}
+    for name in sorted(os.listdir(d)):
+        with open(os.path.join(d, name), "rb") as f:
+            out[name] = hashlib.sha256(f.read()).hexdigest()
+    return out
+
+
 def shorten(msg, d):
     msg = msg.replace(d + "/", "").replace(d, "DIR")
     return msg if len(msg) < 150 else msg[:147] + "..."
@@ -757,14 +829,19 @@ def cases(full):
     for call, errnos in CALLS.items():
         expect = "not reached" if call == "ftruncate" else None
         few = call == "ftruncate" and not full  # never called: two cases show it
+        if call in AT_OPEN:
+            expect = "fired"
         # A fresh store: creating it, then running with checkpoints and
         # segment reuse. In CI each occurrence takes the next errno in turn
         # (every errno of a call is covered); --full takes every pair.
-        for i, nth in enumerate(nths[:1] if few else nths):
+        fresh_nths = AT_OPEN[call] if call in AT_OPEN else nths[:1] if few else nths
+        for i, nth in enumerate(fresh_nths):
             for e in (errnos if full else [errnos[i % len(errnos)]]):
                 out.append(Case("fail:%s:%d:%s" % (call, nth, e), "fresh", expect=expect))
         # An existing store opening (its images' save numbers moved up).
-        for i, nth in enumerate(NTHS_OPEN if full else NTHS_OPEN[:1] if few else NTHS_OPEN[:4]):
+        open_nths = AT_OPEN[call][:1] if call in AT_OPEN else NTHS_OPEN if full else NTHS_OPEN[:1] if few else \
+            NTHS_OPEN[:4]
+        for i, nth in enumerate(open_nths):
             for e in (errnos if full else [errnos[i % len(errnos)]]):
                 out.append(Case("fail:%s:%d:%s" % (call, nth, e), "reopen", expect=expect))
     # A store that only grows (no checkpoints): the calls come in a fixed
@@ -815,6 +892,13 @@ def cases(full):
     out.append(Case("fail:fdatasync:3:EIO,fail:fdatasync:4:EIO", "reopen", expect="perhaps-absent"))
     out.append(Case("fail:fdatasync:20:EIO,fail:pwrite:*:EIO", "fresh", args=QUIET_STORE,
                     expect="perhaps-present"))
+    # aup replay: each call it makes, at every occurrence (N), each way of
+    # reading, on a store with images and a log, and on one whose log ends
+    # in a torn entry (read to the end of its segment).
+    for store in ("reopen", "torn"):
+        for mode in REPLAY_MODES:
+            for call, e in REPLAY_CALLS:
+                out.append(Case("fail:%s:N:%s" % (call, e), "replay", args=mode, store=store))
     # The same faults through `--listen unix:`.
     # Both ways of serving sockets: I/O threads, and the owner serving the
     # connections itself (--io-threads 0).
@@ -868,7 +952,7 @@ def main():
     started = time.monotonic()
     todo = [c for c in cases(a.full) if not a.only or a.only in c.name]
     for scenario in ("reopen", "torn", "grown"):
-        if any(c.scenario == scenario for c in todo):
+        if any(scenario in (c.scenario, c.store) for c in todo):
             m.prepare(scenario)  # before the cases run in parallel
     failures, results = [], []
     try:

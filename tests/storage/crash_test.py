@@ -5,8 +5,10 @@ sync, rename and directory sync of a commit, of a checkpoint and of segment
 reuse. A client sends groups of events, each in one write, and waits for the
 answers. After each crash the store is reopened and must hold exactly the
 groups before the crashed one, or those and the crashed one whole (never a
-part of it), and every answered group; the run then continues to the end
-and must reach the same final state as one uninterrupted run.
+part of it), and every answered group; `aup replay --verify` (its --dump of
+each table and its --vars), run on the crashed store before that reopen,
+must read the same state; the run then continues to the end and must reach
+the same final state as one uninterrupted run.
 
 Then failures instead of crashes (EIO, a short write, ENOSPC): whatever was
 answered `ok` is in the store after a restart, and whatever was answered
@@ -67,6 +69,30 @@ def reopen_state(aup, module, d):
     return json.dumps(result(out[0]))
 
 
+def number(x):
+    """A number as crash.aup's text() writes it (the state holds whole ones)."""
+    return str(int(x)) if float(x).is_integer() else repr(x)
+
+
+def replayed(aup, d, *args):
+    r = subprocess.run([aup, "replay", "--data", d, "--verify"] + list(args), capture_output=True, text=True)
+    lines = r.stdout.splitlines()
+    if r.returncode != 0 or not lines or not lines[-1].startswith("verified: "):
+        fail("aup replay --verify %s on %s: exit %d: %s" % (" ".join(args), d, r.returncode, r.stderr.strip()))
+    return [json.loads(l) for l in lines[:-1]]
+
+
+def replay_state(aup, d):
+    """The state `aup replay` reads, as crash.aup's `state` query gives it."""
+    out = []
+    for i in replayed(aup, d, "--dump", "items"):
+        out.append("%s:%s:%s%s" % (number(i["id"]), number(i["qty"]), i["tag"], ":hot" if i["hot"] else ""))
+    for w in replayed(aup, d, "--dump", "words"):
+        out.append("%s=%s" % (w["w"], number(w["n"])))
+    v = replayed(aup, d, "--vars")[0]
+    return json.dumps(out + [number(v["events"]), v["last"]])
+
+
 def verify(aup, d):
     r = subprocess.run([aup, "replay", "--data", d, "--verify"], capture_output=True, text=True)
     if r.returncode != 0:
@@ -95,7 +121,13 @@ def crash_case(aup, module, work, point, nth, groups, states):
     if rc != CRASH_EXIT:
         with open(os.path.join(work, "stderr")) as f:
             fail("%s:%d: exit %d (expected the crash exit %d): %s" % (point, nth, rc, CRASH_EXIT, f.read()))
+    # Replay reads the crashed store as it is (a torn tail not yet cut, a
+    # checkpoint not finished); the reopened run must hold the same state.
+    read = replay_state(aup, d)
     state = reopen_state(aup, module, d)
+    if read != state:
+        fail("%s:%d: aup replay read %s before the reopen, the reopened run holds %s" %
+             (point, nth, read[:300], state[:300]))
     # The groups the store holds: a whole number of them.
     held = [g for g in range(answered, min(answered + 2, len(states))) if states[g] == state]
     if not held:

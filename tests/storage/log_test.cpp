@@ -1,5 +1,5 @@
-// The log: each recovery case as a named test, with helpers that damage
-// bytes the way disks and crashes do (flip, shrink, zero a range), and a
+// The log: each recovery case as a named test, damaging bytes the way disks
+// and crashes do (tests/storage/files.h: flip, shrink, zero a range), and a
 // model test of random appends, reopens, torn tails and segment reuse.
 #include <doctest/doctest.h>
 
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "storage/log.h"
+#include "tests/storage/files.h"
 
 namespace aup::storage {
 namespace {
@@ -24,13 +25,13 @@ namespace {
 namespace fs = std::filesystem;
 namespace lf = log_format;
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/aup-log-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
+using files::flip;
+using files::shrink;
+using files::zero;
+
+// A scratch directory for one test's log.
+struct TempDir : files::TempDir {
+  TempDir() : files::TempDir("aup-log-test") {}
 };
 
 std::vector<uint8_t> bytes_of(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
@@ -69,26 +70,6 @@ void write_log(Io& io, const std::string& dir, const std::vector<std::string>& p
   Opened o = open_log(io, dir);
   for (size_t i = 0; i < payloads.size(); ++i) append(*o.log, i + 1, payloads[i]);
 }
-
-// ---- byte damage -------------------------------------------------------------
-
-void flip(const std::string& path, uint64_t at) {
-  int fd = ::open(path.c_str(), O_RDWR);
-  REQUIRE(fd >= 0);
-  uint8_t b;
-  REQUIRE(::pread(fd, &b, 1, static_cast<off_t>(at)) == 1);
-  b ^= 0x40;
-  REQUIRE(::pwrite(fd, &b, 1, static_cast<off_t>(at)) == 1);
-  ::close(fd);
-}
-void zero(const std::string& path, uint64_t at, uint64_t n) {
-  int fd = ::open(path.c_str(), O_RDWR);
-  REQUIRE(fd >= 0);
-  std::vector<uint8_t> z(n, 0);
-  REQUIRE(::pwrite(fd, z.data(), n, static_cast<off_t>(at)) == static_cast<ssize_t>(n));
-  ::close(fd);
-}
-void shrink(const std::string& path, uint64_t size) { REQUIRE(::truncate(path.c_str(), static_cast<off_t>(size)) == 0); }
 
 // The offset of the k-th entry (0-based) of a segment with these payloads.
 uint64_t entry_offset(const std::vector<std::string>& payloads, size_t k) {
@@ -331,6 +312,50 @@ TEST_SUITE("log") {
     CHECK(o.report.torn);
   }
 
+  TEST_CASE("AReadOnlyOpenReportsATornTailAndLeavesItThere") {
+    TempDir dir;
+    SystemIo io;
+    std::vector<std::string> payloads = {"aaaa", "bbbb", std::string(100, 'c')};
+    write_log(io, dir.path, payloads);
+    uint64_t last = entry_offset(payloads, 2);
+    zero(dir.path + "/log-0", last + lf::kEntryHeaderBytes + 50, 8);
+    std::string before = files::contents(dir.path + "/log-0");
+    Log::Options ro;
+    ro.read_only = true;
+    std::unique_ptr<Log> log;
+    LogOpenReport report;
+    Status st = Log::open(io, dir.path, ro, [&](const LogEntry&) { return Status::good(); }, log, report);
+    REQUIRE_MESSAGE(st.ok(), st.message);
+    CHECK(report.entries == 2);
+    CHECK(report.torn);
+    CHECK(report.torn_where == "log-0 at byte " + std::to_string(last) + ": digest mismatch");
+    CHECK(files::contents(dir.path + "/log-0") == before);
+  }
+
+  TEST_CASE("ARefusedOpenWritesNothing; the torn-looking entry stays for replay to show") {
+    // Entry 2 of log-0 torn, yet log-1 holds a valid entry after it: damage.
+    // The open reads every segment before it cuts anything, so the refusal
+    // leaves log-0 as it was (a cut made first would zero the evidence).
+    TempDir dir;
+    SystemIo io;
+    std::vector<std::string> payloads = {std::string(1500, 'a'), std::string(1500, 'b')};
+    {
+      Opened o = open_log(io, dir.path);
+      append(*o.log, 1, payloads[0]);
+      append(*o.log, 2, payloads[1]);
+      append(*o.log, 3, std::string(1500, 'c'));
+      REQUIRE(o.log->segments().size() == 2);
+    }
+    uint64_t second = entry_offset(payloads, 1);
+    flip(dir.path + "/log-0", second + lf::kEntryHeaderBytes + 7);
+    std::string before = files::contents(dir.path + "/log-0");
+    Opened o = open_log(io, dir.path);
+    REQUIRE_FALSE(o.status.ok());
+    CHECK(o.status.message.find("log-0 at byte " + std::to_string(second) + ": digest mismatch, yet log-1 holds "
+                                "later entries") != std::string::npos);
+    CHECK(files::contents(dir.path + "/log-0") == before);
+  }
+
   TEST_CASE("EntriesRollOverIntoNewSegmentsAndReadBackAcrossThem") {
     TempDir dir;
     SystemIo io;
@@ -460,18 +485,6 @@ TEST_SUITE("log") {
     // pwrite 1 is the segment header; 2 comes back short, the retry fails.
     REQUIRE_FALSE(o.log->append(1, b).ok());
     CHECK(o.log->broken());
-  }
-
-  TEST_CASE("fault plans parse, and malformed ones are refused") {
-    std::vector<FaultRule> rules;
-    std::string err;
-    CHECK(parse_fault_plan("crash:commit.after_write:3,fail:fdatasync:2:ENOSPC,short:pwrite:1", rules, err));
-    REQUIRE(rules.size() == 3);
-    CHECK(rules[0].action == FaultRule::Action::Crash);
-    CHECK(rules[1].err == ENOSPC);
-    CHECK_FALSE(parse_fault_plan("explode:x:1", rules, err));
-    CHECK_FALSE(parse_fault_plan("fail:x:0", rules, err));
-    CHECK_FALSE(parse_fault_plan("fail:x", rules, err));
   }
 
   TEST_CASE("model: random appends, reopens, torn tails and releases") {
