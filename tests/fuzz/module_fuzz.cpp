@@ -1,10 +1,11 @@
 // Fuzz target: module file bytes (docs/module-format.md) through the
 // loader. Each input is read twice: as it is (the header checks), and
 // resealed, its body length and checksum made to match (so mutations reach
-// the section reader and the verifier). A module that loads is made
+// the section reader and the verifier), unless resealing changed nothing. A module that loads is made
 // runnable as `aup run` makes it (constants, a state, the store's schema),
 // disassembled as `aup disasm` does, and must survive a write and a read
 // back unchanged.
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -48,7 +49,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<uint8_t> sealed(data, data + size);
     fuzz::put64(sealed.data() + 8, size - kHeader);
     fuzz::seal(sealed.data(), kHeader, size - kHeader, 16);
-    load(sealed);
+    // The same bytes get the same verdict: an input sealed already is not loaded again.
+    if (!std::equal(sealed.begin(), sealed.end(), data)) load(sealed);
   }
   return 0;
 }
