@@ -71,6 +71,7 @@ class OwnerServer {
   void settle_touched();
   void flush(Conn& c);
   bool finished(const Conn& c) const;
+  bool can_take(const Conn& c) const;
   void update_interest(Conn& c);
   void close_conn(Conn& c);
   bool drained() const;
@@ -240,11 +241,22 @@ void OwnerServer::settle_touched() {
     flush(*c);  // every answer of the turn in one send
     if (finished(*c)) {
       close_conn(*c);
-    } else {
-      update_interest(*c);
+      continue;
     }
+    // Lines held back while its answers waited may go on now that this
+    // send took them: no event will say so if the client, waiting for
+    // those lines' answers, sends nothing more.
+    if (can_take(*c)) queue(*c);
+    update_interest(*c);
   }
   touched_.clear();
+}
+
+// Whether the connection has a line it may take now: within --max-output
+// and --max-pending, and the server still reading.
+bool OwnerServer::can_take(const Conn& c) const {
+  return !c.dead && !stopping_ && c.in.ready() && c.in_batch < o_.max_pending &&
+         c.out.waiting() + c.batch_bytes <= o_.max_output_bytes;
 }
 
 bool OwnerServer::drained() const {
@@ -269,11 +281,15 @@ void OwnerServer::turn(const epoll_event* events, int n, int signal_fd) {
       on_ready(*it->second, events[i].events);
     }
   }
-  work();
-  if (stopping_) {
-    for (auto& [id, c] : conns_) touch(*c);  // stop reading everywhere; close what is done
-  }
-  settle_touched();
+  // Sending a turn's answers can make room for lines held back: they are
+  // taken in this turn too, before the server waits again.
+  do {
+    work();
+    if (stopping_) {
+      for (auto& [id, c] : conns_) touch(*c);  // stop reading everywhere; close what is done
+    }
+    settle_touched();
+  } while (!work_.empty());
 }
 
 int OwnerServer::run(int listen_fd, int signal_fd) {
