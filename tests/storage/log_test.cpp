@@ -294,6 +294,35 @@ TEST_SUITE("log") {
           std::string::npos);
   }
 
+  TEST_CASE("ASegmentSplicedFromAnotherStoreDoesNotChain") {
+    // Store b began as a copy of store a; then each took its own batches,
+    // with the same save numbers, into its own log-1. b's log-1 copied
+    // after a's log-0 is in a's chain (its predecessor is the generation
+    // both log-0s share) and its first entry names the right save number
+    // before it, 3, but the digest of b's entry 3, not a's: it does not
+    // chain. Chaining by number alone would take b's batches as a's.
+    TempDir a, b;
+    SystemIo io;
+    {
+      Opened o = open_log(io, a.path);
+      append(*o.log, 1, "shared 1");
+      append(*o.log, 2, "shared 2");
+    }
+    fs::copy_file(a.path + "/log-0", b.path + "/log-0");
+    for (const auto& [dir, who] : {std::pair{a.path, 'a'}, std::pair{b.path, 'b'}}) {
+      Opened o = open_log(io, dir);
+      REQUIRE_MESSAGE(o.status.ok(), o.status.message);
+      append(*o.log, 3, std::string(2000, who));
+      append(*o.log, 4, std::string(2000, who));  // does not fit log-0: starts log-1
+      REQUIRE(o.log->segments().size() == 2);
+      REQUIRE(o.log->segments()[1].first_seq == 4);
+    }
+    fs::copy_file(b.path + "/log-1", a.path + "/log-1", fs::copy_options::overwrite_existing);
+    Opened o = open_log(io, a.path);
+    REQUIRE_FALSE(o.status.ok());
+    CHECK(o.status.message.find("log-1 at byte 64: does not chain") != std::string::npos);
+  }
+
   TEST_CASE("AnEntryThatDoesNotChainEndsTheLog") {
     TempDir dir;
     SystemIo io;
