@@ -18,9 +18,9 @@ Reads README.md, docs/*.md and bench/*/README.md and runs their examples:
                exit 0); the lines shown under it must appear before the
                next command runs.
 
-The scratch directory holds `examples/` (a copy) and `build/` (links to
-BUILD_DIR's programs), so the pages' commands run as written from the top
-of a checkout. Two things are allowed to differ, because they differ on
+The scratch directory holds `examples/` (a copy), the source folders and
+`tools/` (links) and `build/` (links to BUILD_DIR's programs), so the
+pages' commands run as written from the top of a checkout. Two things are allowed to differ, because they differ on
 every run: paths under /tmp/ and /dev/shm/ are moved into the scratch
 directory, and a 13-digit number (a time in ms, `now`) matches any other.
 """
@@ -123,6 +123,10 @@ class Scratch:
     def __init__(self, build, root):
         self.dir = tempfile.mkdtemp(prefix="aup-docs-")
         shutil.copytree(os.path.join(root, "examples"), os.path.join(self.dir, "examples"))
+        # The sources and tools, for examples that read them (linked: no
+        # example writes there).
+        for d in ("compiler", "vm", "stdlib", "storage", "runtime", "cli", "tools"):
+            os.symlink(os.path.join(os.path.abspath(root), d), os.path.join(self.dir, d))
         for prog in ("cli/aup", "bench/tpcc/aup-tpcc", "compiler/aupc"):
             src = os.path.join(build, prog)
             if os.path.exists(src):
