@@ -11,8 +11,9 @@
 #
 # The inputs a run finds stay in build-fuzz/tests/fuzz/work/NAME/corpus and
 # the next run starts from them, so runs add up. --merge folds them into
-# the seeds (tests/fuzz/corpus/NAME) with libFuzzer's -merge=1: the named
-# seeds stay, and of the rest only inputs that add coverage are kept.
+# the seeds (tests/fuzz/corpus/NAME) with a libFuzzer merge: the named seeds
+# stay, and of the rest only inputs that add coverage are kept
+# (tests/fuzz/merge_corpus.sh).
 # docs/reliability.md ("Fuzzing") says how to run hours of it.
 #
 # Usage: tools/fuzz.sh [--seconds N] [--only NAME,...] [--report FILE]
@@ -44,10 +45,14 @@ if [ -n "$report" ]; then
   case $report in /*) ;; *) report="$PWD/$report" ;; esac
 fi
 sh tools/deps.sh
+work=build-fuzz/tests/fuzz/work
+if [ "$merge" -eq 1 ] && [ -d build-fuzz ]; then
+  # The targets as they are (no reconfigure: that would reset fuzz_seconds).
+  ninja -C build-fuzz -j"$(nproc)" >/dev/null
+  exec sh tests/fuzz/merge_corpus.sh build-fuzz/tests/fuzz "$work" tests/fuzz/corpus $targets
+fi
 CC=clang-19 CXX=clang++-19 sh tools/build.sh build-fuzz -Dfuzz=true -Dfuzz_seconds="$seconds" \
   -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug -Doptimization=1
-work=build-fuzz/tests/fuzz/work
-
 if [ "$merge" -eq 1 ]; then
   exec sh tests/fuzz/merge_corpus.sh build-fuzz/tests/fuzz "$work" tests/fuzz/corpus $targets
 fi
