@@ -12,8 +12,10 @@ Reads README.md, docs/*.md and bench/*/README.md and runs their examples:
                lines shown below it, exactly, and its exit status 0 unless
                the page shows an error (a line `...: N error(s)`). A `...`
                line stands for any lines, a `…` in a line for any text
-               (figures that differ on every run). The sessions of one page
-               share one scratch directory, in order: a page is one tour. A command ending in `&` runs in
+               and the spaces around it (figures that differ on every run,
+               and so do the columns that align them). The sessions of one
+               page share one scratch directory, in order: a page is one
+               tour. A command ending in `&` runs in
                the background until `kill %N` stops it (SIGTERM; it must
                exit 0); the lines shown under it must appear before the
                next command runs.
@@ -104,9 +106,11 @@ def session(lines):
 
 
 def line_pattern(line):
-    # A time in ms (13 digits) differs on every run; `…` is any text.
-    parts = re.split(r"(\d{13}|…)", line)
-    return "".join(r"\d{13}" if re.fullmatch(r"\d{13}", p) else "[^\n]*" if p == "…" else re.escape(p)
+    # A time in ms (13 digits) differs on every run; `…` is any text, and
+    # takes the spaces beside it: a column padded for a 4-digit figure is
+    # one space narrower beside a 5-digit one.
+    parts = re.split(r"(\d{13}| *… *)", line)
+    return "".join(r"\d{13}" if re.fullmatch(r"\d{13}", p) else "[^\n]*" if "…" in p else re.escape(p)
                    for p in parts)
 
 
