@@ -18,12 +18,11 @@
 #
 # Usage: tools/fuzz.sh [--seconds N] [--only NAME,...] [--report FILE]
 #        tools/fuzz.sh --merge [--only NAME,...]
-#        tools/fuzz.sh --build   (only build it: tools/test.sh does so while other tests run)
 # (per target; default 45 s; NAME: source, request, module, log, image)
 set -eu
-seconds=45 only="" report="" merge=0 build_only=0
+seconds=45 only="" report="" merge=0
 usage() {
-  echo "usage: tools/fuzz.sh [--seconds N] [--only NAME,...] [--report FILE] | --merge [--only NAME,...] | --build" >&2
+  echo "usage: tools/fuzz.sh [--seconds N] [--only NAME,...] [--report FILE] | --merge [--only NAME,...]" >&2
   exit 2
 }
 while [ $# -gt 0 ]; do
@@ -32,7 +31,6 @@ while [ $# -gt 0 ]; do
     --only) [ $# -ge 2 ] || usage; only=$(echo "$2" | tr ',' ' '); shift 2 ;;
     --report) [ $# -ge 2 ] || usage; report=$2; shift 2 ;;
     --merge) merge=1; shift ;;
-    --build) build_only=1; shift ;;
     *) usage ;;
   esac
 done
@@ -58,7 +56,6 @@ CC=clang-19 CXX=clang++-19 sh tools/build.sh build-fuzz -Dfuzz=true -Dfuzz_secon
 if [ "$merge" -eq 1 ]; then
   exec sh tests/fuzz/merge_corpus.sh build-fuzz/tests/fuzz "$work" tests/fuzz/corpus $targets
 fi
-[ "$build_only" -eq 1 ] && exit 0
 
 rm -f build-fuzz/meson-logs/testlog.json
 for name in $targets; do rm -f "$work/$name/stats"; done
