@@ -49,10 +49,10 @@ work=build-fuzz/tests/fuzz/work
 if [ "$merge" -eq 1 ] && [ -d build-fuzz ]; then
   # The targets as they are (no reconfigure: that would reset fuzz_seconds).
   ninja -C build-fuzz -j"$(nproc)" >/dev/null
-  exec sh tests/fuzz/merge_corpus.sh build-fuzz/tests/fuzz "$work" tests/fuzz/corpus $targets
+else
+  CC=clang-19 CXX=clang++-19 sh tools/build.sh build-fuzz -Dfuzz=true -Dfuzz_seconds="$seconds" \
+    -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug -Doptimization=1
 fi
-CC=clang-19 CXX=clang++-19 sh tools/build.sh build-fuzz -Dfuzz=true -Dfuzz_seconds="$seconds" \
-  -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug -Doptimization=1
 if [ "$merge" -eq 1 ]; then
   exec sh tests/fuzz/merge_corpus.sh build-fuzz/tests/fuzz "$work" tests/fuzz/corpus $targets
 fi
