@@ -204,13 +204,19 @@ namespace {
 // Refused before anything is loaded or made (the store directory): an
 // address that cannot be, a --data that is a file.
 int refuse_before_start(const RunOptions& o) {
-  if (!o.listen.empty()) {
+  bool http = false;
+  for (const std::string& spec : o.listen) {
     runtime::ListenAddress where;
     std::string error;
-    if (!runtime::parse_listen_address(o.listen, where, error)) {
+    if (!runtime::parse_listen_address(spec, where, error)) {
       fmt::print(stderr, "aup run: --listen: {}\n", error);
       return kExitUsage;
     }
+    http = http || where.http;
+  }
+  if (o.http_timeout_seconds && !http) {
+    fmt::print(stderr, "aup run: --http-timeout needs an HTTP address: --listen http://HOST:PORT\n");
+    return kExitUsage;
   }
   if (!o.memory) return refuse_data_file("run", o.data);
   return -1;
@@ -245,6 +251,33 @@ int open_store(const RunOptions& o, storage::Io& fs, const storage::Schema& sche
   return kExitOk;
 }
 
+// Fills the module's indexes from the tables just recovered: indexes are
+// not stored (docs/store-format.md), so this is part of every open. A
+// unique index that finds two rows with equal values refuses the open.
+int build_indexes(const vm::Module& m, vm::State& state) {
+  if (m.indexes.empty()) return kExitOk;
+  bool tty = isatty(fileno(stderr)) != 0;
+  auto start = std::chrono::steady_clock::now();
+  bool shown = false;
+  // As OpenProgress: a line on a terminal once the work has taken a second,
+  // or before an index over a million rows (which takes about that).
+  auto progress = [&](uint32_t i) {
+    size_t rows = state.table(m.indexes[i].table).size();
+    if (!tty || (std::chrono::steady_clock::now() - start < std::chrono::seconds(1) && rows < 1000000)) return;
+    fmt::print(stderr, "\raup: opening the store: building index `{}` of `{}` ({}, {} of {})", m.indexes[i].name,
+               m.tables[m.indexes[i].table].name, counted(rows, "row", "rows"), i + 1, m.indexes.size());
+    shown = true;
+  };
+  std::string error;
+  bool ok = state.rebuild_indexes(error, progress);
+  if (shown) fmt::print(stderr, "\n");
+  if (!ok) {
+    fmt::print(stderr, "aup run: cannot open the store: {}\n", error);
+    return kExitErrors;
+  }
+  return kExitOk;
+}
+
 // Answers the requests of stdin, or of the sockets of --listen, until the
 // input ends or a signal comes; `d` makes the events durable (or not).
 int serve(const RunOptions& o, const runtime::ServiceOptions& so, runtime::Service& service, vm::State& state,
@@ -266,6 +299,7 @@ int serve(const RunOptions& o, const runtime::ServiceOptions& so, runtime::Servi
   if (o.max_pending) server.max_pending = o.max_pending;
   if (o.max_output_bytes) server.max_output_bytes = o.max_output_bytes;
   if (o.max_line_bytes) server.max_line_bytes = o.max_line_bytes;
+  if (o.http_timeout_seconds) server.http_timeout_seconds = o.http_timeout_seconds;
   server.max_batch = o.max_batch;
   server.fixed_now = o.fixed_time;
   server.stats = o.stats;
@@ -285,6 +319,7 @@ int run_on_store(const RunOptions& o, const vm::Module& m, vm::State& state, con
   runtime::StateTables tables(state);
   std::unique_ptr<storage::Store> store;
   if (int rc = open_store(o, *fs, schema, tables, store); rc != kExitOk) return rc;
+  if (int rc = build_indexes(m, state); rc != kExitOk) return rc;
   runtime::Service service(m, state, so);
   runtime::StoreDurability durable(state, schema, *store);
   int served = serve(o, so, service, state, durable);

@@ -1,4 +1,4 @@
-// The work behind `aup disasm` and `aup run` (main.cpp only parses the
+// The work behind `aup disasm`, `aup run` and `aup backup` (main.cpp only parses the
 // command line; `aup check` and `aup build` are the front end's own,
 // compiler/driver.h). Each returns the exit code: 0 success, 1 a problem
 // the user must fix (a module with errors, a damaged module file or
@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace aup::cli {
@@ -36,14 +37,23 @@ struct RunOptions {
   // cannot be loaded (then the VM, said on stderr).
   std::string engine;
   bool stats = false;           // print the store's figures at exit (and, serving, a line a second)
-  // --listen: serve connections instead of stdin.
-  std::string listen;
+  // --listen (any number): serve connections instead of stdin.
+  std::vector<std::string> listen;
+  uint32_t http_timeout_seconds = 0;  // 0: the default
   std::optional<uint32_t> io_threads;  // unset: runtime::default_io_threads()
   uint32_t max_connections = 0;
   uint32_t max_pending = 0;
   uint64_t max_output_bytes = 0;
 };
 int run(const RunOptions& o);
+
+// `aup backup`: a copy of the store `data` as of one save, made while it
+// may be served (storage/backup.h), into the new directory `to`.
+struct BackupOptions {
+  std::string data = "aup-data";
+  std::string to;
+};
+int backup(const BackupOptions& o);
 
 // `--data` naming something that is there and is not a directory (a
 // regular file) is the caller's mistake: said for `aup COMMAND`, exit 2.

@@ -9,14 +9,19 @@
 #include <cstdint>
 #include <string>
 
+#include "cli/call.h"
 #include "cli/commands.h"
+#include "cli/shell.h"
 #include "compiler/check_cli.h"
 #include "runtime/replay.h"
 
 namespace {
 
+using aup::cli::BackupOptions;
+using aup::cli::CallOptions;
 using aup::cli::DisasmOptions;
 using aup::cli::RunOptions;
+using aup::cli::ShellOptions;
 using aup::runtime::ReplayOptions;
 
 CLI::App* add_disasm_command(CLI::App& app, DisasmOptions& o) {
@@ -107,10 +112,15 @@ void add_store_options(CLI::App& cmd, RunOptions& o) {
 
 // Serving sockets instead of stdin, and the limits that only serving has.
 void add_listen_options(CLI::App& cmd, RunOptions& o) {
-  CLI::Option* listen = cmd.add_option("--listen", o.listen,
-                                       "serve many connections instead of stdin: unix:PATH (mode 0600), HOST:PORT,\n"
-                                       "or :PORT (loopback); the address is printed on stderr")
-                            ->type_name("ADDR");
+  CLI::Option* listen =
+      cmd.add_option("--listen", o.listen,
+                     "serve many connections instead of stdin, speaking the line protocol on unix:PATH\n"
+                     "(mode 0600), HOST:PORT or :PORT (loopback), or HTTP on http://HOST:PORT or\n"
+                     "http://:PORT (loopback); may be given more than once; each address is printed on\n"
+                     "stderr")
+          ->type_name("ADDR")
+          ->allow_extra_args(false)  // one address an occurrence: `--listen A MODULE` leaves MODULE
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd.add_option_function<uint32_t>(
          "--io-threads", [&o](const uint32_t& n) { o.io_threads = n; },
          "with --listen: threads that read, write and run queries; 0: the owner thread serves\n"
@@ -126,6 +136,11 @@ void add_listen_options(CLI::App& cmd, RunOptions& o) {
                  "with --listen: requests of one connection read but not yet answered; past it the\n"
                  "connection is not read until answers are taken (default 1024)")
       ->check(CLI::Range(1u, 1000000u))
+      ->needs(listen);
+  cmd.add_option("--http-timeout", o.http_timeout_seconds,
+                 "with --listen http://...: seconds an HTTP request may take to arrive whole, from its\n"
+                 "first byte; a slower one is answered 408 and closed (default 10)")
+      ->check(CLI::Range(1u, 3600u))
       ->needs(listen);
   cmd.add_option("--max-output", o.max_output_bytes,
                  "with --listen: bytes of answers waiting for one connection before it is no longer\n"
@@ -147,10 +162,22 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   return cmd;
 }
 
+CLI::App* add_backup_command(CLI::App& app, BackupOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "backup", "Copy a store as of one save into a new directory, also while `aup run` serves it (the\n"
+                "server does not wait). The copy is made in DEST.partial, synced, renamed to DEST and\n"
+                "verified; it opens as a store (restoring is opening it). docs/operations.md.\n"
+                "Exit status: 0 copied and verified, 1 the source is damaged, 2 usage or environment.");
+  cmd->add_option("--data", o.data, "the store directory")->capture_default_str()->type_name("DIR");
+  cmd->add_option("--to", o.to, "the directory to make (it must not exist)")->required()->type_name("DEST");
+  return cmd;
+}
+
 CLI::App* add_replay_command(CLI::App& app, ReplayOptions& o) {
   CLI::App* cmd = app.add_subcommand(
       "replay", "Inspect a store without running module code and without writing to it: by default a\n"
-                "summary of its tables, images and log segments.\n"
+                "summary of its tables, images and log segments. A store a running `aup run` serves is\n"
+                "read as of its newest durable save (docs/store-format.md, \"Reading a served store\").\n"
                 "Exit status: 0 fine, 1 damage, 2 usage or a store that cannot be read.");
   cmd->add_option("--data", o.data, "the store directory")->capture_default_str()->type_name("DIR");
   cmd->add_flag("--verify", o.verify, "read everything; check every digest and the log's chain");
@@ -166,6 +193,46 @@ CLI::App* add_replay_command(CLI::App& app, ReplayOptions& o) {
   cmd->callback([at, dump, vars] {
     if (at->count() && !dump->count() && !vars->count()) throw CLI::ValidationError("--at", "needs --dump or --vars");
   });
+  return cmd;
+}
+
+CLI::App* add_call_command(CLI::App& app, CallOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "call", "Send one request to a running `aup run --listen` server and print its answer line.\n"
+              "The request: NAME then its arguments, by name (from=1 to=2) or in order (balance 1),\n"
+              "checked against the server's module first; a bare word is a text for a text argument,\n"
+              "anything else is JSON. Or one raw JSON request line.\n"
+              "Exit status: 0 answered ok, 1 the request failed (code and message on stderr),\n"
+              "2 usage or connection problems.");
+  cmd->add_option("address", o.address, "where the server listens: unix:PATH, HOST:PORT, :PORT or http://HOST:PORT")
+      ->required()
+      ->type_name("ADDRESS");
+  cmd->add_option("request", o.words, "NAME [ARG ...], or a JSON request")->required()->type_name("NAME [ARG ...]");
+  cmd->add_option("--timeout", o.timeout_seconds, "seconds to wait for each answer")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 86400.0));
+  return cmd;
+}
+
+CLI::App* add_shell_command(CLI::App& app, ShellOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "shell", "Type requests by hand: against a running server (ADDRESS), or a store the shell opens\n"
+               "itself (MODULE --data DIR, MODULE --memory). Requests as `aup call` takes them (NAME\n"
+               "ARG ...) or as JSON lines; tab completes names and arguments; history is kept across\n"
+               "sessions; .help lists the dot commands. Without a terminal it reads the same lines from\n"
+               "stdin and prints one answer a line.\n"
+               "Exit status: 0 every request ok, 1 some request failed or was refused, 2 usage or\n"
+               "connection problems.");
+  cmd->add_option("target", o.target, "unix:PATH, HOST:PORT, :PORT or http://HOST:PORT; or an .aup/.aupm module with --data or --memory")
+      ->required()
+      ->type_name("ADDRESS|MODULE");
+  CLI::Option* data = cmd->add_option("--data", o.data, "open this store with MODULE")->type_name("DIR");
+  cmd->add_flag("--memory", o.memory, "run MODULE with its state in memory only")->excludes(data);
+  cmd->add_option("--history", o.history, "the history file (default $AUP_HISTORY, else ~/.aup_history)")
+      ->type_name("FILE");
+  cmd->add_option("--timeout", o.timeout_seconds, "seconds to wait for each answer")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 86400.0));
   return cmd;
 }
 
@@ -189,6 +256,12 @@ int main(int argc, char** argv) {
   CLI::App* run_cmd = add_run_command(app, run);
   ReplayOptions replay;
   CLI::App* replay_cmd = add_replay_command(app, replay);
+  CallOptions call;
+  CLI::App* call_cmd = add_call_command(app, call);
+  ShellOptions shell;
+  CLI::App* shell_cmd = add_shell_command(app, shell);
+  BackupOptions backup;
+  CLI::App* backup_cmd = add_backup_command(app, backup);
 
   if (int rc = aup::missing_command(app, argc, argv); rc >= 0) return rc;
   try {
@@ -200,6 +273,9 @@ int main(int argc, char** argv) {
   if (build_cmd->parsed()) return aup::run_build(build, stdout, stderr);
   if (disasm_cmd->parsed()) return aup::cli::disasm(disasm);
   if (run_cmd->parsed()) return aup::cli::run(run);
+  if (call_cmd->parsed()) return aup::cli::call(call, stdout, stderr);
+  if (shell_cmd->parsed()) return aup::cli::shell(shell, "/proc/self/exe");
+  if (backup_cmd->parsed()) return aup::cli::backup(backup);
   if (replay_cmd->parsed()) {
     if (int rc = aup::cli::refuse_data_file("replay", replay.data); rc >= 0) return rc;
     std::string faults;

@@ -67,14 +67,18 @@ enum class Ref : uint8_t {
   TableCount, TableFirst, TableLast,
   ViewCount, ViewFirst, ViewLast, ViewEmpty,
   ArrayCount,
+  IndexAll,    // t.by_x: every row in index by_x's order; index: the index number
   // ExprKind::Index
   ArrayElem,   // a[i]
-  TableRow,    // t[key]
-  TableView,   // t[a .. b] (rhs is a Range)
+  TableRow,    // t[key], t[k1, k2, ...] (every field of a composite key)
+  TableView,   // t[a .. b]; t[k1, ..] (a prefix of a composite key); t[k1, a .. b]
+  IndexRow,    // t.by_x[v1, ..] (every field of a unique index); index: the index number
+  IndexView,   // t.by_x[v1, ..] (a prefix of the index fields, or a range last)
   // ExprKind::Call
   CallFn,       // index: helper number
   CallBuiltin,  // index: builtin id (stdlib)
   TableHas, TableAdd, TablePut, TableRemove, TableAt,
+  ViewAt,
   ArrayPush, ArrayPop,
 };
 
@@ -103,7 +107,7 @@ struct Expr {
   BinaryOp binary = BinaryOp::Add;
   Expr* lhs = nullptr;  // Unary operand; Binary/Range left; Field/Index base; Call callee
   Expr* rhs = nullptr;  // Binary/Range right; Index subscript
-  std::vector<Expr*> args;        // Call arguments, ArrayLit elements
+  std::vector<Expr*> args;        // Call arguments, ArrayLit elements, Index subscripts (rhs is the first)
   std::vector<FieldInit> fields;  // RecordLit, ObjectLit
   Pos start;  // first token of the whole expression (for "value unused" etc.)
 };
@@ -130,6 +134,7 @@ struct Stmt {
   uint32_t slot = 0;       // checker: Let/For local slot
   const Type* type = nullptr;  // checker: Let/For the local's type
   ForKind for_kind = ForKind::Array;  // checker
+  bool descending = false;  // For: `for x in rows desc`
 };
 
 struct Block {
@@ -140,13 +145,18 @@ struct Block {
 
 // ---- declarations ------------------------------------------------------------
 
-enum class DeclKind : uint8_t { Record, Table, Var, Event, On, Query, Fn };
+enum class DeclKind : uint8_t { Record, Table, Var, Event, On, Query, Fn, Index };
 
 struct FieldDecl {
   Sym name = 0;
   Pos pos;
   TypeExpr* type = nullptr;
   Expr* default_value = nullptr;  // a literal, checked by the checker
+};
+
+struct KeyName {
+  Sym name = 0;
+  Pos pos;
 };
 
 struct Param {
@@ -162,10 +172,10 @@ struct Decl {
   Pos name_pos;
   uint32_t name_width = 1;
   std::vector<FieldDecl> fields;  // Record, Event
-  Sym record = 0;                 // Table
+  Sym record = 0;                 // Table; Index: the table's name
   Pos record_pos;
-  Sym key = 0;                    // Table
-  Pos key_pos;
+  std::vector<KeyName> keys;      // Table: the key's fields, in key order; Index: its fields
+  bool unique = false;            // Index
   TypeExpr* type = nullptr;       // Var
   Expr* init = nullptr;           // Var
   std::vector<Param> params;      // Query, Fn

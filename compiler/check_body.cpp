@@ -32,7 +32,7 @@ std::string_view binary_spelling(BinaryOp op) {
 
 constexpr std::string_view kTableMembers[] = {"count", "first", "last", "has",
                                               "add",   "put",   "remove", "at"};
-constexpr std::string_view kViewMembers[] = {"count", "first", "last", "empty"};
+constexpr std::string_view kViewMembers[] = {"count", "first", "last", "empty", "at"};
 constexpr std::string_view kArrayMembers[] = {"count", "push", "pop"};
 
 template <size_t N>
@@ -437,11 +437,11 @@ void Checker::check_assign(Stmt* s) {
         ok = false;
       } else if (base->is(TypeKind::Row)) {
         const TableInfo& t = *base->table;
-        if (target->index == t.key_field) {
+        if (t.is_key_field(target->index)) {
           error(target->pos, target->width,
-                fmt::format("`{}` is the key of `{}`; a row's key cannot change (remove the row "
+                fmt::format("`{}` is {} of `{}`; a row's key cannot change (remove the row "
                             "and add a new one)",
-                            str(target->sym), str(t.name)));
+                            str(target->sym), t.composite() ? "part of the key" : "the key", str(t.name)));
           ok = false;
         } else {
           note_write(target->pos, target->width,
@@ -455,7 +455,8 @@ void Checker::check_assign(Stmt* s) {
     case ExprKind::Index:
       if (target->ref == Ref::ArrayElem) {
         ok = check_place(target->lhs);
-      } else if (target->ref == Ref::TableRow || target->ref == Ref::TableView) {
+      } else if (target->ref == Ref::TableRow || target->ref == Ref::TableView || target->ref == Ref::IndexRow ||
+                 target->ref == Ref::IndexView) {
         error(target->pos, target->width,
               "a table's rows are not assigned whole; assign their fields (`t[k].f = v`) or "
               "replace a row with `t.put(...)`");
@@ -489,13 +490,17 @@ void Checker::check_for(Stmt* s) {
   const Type* var = types_.error();
   bool readonly = true;
   bool iterates_table = false;
+  if (subject->is(TypeKind::Table) || subject->is(TypeKind::View)) {
+    s->for_kind = subject->is(TypeKind::Table) ? ForKind::Table : ForKind::View;
+    var = types_.row(subject->table);
+    iterates_table = true;
+  }
+  if (s->descending && !iterates_table && !subject->is_error()) {
+    error(s->pos, "`desc` walks the rows of a table or a view last first; an array or a range has no `desc`");
+  }
   switch (subject->kind) {
     case TypeKind::Table:
-    case TypeKind::View:
-      s->for_kind = subject->is(TypeKind::Table) ? ForKind::Table : ForKind::View;
-      var = types_.row(subject->table);
-      iterates_table = true;
-      break;
+    case TypeKind::View: break;
     case TypeKind::Array:
       s->for_kind = ForKind::Array;
       var = subject->elem;
@@ -805,6 +810,12 @@ const Type* Checker::check_field(Expr* e) {
     case TypeKind::Error: return types_.error();
     case TypeKind::Table: {
       const TableInfo& t = *base->table;
+      for (const IndexInfo* x : t.indexes) {
+        if (x->name != e->sym) continue;
+        e->ref = Ref::IndexAll;
+        e->index = x->index;
+        return types_.view(&t);
+      }
       if (name == "count") { e->ref = Ref::TableCount; return types_.num(); }
       if (name == "first") { e->ref = Ref::TableFirst; return types_.row(&t); }
       if (name == "last") { e->ref = Ref::TableLast; return types_.row(&t); }
@@ -818,6 +829,7 @@ const Type* Checker::check_field(Expr* e) {
       if (name == "first") { e->ref = Ref::ViewFirst; return types_.row(base->table); }
       if (name == "last") { e->ref = Ref::ViewLast; return types_.row(base->table); }
       if (name == "empty") { e->ref = Ref::ViewEmpty; return types_.boolean(); }
+      if (name == "at") return method_without_call("view");
       return unknown_member("a view", as_list(kViewMembers));
     case TypeKind::Array:
       if (name == "count") { e->ref = Ref::ArrayCount; return types_.num(); }
@@ -875,44 +887,146 @@ const Type* Checker::check_field(Expr* e) {
 const Type* Checker::check_index(Expr* e) {
   const Type* base = check_expr(e->lhs, nullptr);
   switch (base->kind) {
-    case TypeKind::Table: {
-      const TableInfo& t = *base->table;
-      if (e->rhs->kind == ExprKind::Range) {
-        const Type* range = check_expr(e->rhs, nullptr);
-        e->ref = Ref::TableView;
-        if (!range->is_error() && range->elem != t.key_type) {
-          error(e->rhs->pos, e->rhs->width,
-                fmt::format("`{}` is keyed by `{}`; this range is of `{}`", str(t.name),
-                            tname(t.key_type), tname(range->elem)));
-        }
-        return types_.view(&t);
-      }
-      const Type* k = check_value(e->rhs, t.key_type);
-      e->ref = Ref::TableRow;
-      if (!assignable(k, t.key_type)) {
-        mismatch(e->rhs->start, e->rhs->width, fmt::format("the key of `{}`", str(t.name)),
-                 t.key_type, k);
-      }
-      return types_.row(&t);
-    }
+    case TypeKind::Table:
+      return check_table_index(e, *base->table);
     case TypeKind::Array: {
+      if (e->args.size() > 1) {
+        error(e->args[1]->start, "an array takes one index");
+        for (Expr* a : e->args) check_expr(a, nullptr);
+        return types_.error();
+      }
       const Type* i = check_value(e->rhs, types_.num());
       e->ref = Ref::ArrayElem;
       if (!assignable(i, types_.num())) mismatch(e->rhs->start, e->rhs->width, "an array index", types_.num(), i);
       return base->elem;
     }
     case TypeKind::Error:
-      check_expr(e->rhs, nullptr);
+      for (Expr* a : e->args) check_expr(a, nullptr);
       return types_.error();
     case TypeKind::View:
-      check_expr(e->rhs, nullptr);
-      error(e->pos, "a view cannot be indexed; use `.first`, `.last`, iterate it, or `t.at(i)`");
+      if (e->lhs->kind == ExprKind::Field && e->lhs->ref == Ref::IndexAll) {
+        return check_index_subscripts(e, *program_.indexes[e->lhs->index]);
+      }
+      for (Expr* a : e->args) check_expr(a, nullptr);
+      error(e->pos, "a view cannot be indexed; use `.first`, `.last`, `.at(i)` or iterate it");
       return types_.error();
     default:
-      check_expr(e->rhs, nullptr);
+      for (Expr* a : e->args) check_expr(a, nullptr);
       error(e->pos, fmt::format("`{}` cannot be indexed", tname(base)));
       return types_.error();
   }
+}
+
+// `t[k]`, `t[a .. b]`, and for a composite key `t[k1, k2, ...]`: every field
+// of the key selects a row; fewer select the view of the rows whose key
+// starts with them; a range as the last subscript selects the rows whose
+// next key field lies in it.
+const Type* Checker::check_table_index(Expr* e, const TableInfo& t) {
+  size_t n = e->args.size();
+  size_t arity = t.key_fields.size();
+  if (n > arity) {
+    error(e->args[arity]->start,
+          fmt::format("`{}` is keyed by {}; found {} subscripts", str(t.name), key_names(t), n));
+    for (Expr* a : e->args) check_expr(a, nullptr);
+    return types_.error();
+  }
+  bool range = e->args.back()->kind == ExprKind::Range;
+  bool misplaced = false;
+  for (size_t i = 0; i + (range ? 1 : 0) < n; ++i) {
+    Expr* a = e->args[i];
+    if (a->kind == ExprKind::Range) {
+      error(a->pos, a->width, "a range selects rows only as the last subscript");
+      check_expr(a, nullptr);
+      misplaced = true;
+      continue;
+    }
+    const Type* k = check_value(a, t.key_types[i]);
+    if (!assignable(k, t.key_types[i])) mismatch(a->start, a->width, key_context(t, i), t.key_types[i], k);
+  }
+  if (misplaced) {
+    if (range) check_expr(e->args.back(), nullptr);
+    return types_.error();
+  }
+  if (range) {
+    Expr* r = e->args.back();
+    const Type* got = check_expr(r, nullptr);
+    const Type* want = t.key_types[n - 1];
+    if (!got->is_error() && got->elem != want) {
+      error(r->pos, r->width,
+            arity == 1 ? fmt::format("`{}` is keyed by `{}`; this range is of `{}`", str(t.name), tname(want),
+                                     tname(got->elem))
+                       : fmt::format("{} is `{}`; this range is of `{}`", key_context(t, n - 1), tname(want),
+                                     tname(got->elem)));
+    }
+    e->ref = Ref::TableView;
+    return types_.view(&t);
+  }
+  e->ref = n == arity ? Ref::TableRow : Ref::TableView;
+  return n == arity ? types_.row(&t) : types_.view(&t);
+}
+
+// `t.by_x[v1, ..]`: as a composite key's subscripts (check_table_index),
+// over the index fields; every field of a unique index selects its row.
+const Type* Checker::check_index_subscripts(Expr* e, const IndexInfo& x) {
+  const TableInfo& t = *x.table;
+  size_t n = e->args.size();
+  size_t arity = x.fields.size();
+  std::string name = fmt::format("`{}.{}`", str(t.name), str(x.name));
+  auto field_name = [&](size_t i) { return str(t.record->fields[x.fields[i]].name); };
+  if (n > arity) {
+    std::string fields;
+    for (size_t i = 0; i < arity; ++i) fields += fmt::format("{}`{}`", i ? ", " : "", field_name(i));
+    error(e->args[arity]->start, fmt::format("{} is ordered by {}; found {} subscripts", name, fields, n));
+    for (Expr* a : e->args) check_expr(a, nullptr);
+    return types_.error();
+  }
+  bool range = e->args.back()->kind == ExprKind::Range;
+  bool bad = false;
+  for (size_t i = 0; i < n; ++i) {
+    Expr* a = e->args[i];
+    std::string context = fmt::format("field `{}` of {}", field_name(i), name);
+    if (a->kind == ExprKind::Range && i + 1 < n) {
+      error(a->pos, a->width, "a range selects rows only as the last subscript");
+      check_expr(a, nullptr);
+      bad = true;
+    } else if (a->kind == ExprKind::Range) {
+      const Type* got = check_expr(a, nullptr);
+      if (!got->is_error() && got->elem != x.field_types[i]) {
+        error(a->pos, a->width,
+              fmt::format("{} is `{}`; this range is of `{}`", context, tname(x.field_types[i]), tname(got->elem)));
+      }
+    } else {
+      const Type* k = check_value(a, x.field_types[i]);
+      if (!assignable(k, x.field_types[i])) mismatch(a->start, a->width, context, x.field_types[i], k);
+    }
+  }
+  if (bad) return types_.error();
+  if (!range && n == arity && x.unique) {
+    e->ref = Ref::IndexRow;
+    e->index = x.index;
+    return types_.row(&t);
+  }
+  e->ref = Ref::IndexView;
+  e->index = x.index;
+  return types_.view(&t);
+}
+
+// "(w, d, o)", or "`id`" for a one-field key.
+std::string Checker::key_names(const TableInfo& t) const {
+  const RecordInfo& r = *t.record;
+  if (!t.composite()) return fmt::format("`{}`", str(r.fields[t.key_fields[0]].name));
+  std::string out = "(";
+  for (size_t i = 0; i < t.key_fields.size(); ++i) {
+    out += (i ? ", " : "") + std::string(str(r.fields[t.key_fields[i]].name));
+  }
+  return out + ")";
+}
+
+// What a mismatched subscript or argument is: "the key of `t`", or for a
+// composite key "key field `d` of `t`".
+std::string Checker::key_context(const TableInfo& t, size_t i) const {
+  if (!t.composite()) return fmt::format("the key of `{}`", str(t.name));
+  return fmt::format("key field `{}` of `{}`", str(t.record->fields[t.key_fields[i]].name), str(t.name));
 }
 
 bool Checker::check_arg_count(Expr* call, std::string_view callee, size_t min, size_t max) {
@@ -1089,6 +1203,14 @@ const Type* Checker::check_method(Expr* e) {
   switch (base->kind) {
     case TypeKind::Table: return check_table_method(e, *base->table);
     case TypeKind::Array: return check_array_method(e, base);
+    case TypeKind::View:
+      if (str(callee->sym) == "at") {
+        callee->type = types_.error();
+        e->ref = Ref::ViewAt;
+        if (check_arg_count(e, "at", 1, 1)) check_args(e, "at", {types_.num()}, nullptr);
+        return types_.row(base->table);
+      }
+      break;
     case TypeKind::Error:
       for (Expr* a : e->args) check_expr(a, nullptr);
       return types_.error();
@@ -1108,6 +1230,19 @@ const Type* Checker::check_method(Expr* e) {
   return types_.error();
 }
 
+// The arguments of `t.has(...)` and `t.remove(...)`: the key's fields.
+void Checker::check_key_args(Expr* e, const TableInfo& t, std::string_view callee) {
+  if (!t.composite()) {
+    check_args(e, callee, {t.key_types[0]}, nullptr);
+    return;
+  }
+  for (size_t i = 0; i < e->args.size(); ++i) {
+    Expr* a = e->args[i];
+    const Type* k = check_value(a, t.key_types[i]);
+    if (!assignable(k, t.key_types[i])) mismatch(a->start, a->width, key_context(t, i), t.key_types[i], k);
+  }
+}
+
 const Type* Checker::check_table_method(Expr* e, const TableInfo& t) {
   Expr* callee = e->lhs;
   callee->type = types_.error();
@@ -1116,7 +1251,7 @@ const Type* Checker::check_table_method(Expr* e, const TableInfo& t) {
   const Type* row_value = t.record->type;
   if (name == "has" || name == "remove") {
     e->ref = name == "has" ? Ref::TableHas : Ref::TableRemove;
-    if (check_arg_count(e, full, 1, 1)) check_args(e, full, {t.key_type}, nullptr);
+    if (check_arg_count(e, full, t.key_fields.size(), t.key_fields.size())) check_key_args(e, t, full);
     if (e->ref == Ref::TableRemove) note_membership(t, callee, name);
     return name == "has" ? types_.boolean() : types_.void_();
   }

@@ -4,6 +4,7 @@
 #include <deque>
 
 #include "compiler/checker_impl.h"
+#include "vm/key.h"
 
 namespace aup {
 namespace detail {
@@ -59,6 +60,9 @@ void Checker::run() {
   for (auto& r : program_.records) resolve_record_fields(*r);
   check_record_cycles();
   for (auto& t : program_.tables) resolve_table(*t);
+  for (Decl* d : ast_.module.decls) {
+    if (d->kind == DeclKind::Index) resolve_index(d);
+  }
   for (auto& v : program_.vars) resolve_var(*v);
   for (Decl* d : ast_.module.decls) {
     if (d->kind == DeclKind::On) declare_handler(d);
@@ -83,7 +87,7 @@ void Checker::run() {
 
 void Checker::declare_globals() {
   for (Decl* d : ast_.module.decls) {
-    if (d->kind != DeclKind::On) declare(d);
+    if (d->kind != DeclKind::On && d->kind != DeclKind::Index) declare(d);
   }
 }
 
@@ -97,7 +101,8 @@ void Checker::declare(Decl* d) {
     case DeclKind::Event: kind = GlobalKind::Event; what = "event"; break;
     case DeclKind::Query: kind = GlobalKind::Query; what = "query"; break;
     case DeclKind::Fn: kind = GlobalKind::Fn; what = "function"; break;
-    case DeclKind::On: return;
+    case DeclKind::On:
+    case DeclKind::Index: return;
   }
   if (!check_new_name(d->name, d->name_pos, d->name_width, what)) return;
   if (const Global* g = find_global(d->name)) {
@@ -175,7 +180,8 @@ void Checker::declare(Decl* d) {
       program_.functions.push_back(std::move(f));
       break;
     }
-    case DeclKind::On: return;
+    case DeclKind::On:
+    case DeclKind::Index: return;
   }
   globals_.emplace(d->name, Global{kind, index, d->name_pos});
 }
@@ -377,26 +383,11 @@ void Checker::resolve_table(TableInfo& t) {
   RecordInfo& r = *program_.records[g->index];
   if (r.broken) return;
   t.record = &r;
-  int key = r.field_index(d->key);
-  if (key < 0) {
-    std::vector<std::string_view> fields;
-    for (const FieldInfo& f : r.fields) fields.push_back(str(f.name));
-    error(d->key_pos, static_cast<uint32_t>(str(d->key).size()),
-          fmt::format("no field `{}` in `{}`{}", str(d->key), str(r.name),
-                      did_you_mean(str(d->key), fields)));
+  FieldListWords words{"a key", "a key", "the key", str(t.name), ""};
+  if (!resolve_field_list(t.decl, r, words, t.key_fields, t.key_types)) {
     t.record = nullptr;
     return;
   }
-  t.key_field = static_cast<uint32_t>(key);
-  const Type* kt = r.fields[t.key_field].type;
-  if (!kt->is(TypeKind::Num) && !kt->is(TypeKind::Text) && !kt->is_error()) {
-    error(d->key_pos, static_cast<uint32_t>(str(d->key).size()),
-          fmt::format("a key must be `num` or `text`; `{}` of `{}` is `{}`", str(d->key),
-                      str(r.name), tname(kt)));
-    t.record = nullptr;
-    return;
-  }
-  t.key_type = kt;
   if (!r.stored) {
     for (const FieldInfo& f : r.fields) {
       TypeKind k = f.type->kind;
@@ -412,6 +403,106 @@ void Checker::resolve_table(TableInfo& t) {
     }
   }
   r.stored = true;
+}
+
+// A key's or an index's fields: each a `num` or `text` field of the
+// record, none twice, at most vm::kMaxKeyFields (the KEY instruction's text
+// mask is 8 bits). `words` name what the list is in the messages.
+bool Checker::resolve_field_list(const Decl* d, const RecordInfo& r, const FieldListWords& words,
+                                 std::vector<uint32_t>& fields, std::vector<const Type*>& types) {
+  if (d->keys.size() > vm::kMaxKeyFields) {
+    const KeyName& extra = d->keys[vm::kMaxKeyFields];
+    error(extra.pos, static_cast<uint32_t>(str(extra.name).size()),
+          fmt::format("{} has at most {} fields; `{}` has {}", words.list, vm::kMaxKeyFields, words.owner,
+                      d->keys.size()));
+    return false;
+  }
+  bool ok = true;
+  for (size_t i = 0; i < d->keys.size(); ++i) {
+    const KeyName& k = d->keys[i];
+    uint32_t width = static_cast<uint32_t>(str(k.name).size());
+    int field = r.field_index(k.name);
+    if (field < 0) {
+      std::vector<std::string_view> names;
+      for (const FieldInfo& f : r.fields) names.push_back(str(f.name));
+      error(k.pos, width,
+            fmt::format("no field `{}` in `{}`{}{}", str(k.name), str(r.name), words.rows_of,
+                        did_you_mean(str(k.name), names)));
+      ok = false;
+      continue;
+    }
+    const Type* kt = r.fields[static_cast<uint32_t>(field)].type;
+    if (!kt->is(TypeKind::Num) && !kt->is(TypeKind::Text) && !kt->is_error()) {
+      error(k.pos, width,
+            fmt::format("{} must be `num` or `text`; `{}` of `{}` is `{}`", words.element, str(k.name), str(r.name),
+                        tname(kt)));
+      ok = false;
+      continue;
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (d->keys[j].name == k.name) {
+        error(k.pos, width, fmt::format("`{}` is in {} twice", str(k.name), words.in));
+        ok = false;
+      }
+    }
+    fields.push_back(static_cast<uint32_t>(field));
+    types.push_back(kt);
+  }
+  return ok;
+}
+
+// Names a table already answers to after `.`: an index may not take one.
+constexpr std::string_view kTableMemberNames[] = {"count", "first", "last", "empty", "has", "add",
+                                                  "put",   "remove", "at"};
+
+// An index names a member of its table (`t.name[...]`), not a global: its
+// name is unique among the table's indexes and members.
+void Checker::resolve_index(Decl* d) {
+  if (d->broken) return;
+  std::string_view table_name = str(d->record);
+  uint32_t table_width = static_cast<uint32_t>(table_name.size());
+  const Global* g = find_global(d->record);
+  if (!g || g->kind != GlobalKind::Table) {
+    std::vector<std::string_view> tables = global_names([](GlobalKind k) { return k == GlobalKind::Table; });
+    error(d->record_pos, table_width,
+          g ? fmt::format("`{}` is {}; an index is on a table", table_name, kind_noun(g->kind))
+            : fmt::format("unknown table `{}`{}", table_name, did_you_mean(table_name, tables)));
+    return;
+  }
+  TableInfo& t = *program_.tables[g->index];
+  if (!t.record) return;  // the table's own errors are reported
+  std::string_view name = str(d->name);
+  for (std::string_view m : kTableMemberNames) {
+    if (m == name) {
+      error(d->name_pos, d->name_width,
+            fmt::format("`{}` is a member of every table (`{}.{}`); choose another name for this index", name,
+                        table_name, name));
+      return;
+    }
+  }
+  for (const IndexInfo* other : t.indexes) {
+    if (other->name == d->name) {
+      error(d->name_pos, d->name_width,
+            fmt::format("`{}` already has an index `{}` (at {})", table_name, name, at(other->pos)));
+      return;
+    }
+  }
+  if (program_.indexes.size() >= kMaxDeclsPerKind) {
+    error(d->name_pos, d->name_width, fmt::format("more than {} indexes", kMaxDeclsPerKind));
+    return;
+  }
+  auto x = std::make_unique<IndexInfo>();
+  x->index = static_cast<uint32_t>(program_.indexes.size());
+  x->name = d->name;
+  x->pos = d->name_pos;
+  x->decl = d;
+  x->table = &t;
+  x->unique = d->unique;
+  std::string rows_of = fmt::format(" (the rows of `{}`)", str(t.name));
+  FieldListWords words{"an index", "an index field", "the index", str(x->name), rows_of};
+  if (!resolve_field_list(d, *t.record, words, x->fields, x->field_types)) return;
+  t.indexes.push_back(x.get());
+  program_.indexes.push_back(std::move(x));
 }
 
 void Checker::resolve_var(VarInfo& v) {

@@ -82,6 +82,14 @@ class Checker {
   void resolve_record_fields(RecordInfo& r);
   void check_record_cycles();
   void resolve_table(TableInfo& t);
+  // How a field list's messages name it: "a key" / "an index", ...
+  struct FieldListWords {
+    std::string_view list, element, in, owner, rows_of;
+  };
+  bool resolve_field_list(const Decl* d, const RecordInfo& r, const FieldListWords& words,
+                          std::vector<uint32_t>& fields, std::vector<const Type*>& types);
+  void resolve_index(Decl* d);
+  const Type* check_index_subscripts(Expr* e, const IndexInfo& x);
   void resolve_var(VarInfo& v);
   void declare_handler(Decl* d);
   void resolve_signature(FunctionInfo& f);
@@ -113,6 +121,10 @@ class Checker {
   const Type* check_binary(Expr* e);
   const Type* check_range(Expr* e);
   const Type* check_field(Expr* e);
+  const Type* check_table_index(Expr* e, const TableInfo& t);
+  std::string key_names(const TableInfo& t) const;
+  std::string key_context(const TableInfo& t, size_t i) const;
+  void check_key_args(Expr* e, const TableInfo& t, std::string_view callee);
   const Type* check_index(Expr* e);
   const Type* check_call(Expr* e);
   const Type* check_fn_call(Expr* e, FunctionInfo& callee);

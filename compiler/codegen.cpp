@@ -111,6 +111,9 @@ class FnGen {
   void field(const Expr* e, uint32_t dst);
   void index(const Expr* e, uint32_t dst);
   void call(const Expr* e, uint32_t dst);
+  void key_to(const std::vector<Expr*>& parts, const TableInfo& t, uint32_t dst);
+  void composite_view(const Expr* e, uint32_t full_mask, Op op, uint32_t bx, uint32_t dst);
+  uint32_t alloc_block(uint32_t n);
   void record_lit(const Expr* e, uint32_t dst);
   void object_lit(const Expr* e, uint32_t dst);
   void array_lit(const Expr* e, uint32_t dst);
@@ -230,7 +233,10 @@ bool ModuleGen::run() {
     }
   }
   for (const auto& t : p.tables) {
-    out_.tables.push_back({std::string(m_.names.str(t->name)), t->record->index, t->key_field});
+    out_.tables.push_back({std::string(m_.names.str(t->name)), t->record->index, t->key_fields});
+  }
+  for (const auto& x : p.indexes) {
+    out_.indexes.push_back({std::string(m_.names.str(x->name)), x->table->index, x->fields, x->unique});
   }
   for (const auto& v : p.vars) {
     out_.vars.push_back({std::string(m_.names.str(v->name)), type_id(v->type), literal(v->init)});
@@ -495,8 +501,8 @@ void FnGen::for_loop(const Stmt* s) {
   alloc();
   switch (s->for_kind) {
     case ForKind::Array: abc(Op::AITER, it, expr_reg(s->expr)); break;
-    case ForKind::Table: abx(Op::TITER, it, s->expr->index); break;
-    case ForKind::View: abc(Op::VITER, it, expr_reg(s->expr)); break;
+    case ForKind::Table: abx(s->descending ? Op::TITERD : Op::TITER, it, s->expr->index); break;
+    case ForKind::View: abc(s->descending ? Op::VITERD : Op::VITER, it, expr_reg(s->expr)); break;
     case ForKind::Range: break;
   }
   pos_ = s->pos;
@@ -791,6 +797,7 @@ void FnGen::field(const Expr* e, uint32_t dst) {
     }
     case Ref::ViewEmpty: abc(Op::VEMPTY, dst, expr_reg(e->lhs)); return;
     case Ref::ArrayCount: abc(Op::ALEN, dst, expr_reg(e->lhs)); return;
+    case Ref::IndexAll: abx(Op::IALL, dst, e->index); return;
     default: assert(false && "unresolved field");
   }
 }
@@ -805,11 +812,15 @@ void FnGen::index(const Expr* e, uint32_t dst) {
       return;
     }
     case Ref::TableRow:
-      expr_to(e->rhs, dst);
+      key_to(e->args, *prog_.tables[e->lhs->index], dst);
       pos_ = e->start;
       abx(Op::TGET, dst, e->lhs->index);
       return;
     case Ref::TableView: {
+      if (prog_.tables[e->lhs->index]->composite()) {
+        composite_view(e, prog_.tables[e->lhs->index]->text_mask(), Op::TVIEW, e->lhs->index, dst);
+        return;
+      }
       uint32_t lo = alloc();
       alloc();
       expr_to(e->rhs->lhs, lo);
@@ -818,8 +829,64 @@ void FnGen::index(const Expr* e, uint32_t dst) {
       if (dst != lo) abc(Op::MOVE, dst, lo);
       return;
     }
+    case Ref::IndexView:
+    case Ref::IndexRow: {
+      const IndexInfo& x = *prog_.indexes[e->index];
+      composite_view(e, x.text_mask(), e->ref == Ref::IndexRow ? Op::IGET : Op::IVIEW, x.index, dst);
+      return;
+    }
     default: assert(false && "unresolved index");
   }
+}
+
+// A key into `dst`: a one-field key's value, or a composite key made by KEY
+// from its fields' values in consecutive fresh registers.
+void FnGen::key_to(const std::vector<Expr*>& parts, const TableInfo& t, uint32_t dst) {
+  if (!t.composite()) {
+    expr_to(parts[0], dst);
+    return;
+  }
+  auto n = static_cast<uint32_t>(parts.size());
+  uint32_t base = alloc_block(n);
+  for (uint32_t i = 0; i < n; ++i) expr_to(parts[i], base + i);
+  pos_ = parts[0]->start;
+  abc(Op::KEY, base, t.text_mask(), n);
+  if (dst != base) abc(Op::MOVE, dst, base);
+}
+
+// A view of a composite-key table: over a prefix of the key (KEYPFX gives
+// both bounds), or with a range as the last subscript (two KEYs: the
+// prefix with the range's start, and with its end).
+void FnGen::composite_view(const Expr* e, uint32_t full_mask, Op op, uint32_t bx, uint32_t dst) {
+  auto n = static_cast<uint32_t>(e->args.size());
+  uint32_t mask = full_mask & ((1u << n) - 1);
+  const Expr* last = e->args.back();
+  uint32_t lo = alloc_block(std::max(n, 2u));
+  for (uint32_t i = 0; i + 1 < n; ++i) expr_to(e->args[i], lo + i);
+  pos_ = e->pos;
+  if (last->kind != ExprKind::Range) {
+    expr_to(last, lo + n - 1);
+    abc(Op::KEYPFX, lo, mask, n);
+  } else {
+    uint32_t hi = alloc_block(n);
+    for (uint32_t i = 0; i + 1 < n; ++i) abc(Op::MOVE, hi + i, lo + i);
+    expr_to(last->lhs, lo + n - 1);
+    expr_to(last->rhs, hi + n - 1);
+    pos_ = e->pos;
+    abc(Op::KEY, lo, mask, n);
+    abc(Op::KEY, hi, mask, n);
+    abc(Op::MOVE, lo + 1, hi);
+  }
+  pos_ = e->pos;
+  abx(op, lo, bx);
+  if (dst != lo) abc(Op::MOVE, dst, lo);
+}
+
+// `n` consecutive fresh registers; the first.
+uint32_t FnGen::alloc_block(uint32_t n) {
+  uint32_t first = alloc();
+  for (uint32_t i = 1; i < n; ++i) alloc();
+  return first;
 }
 
 void FnGen::call(const Expr* e, uint32_t dst) {
@@ -863,10 +930,17 @@ void FnGen::call(const Expr* e, uint32_t dst) {
   }
   // A method: callee is `receiver.name`.
   const Expr* receiver = callee->lhs;
+  if (e->ref == Ref::ViewAt) {
+    uint32_t v = expr_reg(receiver);
+    uint32_t i = expr_reg(e->args[0]);
+    pos_ = callee->pos;
+    abc(Op::VAT, dst, v, i);
+    return;
+  }
   uint32_t table = receiver->index;
   switch (e->ref) {
     case Ref::TableHas:
-      expr_to(e->args[0], dst);
+      key_to(e->args, *prog_.tables[table], dst);
       abx(Op::THAS, dst, table);
       return;
     case Ref::TableAt:
@@ -883,7 +957,13 @@ void FnGen::call(const Expr* e, uint32_t dst) {
       return;
     }
     case Ref::TableRemove: {
-      uint32_t k = expr_reg(e->args[0]);
+      uint32_t k = 0;
+      if (prog_.tables[table]->composite()) {
+        k = alloc();
+        key_to(e->args, *prog_.tables[table], k);
+      } else {
+        k = expr_reg(e->args[0]);
+      }
       pos_ = callee->pos;
       abx(Op::TDEL, k, table);
       return;

@@ -96,7 +96,7 @@ class Parser {
   bool expect(Tok k, std::string_view context);
   // The current token starts a new line where that ends an expression.
   bool line_break() const { return newline_sensitive_ && tok().newline_before; }
-  bool at_decl_start() const { return is_decl_keyword(tok().kind) && tok().newline_before; }
+  bool at_decl_start() const { return (is_decl_keyword(tok().kind) || at_index_decl()) && tok().newline_before; }
   uint32_t width(const Token& t) const {
     return std::max<uint32_t>(1, count_code_points(file_.text().substr(t.pos.offset, t.len)));
   }
@@ -112,12 +112,15 @@ class Parser {
 
   // ---- declarations ----
   void parse_decl();
+  bool at_index_decl() const;
+  void parse_index_decl();
   Decl* new_decl(DeclKind kind);
   bool parse_decl_name(Decl* d, std::string_view what);
   void parse_field_list(std::vector<FieldDecl>& out, std::string_view what);
   void parse_params(std::vector<Param>& out);
   void parse_body(Decl* d);
   bool parse_field_name(Sym& name, Pos& pos, std::string_view context);
+  bool parse_key_fields(Decl* d);
   TypeExpr* parse_type();
 
   // ---- statements ----
@@ -416,7 +419,7 @@ void Parser::parse_decl() {
       return;
     }
     case Tok::KwTable: {
-      // table -> 'table' NAME ':' NAME 'key' NAME
+      // table -> 'table' NAME ':' NAME 'key' (NAME | '(' NAME {',' NAME} ')')
       Decl* d = new_decl(DeclKind::Table);
       if (!parse_decl_name(d, "table")) return;
       ast_.module.decls.push_back(d);
@@ -429,7 +432,7 @@ void Parser::parse_decl() {
       d->record = tok().sym;
       d->record_pos = advance().pos;
       if (!expect(Tok::KwKey, "and the key field (`table name: Record key field`)")) return;
-      if (!parse_field_name(d->key, d->key_pos, "after `key`")) return;
+      if (!parse_key_fields(d)) return;
       d->broken = false;
       expect_stmt_end("the table declaration");
       return;
@@ -481,6 +484,10 @@ void Parser::parse_decl() {
       return;
     }
     default: {
+      if (at_index_decl()) {
+        parse_index_decl();
+        return;
+      }
       std::string hint;
       if (is_stmt_keyword(tok().kind) || at(Tok::Ident)) {
         hint = "; statements belong inside `on`, `query` or `fn` bodies";
@@ -506,6 +513,55 @@ void Parser::parse_body(Decl* d) {
 }
 
 // A field name may be a keyword (`key`, `in`, `event` are fine field names).
+// `key f` or `key (f, g, ...)`: the checker bounds the count and checks
+// each name.
+// `index` and `unique index` begin a declaration only at the top level
+// (contextual words, so both stay usable as names everywhere else).
+bool Parser::at_index_decl() const {
+  if (!at(Tok::Ident)) return false;
+  std::string_view s = names_.str(tok().sym);
+  if (s == "index") return peek(1).kind == Tok::Ident;
+  return s == "unique" && peek(1).kind == Tok::Ident && names_.str(peek(1).sym) == "index";
+}
+
+// index -> ['unique'] 'index' NAME 'on' NAME '(' NAME {',' NAME} ')'
+void Parser::parse_index_decl() {
+  bool unique = names_.str(tok().sym) == "unique";
+  if (unique) advance();
+  Decl* d = new_decl(DeclKind::Index);
+  d->unique = unique;
+  if (!parse_decl_name(d, "index")) return;
+  ast_.module.decls.push_back(d);
+  d->broken = true;
+  if (!expect(Tok::KwOn, "after the index name (`index name on table (field, ...)`)")) return;
+  if (!at(Tok::Ident)) {
+    error(tok(), fmt::format("expected the index's table, {}", found(tok())));
+    return;
+  }
+  d->record = tok().sym;
+  d->record_pos = advance().pos;
+  if (!at(Tok::LParen)) {
+    error(tok(), fmt::format("expected `(` and the index's fields (`index name on table (field, ...)`), {}", found(tok())));
+    return;
+  }
+  if (!parse_key_fields(d)) return;
+  d->broken = false;
+  expect_stmt_end("the index declaration");
+}
+
+bool Parser::parse_key_fields(Decl* d) {
+  if (!accept(Tok::LParen)) {
+    d->keys.emplace_back();
+    return parse_field_name(d->keys.back().name, d->keys.back().pos, "after `key`");
+  }
+  NewlineMode mode(*this, false);
+  do {
+    d->keys.emplace_back();
+    if (!parse_field_name(d->keys.back().name, d->keys.back().pos, "in the key's field list")) return false;
+  } while (accept(Tok::Comma) && !at(Tok::RParen));
+  return expect(Tok::RParen, "to close the key's field list (`key (a, b)`)");
+}
+
 bool Parser::parse_field_name(Sym& name, Pos& pos, std::string_view context) {
   if (at(Tok::Ident)) {
     name = tok().sym;
@@ -806,6 +862,11 @@ Stmt* Parser::parse_for() {
   if (!expect(Tok::KwIn, fmt::format("after `for {}`", names_.str(s->name)))) return s;
   s->expr = parse_header_expr("a `for`");
   if (panic_) return s;
+  // `desc` after the rows: a contextual word, a name everywhere else.
+  if (at(Tok::Ident) && names_.str(tok().sym) == "desc" && peek(1).kind == Tok::LBrace) {
+    s->descending = true;
+    advance();
+  }
   s->body = parse_block();
   return s;
 }
@@ -946,7 +1007,7 @@ Expr* Parser::parse_unary() {
   return parse_postfix(parse_primary());
 }
 
-// postfix -> primary {'.' NAME | '[' expr ']' | '(' args ')'}
+// postfix -> primary {'.' NAME | '[' expr {',' expr} ']' | '(' args ')'}
 Expr* Parser::parse_postfix(Expr* e) {
   while (!panic_ && !line_break()) {
     if (at(Tok::Dot)) {
@@ -971,11 +1032,14 @@ Expr* Parser::parse_postfix(Expr* e) {
       ix->lhs = e;
       ix->start = e->start;
       NewlineMode mode(*this, false);
-      ix->rhs = parse_expr();
-      if (panic_) {
-        skip_to_closer(Tok::RBracket);
-        return error_expr();
-      }
+      do {
+        ix->args.push_back(parse_expr());
+        if (panic_) {
+          skip_to_closer(Tok::RBracket);
+          return error_expr();
+        }
+      } while (accept(Tok::Comma) && !at(Tok::RBracket));
+      ix->rhs = ix->args[0];
       expect(Tok::RBracket, "to close the index");
       set_depth(ix);
       e = ix;

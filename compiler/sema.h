@@ -40,14 +40,51 @@ struct RecordInfo {
   }
 };
 
+struct IndexInfo;
 struct TableInfo {
   uint32_t index = 0;
   Sym name = 0;
   Pos pos;
   const Decl* decl = nullptr;
   const RecordInfo* record = nullptr;
-  uint32_t key_field = 0;
-  const Type* key_type = nullptr;  // num or text
+  std::vector<uint32_t> key_fields;     // the record's fields, in key order
+  std::vector<const Type*> key_types;   // each num or text
+  std::vector<const IndexInfo*> indexes;  // declared on it
+  bool composite() const { return key_fields.size() > 1; }
+  bool is_key_field(uint32_t f) const {
+    for (uint32_t k : key_fields) {
+      if (k == f) return true;
+    }
+    return false;
+  }
+  // KEY's text mask: bit i set when component i is a text.
+  uint32_t text_mask() const {
+    uint32_t m = 0;
+    for (size_t i = 0; i < key_types.size(); ++i) {
+      if (key_types[i]->kind == TypeKind::Text) m |= 1u << i;
+    }
+    return m;
+  }
+};
+
+// `[unique] index name on table (fields)`.
+struct IndexInfo {
+  uint32_t index = 0;
+  Sym name = 0;
+  Pos pos;
+  const Decl* decl = nullptr;
+  const TableInfo* table = nullptr;
+  bool unique = false;
+  std::vector<uint32_t> fields;         // the table's record fields, in index order
+  std::vector<const Type*> field_types;  // each num or text
+  // KEY's text mask over the index fields (the entry key's first components).
+  uint32_t text_mask() const {
+    uint32_t m = 0;
+    for (size_t i = 0; i < field_types.size(); ++i) {
+      if (field_types[i]->kind == TypeKind::Text) m |= 1u << i;
+    }
+    return m;
+  }
 };
 
 struct VarInfo {
@@ -111,6 +148,7 @@ struct EventInfo {
 struct Program {
   std::vector<std::unique_ptr<RecordInfo>> records;  // including events' argument records
   std::vector<std::unique_ptr<TableInfo>> tables;
+  std::vector<std::unique_ptr<IndexInfo>> indexes;
   std::vector<std::unique_ptr<VarInfo>> vars;
   std::vector<std::unique_ptr<EventInfo>> events;
   std::vector<std::unique_ptr<FunctionInfo>> functions;  // handlers, queries and helpers

@@ -39,21 +39,25 @@ std::string_view JsonToValue::kind_name(const JsonNode& n) {
   return "?";
 }
 
-bool JsonToValue::fail(std::string what) {
+bool JsonToValue::fail(std::string what, std::string_view code) {
   error_ = std::move(what);
+  code_ = code;
   path_.clear();
   return false;
 }
 
-bool JsonToValue::finish(bool ok) {
+bool JsonToValue::finish(bool ok, std::string_view name) {
   if (ok) return true;
+  if (!name.empty()) path_.emplace_back(name);  // the outermost part
   std::reverse(path_.begin(), path_.end());  // pushed innermost first
   std::string where = path_text(path_);
   if (!where.empty()) error_ = where + ": " + error_;
   return false;
 }
 
-bool JsonToValue::value(uint32_t n, uint32_t type, Value* out) { return finish(value_at(n, type, out)); }
+bool JsonToValue::value(uint32_t n, uint32_t type, Value* out, std::string_view name) {
+  return finish(value_at(n, type, out), name);
+}
 
 bool JsonToValue::record(uint32_t n, uint32_t record, Value* out) { return finish(record_at(n, record, out)); }
 
@@ -67,9 +71,7 @@ bool JsonToValue::value_at(uint32_t n, uint32_t type, Value* out) {
   switch (t.code) {
     case TypeCode::Num:
       if (node.kind != JsonNode::Kind::Number) return expected("number");
-      if (!node.finite) return fail(fmt::format("{} is not a finite number", node.raw));
-      *out = vm::num_value(node.num);
-      return true;
+      return number(node, out);
     case TypeCode::Text:
       if (node.kind != JsonNode::Kind::String) return expected("string");
       if (node.str.size() > vm::kMaxTextBytes) return fail("string longer than 16 MiB");
@@ -118,6 +120,22 @@ bool JsonToValue::value_at(uint32_t n, uint32_t type, Value* out) {
     default:
       return fail("this type cannot come from JSON");
   }
+}
+
+// Every num a request gives (event fields, query parameters, and whatever
+// they hold) comes through here, so this is the one place the numbers are
+// checked.
+bool JsonToValue::number(const JsonNode& node, Value* out) {
+  if (!node.finite) return fail(fmt::format("{} is not a finite number", node.raw));
+  // Rounded, it would be another integer: two ids would become one key.
+  if (json_integer_rounded(node.raw, node.num)) {
+    return fail(fmt::format("{} is not exactly a number aup can hold (integers beyond ±2^53 are rounded: "
+                            "it would be {}); send it as text",
+                            node.raw, json_exact_integer(node.num)),
+                "bad_number");
+  }
+  *out = vm::num_value(node.num);
+  return true;
 }
 
 bool JsonToValue::record_at(uint32_t n, uint32_t record, Value* out) {

@@ -2,9 +2,11 @@
 //
 // Reading (event arguments, query parameters): a record is an object with
 // exactly its fields (a field with a default may be left out); an array is
-// an array; numbers must be finite binary64 (1e400 is refused); texts are
-// copied out of the request line into the event's arena. Errors name the
-// path: `lines[3].item: expected number, got string`.
+// an array; numbers must be finite binary64 (1e400 is refused), and an
+// integer written out that the binary64 does not hold (9007199254740993)
+// is refused too, code bad_number (json_integer_rounded, runtime/json.h);
+// texts are copied out of the request line into the event's arena. Errors
+// name the path: `lines[3].item: expected number, got string`.
 //
 // Writing (results): records and objects as objects in field order, rows
 // as the record they hold, views as arrays of rows; a number that is not
@@ -12,6 +14,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vm/interp.h"
@@ -22,15 +25,19 @@ namespace aup::runtime {
 class JsonToValue {
  public:
   JsonToValue(const JsonDoc& doc, vm::Vm& vm) : doc_(doc), vm_(vm) {}
-  // A value of type `type` from node `n`.
-  bool value(uint32_t n, uint32_t type, vm::Value* out);
+  // A value of type `type` from node `n`; `name`, when given, is the
+  // value's name, where a failure's path starts (a query parameter's:
+  // `xs[1]: expected number, got string`).
+  bool value(uint32_t n, uint32_t type, vm::Value* out, std::string_view name = {});
   // The fields of record `record` from object node `n` (or from nothing,
   // when n is kNoNode: every field must have a default).
   bool record(uint32_t n, uint32_t record, vm::Value* out);
   static constexpr uint32_t kNoNode = UINT32_MAX;
   // Why the last call failed, with the path to the part (`lines[3].item:
-  // expected number, got string`).
+  // expected number, got string`), and its code: bad_args, or bad_number
+  // for an integer no num holds exactly.
   const std::string& error() const { return error_; }
+  std::string_view code() const { return code_; }
 
  private:
   // The same, without the path in the message: a failure's path is
@@ -40,14 +47,16 @@ class JsonToValue {
   bool record_at(uint32_t n, uint32_t record, vm::Value* out);
   template <class Field>
   bool fields_at(uint32_t n, size_t count, Field field, vm::RecObj* out);
-  bool fail(std::string what);
-  bool finish(bool ok);
+  bool fail(std::string what, std::string_view code = "bad_args");
+  bool finish(bool ok, std::string_view name = {});
+  bool number(const JsonNode& node, vm::Value* out);
   static std::string_view kind_name(const JsonNode& n);
 
   const JsonDoc& doc_;
   vm::Vm& vm_;
   std::vector<std::string> path_;
   std::string error_;
+  std::string_view code_ = "bad_args";
 };
 
 class ValueToJson {

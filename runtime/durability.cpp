@@ -26,7 +26,7 @@ storage::Schema schema_of(const vm::Module& m) {
     storage::TableSchema ts;
     ts.name = t.name;
     ts.record = r.name;
-    ts.key_field = t.key_field;
+    ts.key_fields = t.key_fields;
     for (const vm::FieldDesc& f : r.fields) {
       storage::FieldSchema fs;
       fs.name = f.name;

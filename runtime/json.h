@@ -42,6 +42,9 @@ class JsonDoc {
   // member's key at node(i + 1).next.
   uint32_t first_child(uint32_t i) const { return i + 1; }
   uint32_t after(uint32_t i) const { return nodes_[i].next; }
+  // The value of member `key` of node `obj` (the first such), or 0 (the
+  // root, never a member's value) when it has none or is not an object.
+  uint32_t member(uint32_t obj, std::string_view key) const;
 
  private:
   friend class JsonParser;
@@ -49,10 +52,60 @@ class JsonDoc {
   std::string scratch_;
 };
 
+// Whether a request's number is an integer that its binary64 does not hold,
+// so that reading it would silently make it another integer (and two
+// different ids one key). `literal` is the number's text as the parser
+// accepted it, `value` the finite binary64 it was read as. The rule
+// (docs/protocol.md, "Values"), decided on the digits, exactly:
+//   - |value| < 2^53: false. Every integer up to 2^53 is a binary64, and
+//     one beyond it cannot round below it; so ordinary numbers cost this
+//     one comparison and no more.
+//   - an exponent (9.007199254740993e15, 1e308): false. Scientific notation
+//     is how binary64 values are printed (aup's `1e+23`, `%.17g`'s
+//     `9.9999999999999992e+22`), so it is read as the nearest binary64,
+//     as 0.1 is.
+//   - a fraction with a digit other than 0 (9007199254740993.5): false, a
+//     decimal, read as the nearest binary64.
+//   - otherwise the text is an integer written out digit by digit
+//     (9007199254740993, 9007199254740993.0): true unless its digits are
+//     the binary64's exact value (9007199254740994).
+bool json_integer_rounded(std::string_view literal, double value);
+// The exact decimal value of a binary64 that is an integer (every one of
+// magnitude 2^53 or more is): 9007199254740992, -1e22 as
+// -10000000000000000000000; up to 309 digits.
+std::string json_exact_integer(double value);
+
 // Appends `s` as a JSON string literal (quotes, escapes; UTF-8 kept).
 void json_append_string(std::string& out, std::string_view s);
 // Appends a finite number as the shortest text that reads back to the
 // same bits (std::to_chars): 0.1, 100, 1e+21, -0, 5e-324.
 void json_append_number(std::string& out, double d);
+
+// Whether the characters of JSON text, taken one at a time, lie inside a
+// string: for code that must find the structure of text it does not parse
+// (the shell's words, an HTTP body spliced into a request line).
+class JsonStrings {
+ public:
+  // Takes the next character: true when it is outside every string and
+  // not a quote (a bracket, a comma, a space of the text itself).
+  bool outside(char c) {
+    if (in_string_) {
+      if (escaped_) {
+        escaped_ = false;
+      } else if (c == '\\') {
+        escaped_ = true;
+      } else if (c == '"') {
+        in_string_ = false;
+      }
+      return false;
+    }
+    in_string_ = c == '"';
+    return !in_string_;
+  }
+  bool in_string() const { return in_string_; }
+
+ private:
+  bool in_string_ = false, escaped_ = false;
+};
 
 }  // namespace aup::runtime

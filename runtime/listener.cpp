@@ -15,13 +15,24 @@
 #include <cerrno>
 #include <cstring>
 
+#include "runtime/http.h"
 #include "runtime/reply.h"
 
 namespace aup::runtime {
 
-bool parse_listen_address(const std::string& spec, ListenAddress& out, std::string& error) {
+bool parse_listen_address(const std::string& given, ListenAddress& out, std::string& error) {
   out = ListenAddress{};
-  if (spec.rfind("unix:", 0) == 0) {
+  std::string spec = given;
+  if (spec.rfind("http://", 0) == 0) {
+    out.http = true;
+    spec = spec.substr(7);
+    if (!spec.empty() && spec.back() == '/') spec.pop_back();  // http://host:port/ as a browser writes it
+    if (spec.find(':') == std::string::npos) {
+      error = fmt::format("`{}` needs a port: http://HOST:PORT or http://:PORT (loopback)", given);
+      return false;
+    }
+  }
+  if (spec.rfind("unix:", 0) == 0 && !out.http) {
     out.unix_socket = true;
     out.path = spec.substr(5);
     if (out.path.empty()) {
@@ -45,7 +56,9 @@ bool parse_listen_address(const std::string& spec, ListenAddress& out, std::stri
   }
   if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
       std::stoul(port) > 65535) {
-    error = fmt::format("`{}` is not an address: use unix:PATH, HOST:PORT or :PORT (loopback)", spec);
+    error = fmt::format("`{}` is not an address: use unix:PATH, HOST:PORT or :PORT (loopback), or "
+                        "http://HOST:PORT",
+                        given);
     return false;
   }
   out.host = host;
@@ -136,6 +149,7 @@ int listen_tcp(const ListenAddress& a, std::string& where, std::string& error) {
                                                 : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   where = a.host.find(':') != std::string::npos ? fmt::format("[{}]:{}", a.host, actual)
                                                  : fmt::format("{}:{}", a.host, actual);
+  if (a.http) where = "http://" + where;
   return fd;
 }
 
@@ -167,8 +181,17 @@ void set_interest(int epfd, int fd, uint64_t tag, uint32_t want, uint32_t& inter
   interest = want;
 }
 
-Acceptor::Acceptor(int listen_fd, int epfd, uint64_t tag, uint32_t max_connections)
+Acceptor::Acceptor(int listen_fd, int epfd, uint64_t tag, uint32_t max_connections, bool http)
     : listen_fd_(listen_fd), epfd_(epfd), tag_(tag), max_connections_(max_connections) {
+  std::string answer;
+  append_error(answer, {}, "unavailable", fmt::format("too many connections (the limit is {})", max_connections));
+  if (http) {
+    HttpResponseHead head;
+    head.status = 503;
+    head.close = true;
+    append_http_head(refusal_, head, answer.size());
+  }
+  refusal_ += answer;
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = tag_;
@@ -191,10 +214,7 @@ int Acceptor::accept_next(uint32_t open_connections, bool stopping) {
       continue;
     }
     if (open_connections >= max_connections_) {
-      std::string refusal;
-      append_error(refusal, {}, "unavailable",
-                   fmt::format("too many connections (the limit is {})", max_connections_));
-      ssize_t w = ::send(fd, refusal.data(), refusal.size(), MSG_NOSIGNAL);
+      ssize_t w = ::send(fd, refusal_.data(), refusal_.size(), MSG_NOSIGNAL);
       (void)w;
       ::close(fd);
       ++refused_;

@@ -10,14 +10,23 @@
 namespace aup::runtime {
 
 // Where to listen, parsed: a Unix socket path, or a host and port (a bare
-// ":PORT" is loopback). False with a message when it cannot be.
+// ":PORT" is loopback), speaking the line protocol; or `http://HOST:PORT`
+// (`http://:PORT`: loopback) speaking HTTP (runtime/http.h). False with a
+// message when it cannot be.
 struct ListenAddress {
   bool unix_socket = false;
+  bool http = false;
   std::string path;  // unix
   std::string host;  // tcp
   uint16_t port = 0;
 };
 bool parse_listen_address(const std::string& spec, ListenAddress& out, std::string& error);
+
+// A listening socket and what its connections speak.
+struct Listener {
+  int fd = -1;
+  bool http = false;
+};
 
 // A listening, non-blocking socket for `a` (a Unix socket is made mode
 // 0600, replacing a stale socket file nobody listens on), or -1 with the
@@ -34,13 +43,14 @@ void raise_descriptor_limit(uint32_t max_connections, std::FILE* err);
 void set_interest(int epfd, int fd, uint64_t tag, uint32_t want, uint32_t& interest);
 
 // Takes the connections waiting on a listener. Past `max_connections` a
-// connection is answered `unavailable` and closed at once. Out of
+// connection is answered `unavailable` (`http`: as a 503 response) and
+// closed at once. Out of
 // descriptors, the listener is taken out of `epfd` for a moment (a waiting
 // connection would otherwise make it ready again at once) and put back by
 // resume().
 class Acceptor {
  public:
-  Acceptor(int listen_fd, int epfd, uint64_t tag, uint32_t max_connections);
+  Acceptor(int listen_fd, int epfd, uint64_t tag, uint32_t max_connections, bool http);
   // The next admitted connection (non-blocking, close-on-exec, TCP_NODELAY),
   // or -1 when none waits. While `stopping`, connections are closed unread.
   int accept_next(uint32_t open_connections, bool stopping);
@@ -54,6 +64,7 @@ class Acceptor {
   int epfd_;
   uint64_t tag_;
   uint32_t max_connections_;
+  std::string refusal_;  // what a connection past the limit is sent
   bool paused_ = false;
   std::chrono::steady_clock::time_point resume_at_;
   uint64_t refused_ = 0;

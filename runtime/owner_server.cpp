@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/framer.h"
 #include "runtime/lines.h"
 #include "runtime/listener.h"
 #include "runtime/pipeline.h"
@@ -23,18 +24,20 @@ namespace aup::runtime {
 
 namespace {
 
-// Tags in epoll's data besides connections, which are numbered from 1.
-constexpr uint64_t kListenerTag = ~uint64_t{0};
-constexpr uint64_t kSignalTag = ~uint64_t{0} - 1;
+// Tags in epoll's data besides connections, which are numbered from 1:
+// the signal descriptor, then the listeners downwards.
+constexpr uint64_t kSignalTag = ~uint64_t{0};
+constexpr uint64_t kFirstListenerTag = ~uint64_t{0} - 1;
 
 // How long answers may still be flushed after SIGINT/SIGTERM.
 constexpr auto kDrainTime = std::chrono::seconds(3);
 
 struct Conn {
-  Conn(int fd_in, uint64_t id_in, size_t max_line_bytes) : fd(fd_in), id(id_in), in(max_line_bytes) {}
+  Conn(int fd_in, uint64_t id_in, Protocol p, const ServerOptions& o)
+      : fd(fd_in), id(id_in), in(p, o.max_line_bytes, std::chrono::seconds(o.http_timeout_seconds)) {}
   int fd;
   uint64_t id;
-  LineFramer in;
+  Framer in;
   Outbox out;
   uint32_t in_batch = 0;     // answers of this connection the Committer holds
   size_t batch_bytes = 0;    // and about how many bytes they hold
@@ -56,11 +59,14 @@ class OwnerServer {
   OwnerServer(const OwnerServer&) = delete;
   OwnerServer& operator=(const OwnerServer&) = delete;
 
-  int run(int listen_fd, int signal_fd);
+  int run(const std::vector<Listener>& listeners, int signal_fd);
 
  private:
   void turn(const epoll_event* events, int n, int signal_fd);
-  void accept_all();
+  void settle_turn();
+  void accept_all(size_t listener);
+  void expire_slow(std::chrono::steady_clock::time_point now);
+  int wait_ms(std::chrono::steady_clock::time_point stats_due) const;
   void on_ready(Conn& c, uint32_t events);
   void take_lines(Conn& c);
   void work();
@@ -83,7 +89,9 @@ class OwnerServer {
   std::FILE* err_;
   Committer batch_;
   int epfd_ = -1;
-  std::unique_ptr<Acceptor> acceptor_;
+  std::vector<std::unique_ptr<Acceptor>> acceptors_;
+  std::vector<Protocol> protocols_;  // each listener's
+  bool any_http_ = false;
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;
   uint64_t next_id_ = 1;
   // Connections with lines to take, held at --max-pending until the
@@ -91,6 +99,7 @@ class OwnerServer {
   // settle_touched(), when the first two are empty.
   std::vector<Conn*> work_, held_, touched_;
   double turn_now_ = 0;  // an event's `now`: when its turn's read happened
+  std::string answer_;   // an answer the framer formed (reused)
   bool stopping_ = false;
 };
 
@@ -106,11 +115,11 @@ void OwnerServer::touch(Conn& c) {
   touched_.push_back(&c);
 }
 
-void OwnerServer::accept_all() {
+void OwnerServer::accept_all(size_t listener) {
   for (;;) {
-    int fd = acceptor_->accept_next(static_cast<uint32_t>(conns_.size()), stopping_);
+    int fd = acceptors_[listener]->accept_next(static_cast<uint32_t>(conns_.size()), stopping_);
     if (fd < 0) return;
-    auto c = std::make_unique<Conn>(fd, next_id_++, o_.max_line_bytes);
+    auto c = std::make_unique<Conn>(fd, next_id_++, protocols_[listener], o_);
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP;
     ev.data.u64 = c->id;
@@ -145,7 +154,7 @@ void OwnerServer::on_ready(Conn& c, uint32_t events) {
 // Takes the connection's complete lines into the batch until none is
 // left, or a limit holds the connection back.
 void OwnerServer::take_lines(Conn& c) {
-  std::string_view line;
+  std::string_view request;
   // Answers still in the batch count toward --max-output, so a connection
   // asking for large answers holds at most about the limit plus one.
   while (!c.dead && !stopping_ && c.out.waiting() + c.batch_bytes <= o_.max_output_bytes) {
@@ -153,17 +162,17 @@ void OwnerServer::take_lines(Conn& c) {
       held_.push_back(&c);  // taken again once this batch is answered
       return;
     }
-    LineFramer::Piece p = c.in.next(line);
-    if (p == LineFramer::Piece::None) return;
+    Framer::Piece p = c.in.next(request, answer_);
+    if (p == Framer::Piece::None) return;
     ++c.in_batch;
     // --max-pending bounds what one connection has in the batch.
     assert(c.in_batch <= o_.max_pending);
-    if (p == LineFramer::Piece::TooLong) {
-      batch_.add(c.id, too_long_answer(o_.max_line_bytes));
+    if (p == Framer::Piece::Answer) {
+      batch_.add(c.id, std::move(answer_));
       continue;
     }
-    service_.prepare(line);
-    c.batch_bytes += batch_.take(c.id, turn_now_, line);
+    service_.prepare(request);
+    c.batch_bytes += batch_.take(c.id, turn_now_, request);
     if (batch_.full()) commit();
   }
 }
@@ -176,7 +185,7 @@ void OwnerServer::deliver(uint64_t to, std::string& answer) {
   // as holding answers for ever (never closed, never read again).
   assert(c.in_batch > 0);
   if (--c.in_batch == 0) c.batch_bytes = 0;
-  if (!c.dead) c.out.append(answer);
+  if (!c.dead) c.in.deliver(answer, c.out);
   touch(c);
 }
 
@@ -270,8 +279,8 @@ void OwnerServer::turn(const epoll_event* events, int n, int signal_fd) {
   turn_now_ = o_.fixed_now ? *o_.fixed_now : now_ms();
   for (int i = 0; i < n; ++i) {
     uint64_t tag = events[i].data.u64;
-    if (tag == kListenerTag) {
-      accept_all();
+    if (tag <= kFirstListenerTag && tag > kFirstListenerTag - acceptors_.size()) {
+      accept_all(kFirstListenerTag - tag);
     } else if (tag == kSignalTag) {
       signalfd_siginfo info;
       ssize_t got = ::read(signal_fd, &info, sizeof info);
@@ -281,8 +290,13 @@ void OwnerServer::turn(const epoll_event* events, int n, int signal_fd) {
       on_ready(*it->second, events[i].events);
     }
   }
-  // Sending a turn's answers can make room for lines held back: they are
-  // taken in this turn too, before the server waits again.
+  settle_turn();
+}
+
+// Takes what the turn queued, commits, and sends. Sending a turn's answers
+// can make room for lines held back: they are taken in this turn too,
+// before the server waits again.
+void OwnerServer::settle_turn() {
   do {
     work();
     if (stopping_) {
@@ -292,13 +306,44 @@ void OwnerServer::turn(const epoll_event* events, int n, int signal_fd) {
   } while (!work_.empty());
 }
 
-int OwnerServer::run(int listen_fd, int signal_fd) {
+// How long the next epoll_wait may block: until something arrives,
+// unless a paused listener is to be retried (within 50 ms) or the second's
+// work is due (--stats, HTTP's request timeout).
+int OwnerServer::wait_ms(std::chrono::steady_clock::time_point tick_due) const {
+  bool paused = std::any_of(acceptors_.begin(), acceptors_.end(), [](const auto& a) { return a->paused(); });
+  int timeout = stopping_ || paused ? 50 : -1;
+  if (o_.stats || any_http_) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(tick_due - std::chrono::steady_clock::now());
+    int ms = static_cast<int>(std::max<int64_t>(0, left.count()) + 1);
+    timeout = timeout < 0 ? ms : std::min(timeout, ms);
+  }
+  return timeout;
+}
+
+// HTTP requests that did not arrive whole in time are refused (408, close):
+// checked once a second, so one takes up to a second past its timeout.
+void OwnerServer::expire_slow(std::chrono::steady_clock::time_point now) {
+  turn_now_ = o_.fixed_now ? *o_.fixed_now : now_ms();
+  for (auto& [id, c] : conns_) {
+    if (c->dead || !c->in.expire(now)) continue;
+    queue(*c);
+    touch(*c);
+  }
+  settle_turn();
+}
+
+int OwnerServer::run(const std::vector<Listener>& listeners, int signal_fd) {
   epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
   if (epfd_ < 0) {
     fmt::print(err_, "aup run: cannot create an epoll descriptor: {}\n", std::strerror(errno));
     return 2;
   }
-  acceptor_ = std::make_unique<Acceptor>(listen_fd, epfd_, kListenerTag, o_.max_connections);
+  for (size_t i = 0; i < listeners.size(); ++i) {
+    acceptors_.push_back(std::make_unique<Acceptor>(listeners[i].fd, epfd_, kFirstListenerTag - i,
+                                                    o_.max_connections, listeners[i].http));
+    protocols_.push_back(listeners[i].http ? Protocol::Http : Protocol::Lines);
+    any_http_ = any_http_ || listeners[i].http;
+  }
   if (signal_fd >= 0) {
     epoll_event ev{};
     ev.events = EPOLLIN;
@@ -316,41 +361,36 @@ int OwnerServer::run(int listen_fd, int signal_fd) {
       if (drain_until == Clock::time_point::max()) drain_until = Clock::now() + kDrainTime;
       if (drained() || Clock::now() > drain_until) break;
     }
-    acceptor_->resume(stopping_);
-    int timeout = stopping_ || acceptor_->paused() ? 50 : -1;  // a paused listener is retried within 50 ms
-    if (o_.stats) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(interval_start + std::chrono::seconds(1) -
-                                                                         Clock::now());
-      int ms = static_cast<int>(std::max<int64_t>(0, left.count()) + 1);
-      timeout = timeout < 0 ? ms : std::min(timeout, ms);
-    }
-    int n = ::epoll_wait(epfd_, events, kEvents, timeout);
+    for (auto& a : acceptors_) a->resume(stopping_);
+    int n = ::epoll_wait(epfd_, events, kEvents, wait_ms(interval_start + std::chrono::seconds(1)));
     if (n < 0 && errno != EINTR) {
       fmt::print(err_, "aup run: epoll_wait: {}\n", std::strerror(errno));
       break;
     }
     turn(events, std::max(n, 0), signal_fd);
-    if (o_.stats && Clock::now() - interval_start >= std::chrono::seconds(1)) {
-      auto now = Clock::now();
+    auto now = Clock::now();
+    if (now - interval_start < std::chrono::seconds(1)) continue;
+    if (any_http_) expire_slow(now);
+    if (o_.stats) {
       const ServiceCounters& sc = service_.counters();
       StatsCounts totals{sc.events_ok + sc.events_failed, sc.queries, batch_.commits(),
                          static_cast<uint32_t>(conns_.size())};
       stats.print(err_, std::chrono::duration<double>(now - interval_start).count(), totals,
                   batch_.commit_latency());
-      interval_start = now;
     }
+    interval_start = now;
   }
   return 0;
 }
 
 }  // namespace
 
-int serve_on_owner(Service& owner, vm::State& state, Durability& durability, const ServerOptions& o, int listen_fd,
-                   int signal_fd, std::FILE* err) {
+int serve_on_owner(Service& owner, vm::State& state, Durability& durability, const ServerOptions& o,
+                   const std::vector<Listener>& listeners, int signal_fd, std::FILE* err) {
   int rc;
   {
     OwnerServer server(owner, state, durability, o, err);
-    rc = server.run(listen_fd, signal_fd);
+    rc = server.run(listeners, signal_fd);
   }  // closes the connections
   durability.close();
   return rc;

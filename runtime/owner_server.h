@@ -17,6 +17,9 @@
 // answer leaves with the batch's, once what it read is durable (the
 // Committer runs it again if the commit fails, pipeline.h).
 //
+// Each listener's connections speak the line protocol or HTTP (framer.h);
+// the loop is the same for both.
+//
 // Limits and back-pressure as with I/O threads (server.h): a connection
 // whose answers waiting exceed --max-output, or whose requests in the
 // batch reach --max-pending, is not read (and its buffered lines not
@@ -28,17 +31,19 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "runtime/durability.h"
+#include "runtime/listener.h"
 #include "runtime/server.h"
 #include "runtime/service.h"
 
 namespace aup::runtime {
 
-// Serves on `listen_fd` (listening, non-blocking) until SIGINT/SIGTERM
+// Serves on `listeners` (listening, non-blocking) until SIGINT/SIGTERM
 // arrive on `signal_fd` (a signalfd, or -1 for none); returns the exit
 // code. `state` is the one `owner` applies events to.
-int serve_on_owner(Service& owner, vm::State& state, Durability& durability, const ServerOptions& o, int listen_fd,
-                   int signal_fd, std::FILE* err);
+int serve_on_owner(Service& owner, vm::State& state, Durability& durability, const ServerOptions& o,
+                   const std::vector<Listener>& listeners, int signal_fd, std::FILE* err);
 
 }  // namespace aup::runtime

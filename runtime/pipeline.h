@@ -6,6 +6,11 @@
 //             line limit)     apply or answer)           one commit,  connection, one
 //                                                        its fate)    write a turn)
 //
+// Over HTTP (runtime/http.h) an HttpFramer stands where the LineFramer
+// does: it makes each HTTP request the request line it stands for, and
+// frames each answer as the response to it (runtime/framer.h picks one per
+// connection); the rest is the same.
+//
 // A transport reads into a connection's LineFramer, hands each line to the
 // Service (the request's JSON is parsed exactly once, on the thread that
 // applies it), lets the Committer collect the answers of a batch in request
@@ -181,6 +186,8 @@ class Outbox {
     assert(!answer.empty() && answer.back() == '\n');
     buf_ += answer;
   }
+  // Bytes framed by the transport (an HTTP response, runtime/framer.h).
+  void append_bytes(std::string_view bytes) { buf_ += bytes; }
   // Bytes appended and not yet written.
   size_t waiting() const { return buf_.size() - at_; }
   enum class Sent : uint8_t { All, Some, Gone };

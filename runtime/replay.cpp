@@ -13,6 +13,7 @@
 
 #include "runtime/json.h"
 #include "storage/memory_tables.h"
+#include "storage/live.h"
 #include "storage/recovery.h"
 
 namespace aup::runtime {
@@ -114,36 +115,22 @@ class Printer : public storage::RecoveryReporter {
   std::string line_;
 };
 
-// The lock a running aup holds exclusively: reading under it could see a
-// half-written image. A shared lock waits for nobody and says so. A store
-// without a LOCK file has never been opened by `aup run`: nothing to hold.
-class SharedLock {
- public:
-  explicit SharedLock(storage::Io& io) : io_(io) {}
-  ~SharedLock() {
-    if (fd_ >= 0) io_.close(fd_);
-  }
-  SharedLock(const SharedLock&) = delete;
-  SharedLock& operator=(const SharedLock&) = delete;
-  // 0, or the exit status after saying why not.
-  int take(const std::string& dir, std::FILE* err) {
-    std::string path = dir + "/LOCK";
-    std::string holder;
-    fd_ = io_.lock(path, /*exclusive=*/false, holder);
-    if (fd_ >= 0 || fd_ == -ENOENT) return 0;
-    if (fd_ == -EWOULDBLOCK) {
-      fmt::print(err, "aup replay: the store {} is in use by a running aup{}; stop it first\n", dir,
-                 holder.empty() ? "" : fmt::format(" (pid {})", holder));
-    } else {
-      fmt::print(err, "aup replay: cannot lock {}: {}\n", path, std::strerror(-fd_));
-    }
+// A store a running aup serves is read as of its newest durable save, once
+// the images are read (storage/live.h). 0, or the exit status after saying
+// why not.
+int cut_if_served(storage::ReadAccess& access, storage::Recovery& recovery, const std::string& dir,
+                  std::FILE* err) {
+  if (!access.live()) return 0;
+  storage::LiveMark m;
+  if (Status cut = access.cut(m); !cut.ok()) {
+    fmt::print(err, "aup replay: {}\n", cut.message);
     return 2;
   }
-
- private:
-  storage::Io& io_;
-  int fd_ = -1;
-};
+  recovery.cut_log_at(m.segment, m.end);
+  fmt::print(err, "aup replay: the store {} is served by aup{}: read as of save {}, its newest durable one\n", dir,
+             access.by(), m.seq);
+  return 0;
+}
 
 // A step of recovery that did not finish: damage (reported already) exits
 // 1; a read that failed (an errno: the environment, not the store) says so
@@ -248,8 +235,11 @@ int dumped_table(const ReplayOptions& o, const storage::Schema& schema, std::FIL
 
 int replay(storage::Io& io, const ReplayOptions& o, std::FILE* out, std::FILE* err) {
   const std::string& dir = o.data;
-  SharedLock lock(io);
-  if (int rc = lock.take(dir, err)) return rc;
+  storage::ReadAccess access(io);
+  if (Status took = access.take(dir); !took.ok()) {
+    fmt::print(err, "aup replay: {}\n", took.message);
+    return 2;
+  }
   Printer printer(out, err);
   storage::RecoveryOptions ro;
   ro.read_past_damage = true;
@@ -276,6 +266,7 @@ int replay(storage::Io& io, const ReplayOptions& o, std::FILE* out, std::FILE* e
                dump >= 0 ? fmt::format("`{}`", o.dump) : std::string("the vars"), printer.image_seq[at_image], *o.at);
     return 2;
   }
+  if (int rc = cut_if_served(access, recovery, dir, err)) return rc;
   st = recovery.read_log();
   if (!st.ok()) return stopped(st, err);
   if (o.at && *o.at > printer.last_seq) {

@@ -29,6 +29,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/framer.h"
 #include "runtime/lines.h"
 #include "runtime/listener.h"
 #include "runtime/owner_server.h"
@@ -63,10 +64,11 @@ struct Slot {
 };
 
 struct Conn {
-  Conn(int fd_in, uint64_t id_in, size_t max_line_bytes) : fd(fd_in), id(id_in), in(max_line_bytes) {}
+  Conn(int fd_in, uint64_t id_in, Protocol p, const ServerOptions& o)
+      : fd(fd_in), id(id_in), in(p, o.max_line_bytes, std::chrono::seconds(o.http_timeout_seconds)) {}
   int fd;
   uint64_t id;
-  LineFramer in;
+  Framer in;
   bool dead = false;      // writing failed: answers are dropped
   std::deque<Slot> slots;
   uint64_t first_slot = 0;  // number of slots.front()
@@ -97,18 +99,22 @@ class IoThread {
     if (thread_.joinable()) thread_.join();
   }
   // Any thread: hands a connection, or answers, to this thread.
-  void adopt(int fd);
+  void adopt(int fd, Protocol p);
   void deliver(std::vector<Answer> answers);
   void wake();
   // Thread 0 also accepts and takes the signals.
-  void watch_listener(int fd, int signal_fd);
+  void watch_listeners(const std::vector<Listener>& listeners, int signal_fd);
+  // Whether some listener speaks HTTP (then each thread looks for requests
+  // past their timeout once a second).
+  void set_http(bool any) { any_http_ = any; }
 
  private:
   void run();
   void take_inbox();
-  void accept_all();
+  void accept_all(size_t listener);
   void on_signal();
-  void add_conn(int fd);
+  void add_conn(int fd, Protocol p);
+  void expire_slow();
   void on_ready(Conn& c, uint32_t events);
   void read_some(Conn& c);
   bool pump(Conn& c);  // true when it took a line
@@ -131,10 +137,14 @@ class IoThread {
   int epfd_ = -1;
   int wakefd_ = -1;
   int signal_fd_ = -1;
-  std::unique_ptr<Acceptor> acceptor_;  // thread 0 only
+  std::vector<std::unique_ptr<Acceptor>> acceptors_;  // thread 0 only
+  std::vector<Protocol> protocols_;                   // each listener's
+  bool any_http_ = false;
+  std::chrono::steady_clock::time_point next_expiry_;
+  std::string answer_;  // an answer the framer formed (reused)
   std::thread thread_;
   std::mutex inbox_mu_;
-  std::vector<int> new_fds_;
+  std::vector<std::pair<int, Protocol>> new_fds_;
   std::vector<Answer> answers_;
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;
   uint64_t next_conn_ = 1;
@@ -149,7 +159,7 @@ class Server {
       : owner_(owner), state_(state), durability_(durability), o_(o), err_(err), snapshots_(state),
         committer_(owner, durability, 0) {}
 
-  int run(int listen_fd, int signal_fd);
+  int run(const std::vector<Listener>& listeners, int signal_fd);
 
   // I/O threads.
   const ServerOptions& options() const { return o_; }
@@ -205,12 +215,17 @@ IoThread::~IoThread() {
   if (wakefd_ >= 0) ::close(wakefd_);
 }
 
-// Markers for the listener and the signal descriptor in epoll's data.
-constexpr uint64_t kListenerTag = ~uint64_t{0};
-constexpr uint64_t kSignalTag = ~uint64_t{0} - 1;
+// Markers for the signal descriptor and the listeners (downwards from
+// kFirstListenerTag) in epoll's data.
+constexpr uint64_t kSignalTag = ~uint64_t{0};
+constexpr uint64_t kFirstListenerTag = ~uint64_t{0} - 1;
 
-void IoThread::watch_listener(int fd, int signal_fd) {
-  acceptor_ = std::make_unique<Acceptor>(fd, epfd_, kListenerTag, server_.options().max_connections);
+void IoThread::watch_listeners(const std::vector<Listener>& listeners, int signal_fd) {
+  for (size_t i = 0; i < listeners.size(); ++i) {
+    acceptors_.push_back(std::make_unique<Acceptor>(listeners[i].fd, epfd_, kFirstListenerTag - i,
+                                                    server_.options().max_connections, listeners[i].http));
+    protocols_.push_back(listeners[i].http ? Protocol::Http : Protocol::Lines);
+  }
   signal_fd_ = signal_fd;
   if (signal_fd >= 0) {
     epoll_event ev{};
@@ -226,10 +241,10 @@ void IoThread::wake() {
   (void)n;  // a full counter still wakes the thread
 }
 
-void IoThread::adopt(int fd) {
+void IoThread::adopt(int fd, Protocol p) {
   {
     std::lock_guard<std::mutex> lock(inbox_mu_);
-    new_fds_.push_back(fd);
+    new_fds_.emplace_back(fd, p);
   }
   wake();
 }
@@ -268,10 +283,15 @@ void IoThread::run() {
       for (auto& [id, c] : conns_) pending = pending || (!c->dead && c->out.waiting() > 0);
       if (!pending || std::chrono::steady_clock::now() > flush_deadline) break;
     }
-    if (acceptor_) acceptor_->resume(server_.stopping());
-    bool paused = acceptor_ && acceptor_->paused();
-    int n = ::epoll_wait(epfd_, events, kEvents, server_.stopping() || paused ? 50 : -1);
-    // (a paused listener is retried within 50 ms of its resume time)
+    bool paused = false;
+    for (auto& a : acceptors_) {
+      a->resume(server_.stopping());
+      paused = paused || a->paused();
+    }
+    // A paused listener is retried within 50 ms of its resume time; with
+    // HTTP, requests past their timeout are looked for once a second.
+    int timeout = server_.stopping() || paused ? 50 : any_http_ ? 1000 : -1;
+    int n = ::epoll_wait(epfd_, events, kEvents, timeout);
     if (n < 0 && errno != EINTR) break;
     for (int i = 0; i < n; ++i) {
       uint64_t tag = events[i].data.u64;
@@ -280,8 +300,8 @@ void IoThread::run() {
         ssize_t got = ::read(wakefd_, &count, sizeof count);
         (void)got;
         take_inbox();
-      } else if (tag == kListenerTag) {
-        accept_all();
+      } else if (tag <= kFirstListenerTag && tag > kFirstListenerTag - acceptors_.size()) {
+        accept_all(kFirstListenerTag - tag);
       } else if (tag == kSignalTag) {
         on_signal();
       } else {
@@ -289,6 +309,7 @@ void IoThread::run() {
         if (it != conns_.end()) on_ready(*it->second, events[i].events);
       }
     }
+    if (any_http_) expire_slow();
     if (!to_owner_.empty()) server_.submit(to_owner_);
     if (server_.stopping()) {
       // Stop reading everywhere; keep writing.
@@ -309,14 +330,14 @@ void IoThread::on_signal() {
 }
 
 void IoThread::take_inbox() {
-  std::vector<int> fds;
+  std::vector<std::pair<int, Protocol>> fds;
   std::vector<Answer> answers;
   {
     std::lock_guard<std::mutex> lock(inbox_mu_);
     fds.swap(new_fds_);
     answers.swap(answers_);
   }
-  for (int fd : fds) add_conn(fd);
+  for (auto [fd, p] : fds) add_conn(fd, p);
   std::vector<uint64_t> touched;
   for (Answer& a : answers) {
     auto it = conns_.find(a.conn);
@@ -342,22 +363,38 @@ void IoThread::take_inbox() {
   }
 }
 
-void IoThread::accept_all() {
+void IoThread::accept_all(size_t listener) {
   for (;;) {
-    int fd = acceptor_->accept_next(server_.connections.load(), server_.stopping());
+    int fd = acceptors_[listener]->accept_next(server_.connections.load(), server_.stopping());
     if (fd < 0) return;
     server_.connections.fetch_add(1);
     uint32_t to = next_adopter_++ % server_.io_count();
     if (to == index_) {
-      add_conn(fd);
+      add_conn(fd, protocols_[listener]);
     } else {
-      server_.io(to).adopt(fd);
+      server_.io(to).adopt(fd, protocols_[listener]);
     }
   }
 }
 
-void IoThread::add_conn(int fd) {
-  auto c = std::make_unique<Conn>(fd, next_conn_++, server_.options().max_line_bytes);
+// HTTP requests that did not arrive whole in time are refused (408, close):
+// looked for once a second, so one takes up to a second past its timeout.
+void IoThread::expire_slow() {
+  auto now = std::chrono::steady_clock::now();
+  if (now < next_expiry_) return;
+  next_expiry_ = now + std::chrono::seconds(1);
+  for (auto it = conns_.begin(); it != conns_.end();) {
+    Conn& c = *it->second;
+    ++it;  // settle() may close `c`
+    if (!c.dead && c.in.expire(now)) {
+      pump(c);
+      settle(c);
+    }
+  }
+}
+
+void IoThread::add_conn(int fd, Protocol p) {
+  auto c = std::make_unique<Conn>(fd, next_conn_++, p, server_.options());
   Conn& ref = *c;
   conns_.emplace(c->id, std::move(c));
   epoll_event ev{};
@@ -398,11 +435,11 @@ bool IoThread::pump(Conn& c) {
   std::string_view line;
   while (!c.dead && !c.parked && !server_.stopping() && c.slots.size() < o.max_pending &&
          waiting_bytes(c) <= o.max_output_bytes) {
-    LineFramer::Piece p = c.in.next(line);
-    if (p == LineFramer::Piece::None) break;
+    Framer::Piece p = c.in.next(line, answer_);
+    if (p == Framer::Piece::None) break;
     progress = true;
-    if (p == LineFramer::Piece::TooLong) {
-      c.slots.push_back(Slot{too_long_answer(o.max_line_bytes), true});
+    if (p == Framer::Piece::Answer) {
+      c.slots.push_back(Slot{std::move(answer_), true});
       c.done_bytes += c.slots.back().text.size();
     } else {
       handle_line(c, line);
@@ -457,7 +494,7 @@ void IoThread::run_query(Conn& c, uint64_t number, double t) {
 void IoThread::flush(Conn& c) {
   while (!c.slots.empty() && c.slots.front().done) {
     c.done_bytes -= c.slots.front().text.size();
-    if (!c.dead) c.out.append(c.slots.front().text);
+    if (!c.dead) c.in.deliver(c.slots.front().text, c.out);
     c.slots.pop_front();
     ++c.first_slot;
   }
@@ -598,7 +635,7 @@ void Server::owner_loop() {
   for (auto& io : ios_) io->wake();
 }
 
-int Server::run(int listen_fd, int signal_fd) {
+int Server::run(const std::vector<Listener>& listeners, int signal_fd) {
   for (uint32_t i = 0; i < o_.io_threads; ++i) {
     ios_.push_back(std::make_unique<IoThread>(*this, i));
     if (!ios_.back()->ok()) {
@@ -606,7 +643,9 @@ int Server::run(int listen_fd, int signal_fd) {
       return 2;
     }
   }
-  ios_[0]->watch_listener(listen_fd, signal_fd);
+  ios_[0]->watch_listeners(listeners, signal_fd);
+  bool any_http = std::any_of(listeners.begin(), listeners.end(), [](const Listener& l) { return l.http; });
+  for (auto& io : ios_) io->set_http(any_http);
   for (auto& io : ios_) io->start();
   owner_loop();
   for (auto& io : ios_) io->join();
@@ -628,35 +667,53 @@ uint32_t default_io_threads() {
   return 2;
 }
 
+namespace {
+
+// Listens on every address of --listen, announcing each; false (the
+// reason on `err`, the ones opened closed) when one cannot be.
+bool listen_all(const std::vector<std::string>& specs, std::vector<Listener>& out,
+                std::vector<std::string>& unix_paths, std::vector<std::string>& announced, std::FILE* err) {
+  for (const std::string& spec : specs) {
+    ListenAddress a;
+    std::string error, where;
+    bool parsed = parse_listen_address(spec, a, error);
+    int fd = parsed ? listen_on(a, where, error) : -1;
+    if (fd < 0) {
+      fmt::print(err, "aup run: {}{}\n", parsed ? "" : "--listen: ", error);
+      for (const Listener& l : out) ::close(l.fd);
+      for (const std::string& path : unix_paths) ::unlink(path.c_str());
+      return false;
+    }
+    out.push_back(Listener{fd, a.http});
+    if (a.unix_socket) unix_paths.push_back(a.path);
+    announced.push_back(where);
+  }
+  return true;
+}
+
+}  // namespace
+
 int serve_socket(Service& owner, vm::State& state, Durability& durability, const ServerOptions& o,
                  std::FILE* err) {
-  ListenAddress a;
-  std::string error, where;
-  if (!parse_listen_address(o.listen, a, error)) {
-    fmt::print(err, "aup run: --listen: {}\n", error);
-    return 2;
-  }
-  int fd = listen_on(a, where, error);
-  if (fd < 0) {
-    fmt::print(err, "aup run: {}\n", error);
-    return 2;
-  }
+  std::vector<Listener> listeners;
+  std::vector<std::string> unix_paths, announced;
+  if (!listen_all(o.listen, listeners, unix_paths, announced, err)) return 2;
   raise_descriptor_limit(o.max_connections, err);
   // SIGINT and SIGTERM go to a descriptor from before the address is
   // announced (a client may signal as soon as it reads it) and before any
   // thread starts (threads inherit the mask).
   SignalFd signals;
-  fmt::print(err, "aup: listening on {}\n", where);
+  for (const std::string& where : announced) fmt::print(err, "aup: listening on {}\n", where);
   std::fflush(err);
   int rc;
   if (o.io_threads == 0) {
-    rc = serve_on_owner(owner, state, durability, o, fd, signals.fd(), err);
+    rc = serve_on_owner(owner, state, durability, o, listeners, signals.fd(), err);
   } else {
     Server server(owner, state, durability, o, err);
-    rc = server.run(fd, signals.fd());
+    rc = server.run(listeners, signals.fd());
   }
-  ::close(fd);
-  if (a.unix_socket) ::unlink(a.path.c_str());
+  for (const Listener& l : listeners) ::close(l.fd);
+  for (const std::string& path : unix_paths) ::unlink(path.c_str());
   return rc;
 }
 

@@ -26,6 +26,9 @@
 // waiting query is read until it has run. An event whose client has gone
 // still commits; its answer is dropped.
 //
+// Every address of --listen is served by the same threads and pipeline;
+// an `http://` one speaks HTTP (http.h), framed per connection (framer.h).
+//
 // Limits: connections (more are answered `unavailable` and closed), line
 // size (bad_request, the line skipped), requests read but not yet answered
 // per connection, and answer bytes waiting for a client: past either of
@@ -42,8 +45,10 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "runtime/durability.h"
+#include "runtime/http.h"
 #include "runtime/listener.h"
 #include "runtime/pipeline.h"
 #include "runtime/service.h"
@@ -51,7 +56,9 @@
 namespace aup::runtime {
 
 struct ServerOptions {
-  std::string listen;                  // "unix:PATH", "HOST:PORT", ":PORT"
+  // "unix:PATH", "HOST:PORT", ":PORT" (the line protocol), "http://HOST:PORT"
+  std::vector<std::string> listen;
+  uint32_t http_timeout_seconds = kDefaultHttpTimeoutSeconds;  // an HTTP request to arrive whole
   uint32_t io_threads = 2;             // 0: the owner serves them (owner_server.h)
   uint32_t max_connections = 1024;
   uint32_t max_pending = 1024;         // per connection: read, not yet answered

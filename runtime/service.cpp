@@ -4,6 +4,7 @@
 
 #include "runtime/convert.h"
 #include "runtime/reply.h"
+#include "runtime/schema.h"
 
 namespace aup::runtime {
 
@@ -105,7 +106,7 @@ void Service::reset() {
   parse_error_.clear();
   problem_.clear();
   constexpr uint32_t kNone = JsonToValue::kNoNode;
-  event_ = query_ = args_ = kNone;
+  event_ = query_ = schema_ = args_ = kNone;
   is_event_ = false;
 }
 
@@ -123,9 +124,12 @@ bool Service::classify(const JsonDoc& doc) {
   uint32_t key = doc_->first_child(doc_->root());
   for (uint32_t k = 0; k < root.count; ++k) {
     std::string_view name = doc_->node(key).str;
-    uint32_t* slot = name == "event" ? &event_ : name == "query" ? &query_ : name == "args" ? &args_
-                     : name == "id"  ? &id
-                                     : nullptr;
+    uint32_t* slot = name == "event"    ? &event_
+                     : name == "query"  ? &query_
+                     : name == "schema" ? &schema_
+                     : name == "args"   ? &args_
+                     : name == "id"     ? &id
+                                        : nullptr;
     if (!slot) {
       if (problem_.empty()) {
         problem_ = fmt::format("unknown key `{}`; a request has `event` or `query`, `args` and `id`", name);
@@ -145,7 +149,9 @@ bool Service::classify(const JsonDoc& doc) {
       id_ = doc_->node(id).raw;
     }
   }
-  if (problem_.empty()) {
+  if (problem_.empty() && schema_ != kNone) {
+    problem_ = schema_problem();
+  } else if (problem_.empty()) {
     if (event_ != kNone && query_ != kNone) {
       problem_ = "a request has `event` or `query`, not both";
     } else if (event_ == kNone && query_ == kNone) {
@@ -156,6 +162,19 @@ bool Service::classify(const JsonDoc& doc) {
   }
   is_event_ = event_ != kNone;
   return problem_.empty() && !is_event_;
+}
+
+// `{"schema": {}}` asks for the module's description (runtime/schema.h):
+// nothing else beside it but an id, and an empty object, so that options
+// can be added later without changing what today's requests mean.
+std::string Service::schema_problem() const {
+  constexpr uint32_t kNone = JsonToValue::kNoNode;
+  if (event_ != kNone || query_ != kNone || args_ != kNone) {
+    return "a `schema` request has no `event`, `query` or `args`";
+  }
+  const JsonNode& n = doc_->node(schema_);
+  if (n.kind != JsonNode::Kind::Object || n.count != 0) return "`schema` must be the empty object {}";
+  return {};
 }
 
 Outcome Service::finish(double now, std::string& out) {
@@ -169,6 +188,12 @@ Outcome Service::finish(double now, std::string& out) {
     ++counters_.bad_requests;
     reply_error("bad_args", "`args` must be an object");
     return Outcome::Invalid;
+  }
+  if (schema_ != JsonToValue::kNoNode) {
+    ++counters_.queries;
+    if (schema_body_.empty()) schema_body_ = schema_json(module_);
+    reply_ok(&schema_body_);
+    return Outcome::Query;
   }
   Outcome o = is_event_ ? event(doc_->node(event_).str, args_, now) : query(doc_->node(query_).str, args_, now);
   vm_.reset_arena();
@@ -193,7 +218,7 @@ Outcome Service::event(std::string_view name, uint32_t args, double now) {
   vm::Value rec;
   if (!reader.record(args, ed.record, &rec)) {
     ++counters_.bad_requests;
-    reply_error("bad_args", reader.error());
+    reply_error(reader.code(), reader.error());
     return Outcome::Invalid;
   }
   size_t mark = state_->mark();
@@ -258,9 +283,9 @@ Outcome Service::query(std::string_view name, uint32_t args, double now) {
         return Outcome::Invalid;
       }
       seen[p] = true;
-      if (!reader.value(key + 1, f.param_types[p], &params[p])) {
+      if (!reader.value(key + 1, f.param_types[p], &params[p], pname)) {
         ++counters_.bad_requests;
-        reply_error("bad_args", fmt::format("{}: {}", pname, reader.error()));
+        reply_error(reader.code(), reader.error());
         return Outcome::Invalid;
       }
     }

@@ -3,6 +3,7 @@
 //
 //   {"event": "transfer", "args": {...}, "id": 17}
 //   {"query": "balance", "args": {"id": 1}, "id": 18}
+//   {"schema": {}}   (the module's events, queries and tables: runtime/schema.h)
 //   -> {"id":17,"ok":true,"result":{...}}
 //   -> {"id":18,"ok":false,"error":{"code":"not_found","message":"..."}}
 //
@@ -116,6 +117,7 @@ class Service {
  private:
   void reset();
   bool classify(const JsonDoc& doc);
+  std::string schema_problem() const;
   Outcome event(std::string_view name, uint32_t args, double now);
   Outcome query(std::string_view name, uint32_t args, double now);
   void reply_ok(const std::string* body);
@@ -137,7 +139,8 @@ class Service {
   // The prepared request.
   std::string parse_error_;
   std::string problem_;
-  uint32_t event_ = 0, query_ = 0, args_ = 0;
+  uint32_t event_ = 0, query_ = 0, schema_ = 0, args_ = 0;
+  std::string schema_body_;  // schema_json(module_), made at the first schema request
   bool is_event_ = false;
   bool has_result_ = false;
   const std::string* refusing_ = nullptr;

@@ -19,7 +19,9 @@ std::unique_ptr<Snapshot> Snapshots::take() {
   auto s = std::make_unique<Snapshot>();
   s->number = ++published_;
   const vm::Module& m = live_.module();
-  for (uint32_t t = 0; t < m.tables.size(); ++t) s->roots.push_back(live_.table(t).share());
+  // The indexes' roots with the tables': a reader sees a table and its
+  // indexes as of one commit.
+  for (size_t t = 0; t < live_.tree_count(); ++t) s->roots.push_back(live_.tree(t).share());
   for (uint32_t v = 0; v < m.vars.size(); ++v) {
     vm::Value x = live_.var(v);
     if (live_.text_var(v)) vm::retain(vm::as_ptr<vm::TextObj>(x));
@@ -33,10 +35,10 @@ void Snapshots::give_back_to_tables(Snapshot& s) {
   assert(on_owner());
   assert(!s.dropped);                // dropped once: its roots are released once
   assert(s.leases.load() == 0);      // no reader holds it
-  assert(s.roots.size() == live_.module().tables.size());
+  assert(s.roots.size() == live_.tree_count());
   s.dropped = true;
   s.view.reset();
-  for (uint32_t t = 0; t < s.roots.size(); ++t) live_.table(t).drop_root(s.roots[t]);
+  for (size_t t = 0; t < s.roots.size(); ++t) live_.tree(t).drop_root(s.roots[t]);
   for (uint32_t v = 0; v < s.vars.size(); ++v) {
     if (live_.text_var(v)) vm::release(vm::as_ptr<vm::TextObj>(s.vars[v]));
   }

@@ -29,7 +29,7 @@ namespace aup::runtime {
 
 struct Snapshot {
   uint64_t number = 0;                  // publications so far, this one included
-  std::vector<vm::Node*> roots;          // per table, from share()
+  std::vector<vm::Node*> roots;          // per tree (tables, then indexes), from share()
   std::vector<vm::Value> vars;           // texts retained
   std::unique_ptr<vm::State> view;       // queries read this
   std::atomic<uint32_t> leases{0};

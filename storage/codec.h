@@ -23,7 +23,6 @@
 #include <vector>
 
 #include "vm/bytes.h"
-#include "vm/key.h"
 #include "storage/schema.h"
 #include "vm/text.h"
 
@@ -120,11 +119,5 @@ class Decoder : public bytes::Reader {
     return s;
   }
 };
-
-// The table key of a row slot of type t.
-inline vm::Key key_of_slot(FieldType t, uint64_t slot) {
-  return t == FieldType::Text ? vm::text_key(reinterpret_cast<vm::TextObj*>(slot))
-                              : vm::num_key(std::bit_cast<double>(slot));
-}
 
 }  // namespace aup::storage

@@ -9,6 +9,7 @@
 
 #include "storage/codec.h"
 #include "storage/image_format.h"
+#include "storage/key_values.h"
 #include "storage/schema_codec.h"
 #include "vm/bytes.h"
 
@@ -26,6 +27,7 @@ namespace {
 // The header's fields that vary from image to image; the rest (magic,
 // version, size, reserved) are image_format.h's constants.
 struct Header {
+  uint32_t version = imf::kFirstVersion;
   uint64_t seq = 0;
   uint64_t rows = 0;
   uint64_t body_bytes = 0;
@@ -37,7 +39,7 @@ uint64_t header_sum(const uint8_t* h) { return XXH3_64bits(h, imf::kHeaderSumAt)
 void encode_header(const Header& f, uint8_t (&h)[imf::kHeaderBytes]) {
   std::memset(h, 0, sizeof h);
   std::memcpy(h, imf::kMagic, sizeof imf::kMagic);
-  bytes::put_u32(h + imf::kVersionAt, imf::kVersion);
+  bytes::put_u32(h + imf::kVersionAt, f.version);
   bytes::put_u32(h + imf::kHeaderSizeAt, imf::kHeaderBytes);
   bytes::put_u64(h + imf::kSeqAt, f.seq);
   bytes::put_u64(h + imf::kRowsAt, f.rows);
@@ -52,9 +54,10 @@ Status decode_header(const std::string& path, const uint8_t* h, Header& f) {
   if (std::memcmp(h, imf::kMagic, sizeof imf::kMagic) != 0) {
     return Status::error(fmt::format("{} is damaged or not an aup image: no image magic at byte 0", path));
   }
-  if (uint32_t v = bytes::get_u32(h + imf::kVersionAt); v != imf::kVersion) {
-    return Status::error(
-        fmt::format("{} has image format {} at byte {}, this aup reads {}", path, v, imf::kVersionAt, imf::kVersion));
+  f.version = bytes::get_u32(h + imf::kVersionAt);
+  if (f.version < imf::kFirstVersion || f.version > imf::kLastVersion) {
+    return Status::error(fmt::format("{} has image format {} at byte {}, this aup reads {} and {}", path, f.version,
+                                     imf::kVersionAt, imf::kFirstVersion, imf::kLastVersion));
   }
   if (bytes::get_u64(h + imf::kHeaderSumAt) != header_sum(h)) {
     return Status::error(fmt::format("{} is damaged: header checksum mismatch at byte {}", path, imf::kHeaderSumAt));
@@ -118,7 +121,7 @@ class ImageFile {
   }
   // The trailer, the header, fsync, rename over the live file, fsync the
   // directory: a reader sees the old image or the whole new one.
-  Status finish(const std::string& dir, uint64_t seq, uint64_t rows, uint8_t kind, uint64_t& total) {
+  Status finish(const std::string& dir, const Header& header, uint64_t& total) {
     Status st = flush(true);
     if (!st.ok()) return st;
     uint8_t trailer[imf::kDigestBytes];
@@ -126,7 +129,9 @@ class ImageFile {
     st = write(trailer, sizeof trailer, at_);
     if (!st.ok()) return st;
     uint8_t head[imf::kHeaderBytes];
-    encode_header(Header{seq, rows, body_, kind}, head);
+    Header h = header;
+    h.body_bytes = body_;
+    encode_header(h, head);
     st = write(head, sizeof head, 0);
     if (!st.ok()) return st;
     io_.point("image.before_fsync");
@@ -166,7 +171,7 @@ class ImageFile {
 // Reads a whole image file and checks its header and digest; `body` is the
 // part between them.
 Status load(Io& io, const std::string& path, uint8_t want_kind, std::vector<uint8_t>& bytes,
-            ImageRead& info, std::span<const uint8_t>& body) {
+            ImageRead& info, std::span<const uint8_t>& body, uint32_t& version) {
   int fd = io.open(path, O_RDONLY, 0);
   if (fd < 0) return Status::error(fmt::format("cannot open {}: {}", path, err_text(-fd)), -fd);
   int64_t size = io.file_size(fd);
@@ -194,6 +199,7 @@ Status load(Io& io, const std::string& path, uint8_t want_kind, std::vector<uint
   Header head;
   if (Status st = decode_header(path, h, head); !st.ok()) return st;
   info = ImageRead{};  // the caller's may hold an earlier read's columns
+  version = head.version;
   info.seq = head.seq;
   info.rows = head.rows;
   uint64_t body_len = head.body_bytes;
@@ -217,6 +223,55 @@ Status load(Io& io, const std::string& path, uint8_t want_kind, std::vector<uint
   return Status::good();
 }
 
+// The rows of an image must come in ascending key order, as the tree
+// compares keys: a number by its order image, a text by its bytes, a
+// composite key by its encoding (vm/key.h, made here into a buffer kept
+// from row to row rather than a heap text per row).
+class KeyOrder {
+ public:
+  explicit KeyOrder(const TableSchema& t) : spec_(key_spec(t)) {}
+  // Whether `row`'s key is above the previous row's (the first row's
+  // always is).
+  bool next(const uint64_t* row) {
+    bool above = false;
+    if (!spec_.composite() && !spec_.text(0)) {
+      uint64_t ord = vm::num_order(std::bit_cast<double>(row[spec_.fields[0]]));
+      above = first_ || last_ord_ < ord;
+      last_ord_ = ord;
+    } else {
+      encode(row);
+      above = first_ || std::string_view(last_) < std::string_view(current_);
+      std::swap(last_, current_);
+    }
+    first_ = false;
+    return above;
+  }
+
+ private:
+  void encode(const uint64_t* row) {
+    auto n = static_cast<uint32_t>(spec_.fields.size());
+    if (n == 1) {
+      current_.assign(reinterpret_cast<const vm::TextObj*>(row[spec_.fields[0]])->view());
+      return;
+    }
+    uint64_t parts[vm::kMaxKeyFields];
+    for (uint32_t i = 0; i < n; ++i) parts[i] = row[spec_.fields[i]];
+    current_.resize(vm::key_bytes(parts, n, spec_.text_mask));
+    vm::encode_key(parts, n, spec_.text_mask, current_.data());
+  }
+
+  vm::KeySpec spec_;
+  bool first_ = true;
+  uint64_t last_ord_ = 0;
+  std::string last_, current_;
+};
+
+void release_texts(const TableSchema& layout, const uint64_t* slots) {
+  for (uint32_t f = 0; f < layout.fields.size(); ++f) {
+    if (layout.fields[f].type == FieldType::Text) vm::release(reinterpret_cast<vm::TextObj*>(slots[f]));
+  }
+}
+
 }  // namespace
 
 Status write_table_image(Io& io, const std::string& dir, const TableSchema& t, const vm::BTree& tree,
@@ -224,22 +279,20 @@ Status write_table_image(Io& io, const std::string& dir, const TableSchema& t, c
   ImageFile file(io, table_image_path(dir, t.name));
   Status st = file.open();
   if (!st.ok()) return st;
+  uint32_t version = table_format(t);
   Encoder head(file.buffer());
-  encode_table_schema(head, t);
+  encode_table_schema(head, t, version);
   uint64_t rows = 0;
-  FieldType kt = t.fields[t.key_field].type;
+  const std::vector<uint32_t> order = field_write_order(t);
   tree.for_each(root, [&](const vm::Key&, const uint64_t* row) {
     if (!st.ok()) return;
     Encoder e(file.buffer());
-    e.value(kt, row[t.key_field]);
-    for (uint32_t f = 0; f < t.fields.size(); ++f) {
-      if (f != t.key_field) e.value(t.fields[f].type, row[f]);
-    }
+    for (uint32_t f : order) e.value(t.fields[f].type, row[f]);
     ++rows;
     st = file.flush(false);
   });
   if (!st.ok()) return st;
-  st = file.finish(dir, seq, rows, imf::kTable, out.bytes);
+  st = file.finish(dir, Header{version, seq, rows, 0, imf::kTable}, out.bytes);
   out.rows = rows;
   return st;
 }
@@ -255,7 +308,7 @@ Status write_vars_image(Io& io, const std::string& dir, const Schema& schema, co
     encode_var_schema(e, schema.vars[i]);
     e.value(schema.vars[i].type, values[i]);
   }
-  st = file.finish(dir, seq, schema.vars.size(), imf::kVars, out.bytes);
+  st = file.finish(dir, Header{imf::kFirstVersion, seq, schema.vars.size(), 0, imf::kVars}, out.bytes);
   out.rows = schema.vars.size();
   return st;
 }
@@ -264,43 +317,29 @@ Status read_table_image(Io& io, const std::string& path, ImageRead& info,
                         const std::function<Status(uint64_t* row)>& row_fn) {
   std::vector<uint8_t> bytes;
   std::span<const uint8_t> body;
-  Status st = load(io, path, imf::kTable, bytes, info, body);
+  uint32_t version = 0;
+  Status st = load(io, path, imf::kTable, bytes, info, body, version);
   if (!st.ok()) return st;
   Decoder d(body.data(), body.size(), imf::kHeaderBytes);
-  if (!decode_table_schema(d, info.table)) {
+  if (!decode_table_schema(d, info.table, version)) {
     return Status::error(fmt::format("{} is damaged: its column list does not decode (byte {}): {}", path,
                                      d.error_offset(), d.problem()));
   }
   const TableSchema& t = info.table;
-  FieldType kt = t.fields[t.key_field].type;
+  const std::vector<uint32_t> order = field_write_order(t);
   std::vector<uint64_t> row(t.fields.size());
-  // The previous key, kept by value: the callee may release its row.
-  uint64_t last_ord = 0;
-  std::string last_text;
+  KeyOrder keys(t);
   for (uint64_t r = 0; r < info.rows; ++r) {
     size_t at = d.offset();
-    row[t.key_field] = d.value(kt);
-    for (uint32_t f = 0; f < t.fields.size(); ++f) {
-      if (f != t.key_field) row[f] = d.value(t.fields[f].type);
-    }
+    for (uint32_t f : order) row[f] = d.value(t.fields[f].type);
     // The key only once the row decoded: a text that did not is null.
-    vm::Key k;
-    bool ordered = r == 0;
-    if (d.ok()) {
-      k = key_of_slot(kt, row[t.key_field]);
-      if (r > 0) ordered = kt == FieldType::Text ? std::string_view(last_text) < k.text->view() : last_ord < k.ord;
-    }
-    if (!d.ok() || !ordered) {
-      for (uint32_t f = 0; f < t.fields.size(); ++f) {
-        if (t.fields[f].type == FieldType::Text) vm::release(reinterpret_cast<vm::TextObj*>(row[f]));
-      }
+    if (!d.ok() || !keys.next(row.data())) {
+      release_texts(t, row.data());
       if (!d.ok()) {
         return Status::error(fmt::format("{} is damaged: row {} does not decode (byte {}): {}", path, r, at, d.error()));
       }
       return Status::error(fmt::format("{} is damaged: row {} is out of key order (byte {})", path, r, at));
     }
-    last_ord = k.ord;
-    if (kt == FieldType::Text) last_text.assign(k.text->view());
     st = row_fn(row.data());
     if (!st.ok()) return st;
   }
@@ -314,7 +353,8 @@ Status read_vars_image(Io& io, const std::string& path, ImageRead& info,
                        const std::function<void(const VarSchema& var, uint64_t value)>& var) {
   std::vector<uint8_t> bytes;
   std::span<const uint8_t> body;
-  Status st = load(io, path, imf::kVars, bytes, info, body);
+  uint32_t version = 0;
+  Status st = load(io, path, imf::kVars, bytes, info, body, version);
   if (!st.ok()) return st;
   Decoder d(body.data(), body.size(), imf::kHeaderBytes);
   uint64_t n = d.varint();
@@ -337,18 +377,28 @@ Status read_vars_image(Io& io, const std::string& path, ImageRead& info,
   return Status::good();
 }
 
+namespace {
+// Why an image cannot be loaded into `target`: it lacks a key field (by
+// name and type); empty if it has them all.
+std::string missing_key_field(const std::string& path, const TableSchema& target, const std::vector<bool>& given) {
+  for (size_t i = 0; i < target.key_fields.size(); ++i) {
+    const std::string& name = target.fields[target.key_fields[i]].name;
+    if (given[target.key_fields[i]]) continue;
+    if (!target.composite_key()) return fmt::format("{} lacks the key field `{}`", path, name);
+    return fmt::format("{} lacks the key field `{}`, component {} of the key `{}`", path, name, i + 1,
+                       key_names(target));
+  }
+  return {};
+}
+}  // namespace
+
 Status load_table_image(Io& io, const std::string& path, const TableSchema& target, vm::BTree& tree,
                         ImageRead& info, uint64_t& rows) {
   std::vector<uint64_t> converted(target.fields.size());
+  const vm::KeySpec spec = key_spec(target);
   // The image's columns to the target's, worked out at its first row.
   std::vector<int> column_field;
   std::vector<bool> given;
-  // A refused row's texts are still this callee's to release.
-  auto release_texts = [](const TableSchema& layout, const uint64_t* slots) {
-    for (uint32_t f = 0; f < layout.fields.size(); ++f) {
-      if (layout.fields[f].type == FieldType::Text) vm::release(reinterpret_cast<vm::TextObj*>(slots[f]));
-    }
-  };
   return read_table_image(io, path, info, [&](uint64_t* row) -> Status {
     const TableSchema& cols = info.table;
     if (column_field.empty()) {
@@ -360,9 +410,9 @@ Status load_table_image(Io& io, const std::string& path, const TableSchema& targ
         column_field.push_back(same ? static_cast<int>(f) : -1);
         if (same) given[f] = true;
       }
-      if (!given[target.key_field]) {
-        release_texts(cols, row);
-        return Status::error(fmt::format("{} lacks the key field `{}`", path, target.fields[target.key_field].name));
+      if (std::string why = missing_key_field(path, target, given); !why.empty()) {
+        release_texts(cols, row);  // a refused row's texts are still ours
+        return Status::error(why);
       }
     }
     for (uint32_t c = 0; c < cols.fields.size(); ++c) {
@@ -379,8 +429,8 @@ Status load_table_image(Io& io, const std::string& path, const TableSchema& targ
                      : fs.type == FieldType::Bool ? (fs.default_value.boolean ? 1u : 0u)
                                                   : reinterpret_cast<uint64_t>(vm::heap_text(fs.default_value.text));
     }
-    vm::Key k = key_of_slot(target.fields[target.key_field].type, converted[target.key_field]);
-    if (!tree.insert(k, converted.data())) {
+    vm::HeldKey key(spec, converted.data());
+    if (!tree.insert(key.key(), converted.data())) {
       release_texts(target, converted.data());
       return Status::error(fmt::format("{} is damaged: a key appears twice", path));
     }
@@ -400,8 +450,10 @@ Status rewrite_image_seq(Io& io, const std::string& path, uint64_t seq) {
   ssize_t n = io.pread(fd, old, sizeof old, 0);
   if (n < 0) return fail(err_text(static_cast<int>(-n)), static_cast<int>(-n));
   if (n != sizeof old || std::memcmp(old, imf::kMagic, 8) != 0) return fail("not an image", 0);
-  if (uint32_t v = bytes::get_u32(old + imf::kVersionAt); v != imf::kVersion) {
-    return fail(fmt::format("image format {} at byte {}, this aup writes {}", v, imf::kVersionAt, imf::kVersion), 0);
+  if (uint32_t v = bytes::get_u32(old + imf::kVersionAt); v < imf::kFirstVersion || v > imf::kLastVersion) {
+    return fail(fmt::format("image format {} at byte {}, this aup writes {} and {}", v, imf::kVersionAt,
+                            imf::kFirstVersion, imf::kLastVersion),
+                0);
   }
   if (bytes::get_u64(old + imf::kHeaderSumAt) != header_sum(old)) {
     return fail(fmt::format("header checksum mismatch at byte {}", imf::kHeaderSumAt), 0);

@@ -3,7 +3,9 @@
 // (`.new`), then renamed over it.
 //
 //   0   8  magic "AUPIMAGE"
-//   8   4  format version (1), little-endian
+//   8   4  format version, little-endian: a table image 1 when its key is
+//          one field (as before composite keys), 2 when composite (the
+//          table schema's key form, schema_codec.h); a vars image 1
 //   12  4  header size (64)
 //   16  8  save number covered: every log entry up to it is in the image
 //   24  8  row count (vars: the number of vars)
@@ -13,9 +15,9 @@
 //   56  8  XXH3-64 of bytes 0..55
 //   64  ... body:
 //           table: the table's schema (schema_codec.h: name, record name,
-//                  field count, fields, key field); then each row in
-//                  ascending key order: the key, then every other field in
-//                  order (codec.h's encoding)
+//                  field count, fields, key); then each row in ascending
+//                  key order: its key fields in key order, then every
+//                  other field in order (codec.h's encoding)
 //           vars:  count, each: name, type byte (schema_codec.h), value
 //   64+L 8  XXH3-64 of the body
 //
@@ -29,7 +31,10 @@
 namespace aup::storage::image_format {
 
 inline constexpr char kMagic[8] = {'A', 'U', 'P', 'I', 'M', 'A', 'G', 'E'};
-inline constexpr uint32_t kVersion = 1;
+// The versions read; a table image is written in the first that holds its
+// key (schema_codec.h's table_format), a vars image in the first.
+inline constexpr uint32_t kFirstVersion = 1;
+inline constexpr uint32_t kLastVersion = 2;
 inline constexpr uint32_t kHeaderBytes = 64;
 // Where each header field is (the table above).
 inline constexpr uint32_t kVersionAt = 8;

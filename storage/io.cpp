@@ -53,6 +53,7 @@ int SystemIo::rename(const std::string& from, const std::string& to) {
   return result(::rename(from.c_str(), to.c_str()));
 }
 int SystemIo::unlink(const std::string& path) { return result(::unlink(path.c_str())); }
+int SystemIo::flock(int fd, int operation) { return result(::flock(fd, operation)); }
 int64_t SystemIo::file_size(int fd) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return -errno;
@@ -162,6 +163,10 @@ int FaultIo::unlink(const std::string& path) {
   if (FaultRule* r = hit("unlink")) return -r->err;
   return inner_->unlink(path);
 }
+int FaultIo::flock(int fd, int operation) {
+  if (FaultRule* r = hit("flock")) return -r->err;
+  return inner_->flock(fd, operation);
+}
 int FaultIo::list_dir(const std::string& dir, std::vector<std::string>& names) {
   if (FaultRule* r = hit("list_dir")) return -r->err;
   return inner_->list_dir(dir, names);
@@ -180,7 +185,7 @@ namespace {
 // never fires, and a test that tests nothing. (Crash rules name points,
 // which are not listed here.)
 constexpr std::string_view kCalls[] = {"open",   "pread",     "pwrite",   "fdatasync", "fsync", "fallocate",
-                                       "sync_file_range", "ftruncate", "rename", "unlink", "list_dir", "lock"};
+                                       "sync_file_range", "ftruncate", "rename", "unlink", "list_dir", "lock", "flock"};
 
 std::string call_list() {
   std::string s;

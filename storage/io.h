@@ -63,6 +63,9 @@ class Io {
   // lock until closed, or -errno: -EWOULDBLOCK when another process holds
   // it, with the pid written in the file (or "") in `holder`.
   virtual int lock(const std::string& path, bool exclusive, std::string& holder) = 0;
+  // flock(2) on an open descriptor (LOCK_EX | LOCK_NB, LOCK_UN, ...): the
+  // writer's hold on DIR/READERS (storage/live.h).
+  virtual int flock(int fd, int operation) = 0;
   // A named step of a commit or checkpoint (crash tests stop here).
   virtual void point(std::string_view name) { (void)name; }
 };
@@ -83,6 +86,7 @@ class SystemIo : public Io {
   int64_t file_size(int fd) override;
   int list_dir(const std::string& dir, std::vector<std::string>& names) override;
   int lock(const std::string& path, bool exclusive, std::string& holder) override;
+  int flock(int fd, int operation) override;
 };
 
 struct FaultRule {
@@ -114,6 +118,7 @@ class FaultIo : public Io {
   int64_t file_size(int fd) override { return inner_->file_size(fd); }
   int list_dir(const std::string& dir, std::vector<std::string>& names) override;
   int lock(const std::string& path, bool exclusive, std::string& holder) override;
+  int flock(int fd, int operation) override;
   void point(std::string_view name) override;
 
  private:

@@ -233,6 +233,8 @@ class Log::Opener {
   Status check_end_marker(SegmentReader& reader, const Segment& seg, uint64_t off);
   Status judge_bad_entry(SegmentReader& reader, const Segment& seg, uint64_t off, const EntryCheck& check);
   Status check_no_later_entries(const Segment& seg, const std::string& path);
+  // A live read reached its cut (Options::cut_end): nothing after it is read.
+  bool cut_ = false;
 
   Log& log_;
   const Visitor& visit_;
@@ -259,7 +261,10 @@ Status Log::Opener::list_segments() {
     std::string_view digits = name.substr(4);
     if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
     if (digits.size() > 18) continue;
-    files_.emplace_back(std::stoull(std::string(digits)), fmt::format("{}/{}", log_.dir_, name));
+    uint64_t number = std::stoull(std::string(digits));
+    // A live read's cut: a later segment may be half made.
+    if (number > log_.o_.cut_segment) continue;
+    files_.emplace_back(number, fmt::format("{}/{}", log_.dir_, name));
   }
   std::sort(files_.begin(), files_.end());
   return Status::good();
@@ -388,6 +393,7 @@ Status Log::Opener::read_entries() {
     Status st = torn_ ? check_no_later_entries(log_.chain_.back(), c.path)
                       : read_segment(log_.chain_.back(), c.path);
     if (!st.ok()) return st;
+    if (cut_) break;
   }
   return Status::good();
 }
@@ -398,6 +404,10 @@ Status Log::Opener::read_segment(Segment& seg, const std::string& path) {
   SegmentReader reader(log_.io_, seg.fd, seg.size, path, buf_);
   for (uint64_t off = lf::kHeaderBytes;; off = seg.used) {
     assert(off % lf::kAlign == 0 && off <= seg.size);  // entries start on 8-byte boundaries, inside the segment
+    if (seg.number == log_.o_.cut_segment && off >= log_.o_.cut_end) {
+      cut_ = true;
+      return Status::good();
+    }
     Status st = reader.ensure(off + lf::kEntryHeaderBytes);
     if (!st.ok()) return st;
     if (off + lf::kEntryHeaderBytes > buf_.size()) return Status::good();
@@ -543,6 +553,44 @@ Status Log::write_header(const Segment& s) {
   return write_all(io_, s.fd, block, sizeof block, 0, path(s.number));
 }
 
+// A segment all of whose entries images cover, renamed to be segment `s`,
+// not re-created, so no block allocation; its stale bytes fail the new
+// generation.
+Status Log::reuse_segment(Segment& s, const Free& f, const std::string& p) {
+  io_.point("log.before_reuse");
+  if (int rc = io_.rename(f.path, p); rc < 0) {
+    broken_ = true;
+    return Status::error(fmt::format("cannot rename {} to {}: {}", f.path, p, std::strerror(-rc)), -rc);
+  }
+  s.size = f.size;
+  s.fd = io_.open(p, O_RDWR, 0);
+  if (s.fd < 0) {
+    broken_ = true;
+    return Status::error(fmt::format("cannot open {}: {}", p, std::strerror(-s.fd)), -s.fd);
+  }
+  return Status::good();
+}
+
+Status Log::create_segment(Segment& s, uint64_t size, const std::string& p) {
+  s.size = size;
+  s.fd = io_.open(p, O_RDWR | O_CREAT | O_EXCL, 0644);
+  if (s.fd < 0) return Status::error(fmt::format("cannot create {}: {}", p, std::strerror(-s.fd)), -s.fd);
+  if (int rc = io_.fallocate(s.fd, 0, static_cast<off_t>(size)); rc < 0) {
+    // Nothing of the log changed: a clean refusal, later appends retry.
+    io_.close(s.fd);
+    s.fd = -1;
+    io_.unlink(p);
+    bool full = rc == -ENOSPC || rc == -EDQUOT;
+    return Status::error(fmt::format("{} for a new log segment {} of {}: {}",
+                                     full ? "no space" : "cannot allocate space", p,
+                                     size % (1 << 20) == 0 ? fmt::format("{} MiB", size >> 20)
+                                                           : fmt::format("{} bytes", size),
+                                     std::strerror(-rc)),
+                         -rc);
+  }
+  return Status::good();
+}
+
 Status Log::start_segment(uint64_t min_size) {
   uint64_t size = std::max(o_.segment_bytes, (min_size + 4095) / 4096 * 4096);
   Segment s;
@@ -552,52 +600,37 @@ Status Log::start_segment(uint64_t min_size) {
   s.used = lf::kHeaderBytes;
   std::string p = path(s.number);
   auto reuse = std::find_if(free_.begin(), free_.end(), [&](const Free& f) { return f.size >= size; });
+  // Reusing rewrites a file that a reader of the served store may be
+  // reading (storage/live.h): only while none reads; else a new segment.
+  bool gated = reuse != free_.end() && gate_ != nullptr;
+  if (gated && !gate_->keep_out()) reuse = free_.end(), gated = false;
+  Status st = Status::good();
   if (reuse != free_.end()) {
-    // A segment all of whose entries images cover: renamed, not re-created,
-    // so no block allocation; its stale bytes fail the new generation.
-    io_.point("log.before_reuse");
-    if (int rc = io_.rename(reuse->path, p); rc < 0) {
-      broken_ = true;
-      return Status::error(fmt::format("cannot rename {} to {}: {}", reuse->path, p, std::strerror(-rc)), -rc);
-    }
-    s.size = reuse->size;
-    free_.erase(reuse);
-    s.fd = io_.open(p, O_RDWR, 0);
-    if (s.fd < 0) {
-      broken_ = true;
-      return Status::error(fmt::format("cannot open {}: {}", p, std::strerror(-s.fd)), -s.fd);
-    }
+    st = reuse_segment(s, *reuse, p);
+    if (s.fd >= 0) free_.erase(reuse);  // renamed: no longer free
   } else {
-    s.size = size;
-    s.fd = io_.open(p, O_RDWR | O_CREAT | O_EXCL, 0644);
-    if (s.fd < 0) return Status::error(fmt::format("cannot create {}: {}", p, std::strerror(-s.fd)), -s.fd);
-    if (int rc = io_.fallocate(s.fd, 0, static_cast<off_t>(size)); rc < 0) {
-      // Nothing of the log changed: a clean refusal, later appends retry.
-      io_.close(s.fd);
-      io_.unlink(p);
-      bool full = rc == -ENOSPC || rc == -EDQUOT;
-      return Status::error(fmt::format("{} for a new log segment {} of {}: {}",
-                                       full ? "no space" : "cannot allocate space", p,
-                                       size % (1 << 20) == 0 ? fmt::format("{} MiB", size >> 20)
-                                                             : fmt::format("{} bytes", size),
-                                       std::strerror(-rc)),
-                           -rc);
-    }
+    st = create_segment(s, size, p);
   }
-  Status st = write_header(s);
+  if (st.ok()) st = write_header(s);
+  if (gated) gate_->let_in();
   if (!st.ok()) {
-    // Part of the header may be written (a short write, then an error): it
-    // would read as damage at the next open, and the store would not open.
-    // Zeroed (or, failing that, removed), the file is free space.
-    uint8_t zeros[lf::kHeaderBytes] = {};
-    if (!write_all(io_, s.fd, zeros, sizeof zeros, 0, p).ok() || io_.fdatasync(s.fd) < 0) io_.unlink(p);
-    broken_ = true;
-    io_.close(s.fd);
+    if (s.fd >= 0) drop_unheaded(s, p);
     return st;
   }
   chain_.push_back(s);
   dir_sync_ = true;
   return Status::good();
+}
+
+// The header of a new segment failed: part of it may be written (a short
+// write, then an error), which would read as damage at the next open, and
+// the store would not open. Zeroed (or, failing that, removed), the file is
+// free space.
+void Log::drop_unheaded(Segment& s, const std::string& p) {
+  uint8_t zeros[lf::kHeaderBytes] = {};
+  if (!write_all(io_, s.fd, zeros, sizeof zeros, 0, p).ok() || io_.fdatasync(s.fd) < 0) io_.unlink(p);
+  broken_ = true;
+  io_.close(s.fd);
 }
 
 Status Log::append(uint64_t seq, std::span<const uint8_t> payload) {

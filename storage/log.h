@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "storage/io.h"
+#include "storage/live.h"
 #include "storage/log_format.h"
 #include "storage/status.h"
 
@@ -61,6 +62,12 @@ class Log {
     uint64_t segment_bytes = log_format::kDefaultSegmentBytes;
     size_t max_free_segments = 2;  // covered segments kept for reuse; more are deleted
     bool read_only = false;  // inspect only (aup replay): a torn tail is reported, not cut
+    // A read of a served store (storage/live.h), read_only: the log ends
+    // at byte `cut_end` of segment `cut_segment`, where its newest durable
+    // entry ends. Nothing the writer may be doing past it (appending,
+    // syncing, starting a segment) is looked at.
+    uint64_t cut_segment = UINT64_MAX;
+    uint64_t cut_end = UINT64_MAX;
   };
   using Visitor = std::function<Status(const LogEntry&)>;
 
@@ -97,6 +104,16 @@ class Log {
   // them; never the current one) leave the chain: they are kept for reuse
   // or deleted.
   void release_through(uint64_t seq);
+  // Readers of the served store (storage/live.h): a free segment is reused
+  // only while none reads, since reusing rewrites it. Null: none can come.
+  void set_readers_gate(ReadersGate* gate) { gate_ = gate; }
+  // Where the last entry ends: the segment being appended to and the byte
+  // after its last entry (after sync(), the durable end).
+  struct End {
+    uint64_t segment = 0;
+    uint64_t offset = 0;
+  };
+  End end() const { return chain_.empty() ? End{} : End{chain_.back().number, chain_.back().used}; }
 
   struct Segment {
     uint64_t number = 0;
@@ -116,6 +133,10 @@ class Log {
   class Opener;  // open's steps (log.cpp)
   Log(Io& io, std::string dir, Options o) : io_(io), dir_(std::move(dir)), o_(o) {}
   Status start_segment(uint64_t min_size);
+  struct Free;
+  Status reuse_segment(Segment& s, const Free& f, const std::string& p);
+  Status create_segment(Segment& s, uint64_t size, const std::string& p);
+  void drop_unheaded(Segment& s, const std::string& p);
   Status write_header(const Segment& s);
   std::string path(uint64_t number) const;
 
@@ -128,6 +149,7 @@ class Log {
     uint64_t size;
   };
   std::vector<Free> free_;
+  ReadersGate* gate_ = nullptr;
   uint64_t next_number_ = 0;
   uint64_t last_seq_ = 0;
   uint64_t last_digest_ = 0;

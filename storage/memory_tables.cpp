@@ -2,17 +2,13 @@
 
 #include <bit>
 
+#include "storage/key_values.h"
+
 namespace aup::storage {
 
 MemoryTables::MemoryTables(const Schema& s) : schema_(s) {
   for (const TableSchema& t : s.tables) {
-    vm::RowLayout layout;
-    layout.slots = static_cast<uint32_t>(t.fields.size());
-    for (uint32_t f = 0; f < t.fields.size(); ++f) {
-      if (t.fields[f].type == FieldType::Text) layout.text_slots.push_back(f);
-    }
-    layout.text_key = t.fields[t.key_field].type == FieldType::Text;
-    tables_.push_back(std::make_unique<vm::BTree>(std::move(layout)));
+    tables_.push_back(std::make_unique<vm::BTree>(row_layout(t)));
   }
   for (const VarSchema& v : s.vars) {
     switch (v.type) {

@@ -4,8 +4,11 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cassert>
+#include <string>
 
 #include "storage/codec.h"
+#include "storage/key_values.h"
 
 namespace aup::storage {
 
@@ -17,6 +20,11 @@ size_t key_hash(uint32_t table, const Key& key) {
   uint64_t h = (key.ord ^ table) * 0x9E3779B97F4A7C15ull;
   if (key.text) h ^= XXH3_64bits(key.text->bytes, key.text->len);
   return static_cast<size_t>(h ^ (h >> 29));
+}
+
+// A row's key as a record holds it: its key fields' values in key order.
+void write_row_key(Encoder& g, const TableSchema& ts, const uint64_t* row) {
+  for (uint32_t k : ts.key_fields) g.value(ts.fields[k].type, row[k]);
 }
 }  // namespace
 
@@ -83,17 +91,20 @@ void BatchEncoder::clear() {
 // One touched row's net change: a put of the row rewritten, a set of the
 // fields changed, a remove of a row that was there before; or nothing (a
 // row touched without a change, or added and removed within the batch).
-bool BatchEncoder::write_record(Encoder& g, const TableSchema& ts, const Touched& r, const uint64_t* row) {
+// A removed row's fields are gone: its key is written from the tree's key
+// (`spec`, the tree's), read back into its values.
+bool BatchEncoder::write_record(Encoder& g, const TableSchema& ts, const vm::KeySpec& spec, const Touched& r,
+                                const uint64_t* row) {
   if (row && r.rewritten) {
     g.u8(1);
-    g.value(ts.fields[ts.key_field].type, row[ts.key_field]);
+    write_row_key(g, ts, row);
     for (uint32_t f = 0; f < ts.fields.size(); ++f) {
-      if (f != ts.key_field) g.value(ts.fields[f].type, row[f]);
+      if (!ts.is_key_field(f)) g.value(ts.fields[f].type, row[f]);
     }
   } else if (row) {
     if (r.fields.empty()) return false;
     g.u8(2);
-    g.value(ts.fields[ts.key_field].type, row[ts.key_field]);
+    write_row_key(g, ts, row);
     g.varint(r.fields.size());
     for (uint32_t f : r.fields) {
       g.varint(f);
@@ -101,11 +112,7 @@ bool BatchEncoder::write_record(Encoder& g, const TableSchema& ts, const Touched
     }
   } else if (r.existed_before) {
     g.u8(3);
-    if (ts.fields[ts.key_field].type == FieldType::Text) {
-      g.text(r.key.text->view());
-    } else {
-      g.num(vm::order_num(r.key.ord));
-    }
+    write_key_values(g, spec, r.key);
   } else {
     return false;
   }
@@ -127,7 +134,7 @@ void BatchEncoder::encode(Tables& tables, std::vector<uint8_t>& out, std::vector
     uint64_t count = 0;
     for (size_t i : by_table[t]) {
       const Touched& r = touched_[i];
-      if (write_record(g, ts, r, tree.find(r.key))) ++count;
+      if (write_record(g, ts, tree.layout().key, r, tree.find(r.key))) ++count;
     }
     if (count == 0) continue;
     size_t before = out.size();
@@ -223,6 +230,11 @@ class PayloadApplier {
   const char* put(const Group& g);
   const char* set(const Group& g);
   const char* remove(const Group& g);
+  // A set or remove's key: its values in key order into `parts` (texts
+  // new heap texts, for release_key); false if they do not decode.
+  bool read_key(const TableSchema& ts, uint64_t* parts);
+  static void release_key(const TableSchema& ts, const uint64_t* parts);
+  const char* key_field_set(const TableSchema& ts, uint64_t f);
 
   Decoder d_;
   const Schema& stored_;
@@ -233,6 +245,7 @@ class PayloadApplier {
   Tables& tables_;
   std::vector<uint64_t>* bytes_;
   std::vector<uint64_t> row_;  // a put's row being built, a removed row's slots
+  std::string why_;            // a refusal that names what it refuses
 };
 
 Status PayloadApplier::run() {
@@ -282,13 +295,12 @@ const char* PayloadApplier::vars_group(uint64_t count, bool skip) {
 // A group whose table an image covers (or that the module no longer has):
 // read, checked, not applied.
 const char* PayloadApplier::skip_records(const TableSchema& ts, uint64_t count) {
-  FieldType kt = ts.fields[ts.key_field].type;
   for (uint64_t i = 0; i < count && d_.ok(); ++i) {
     uint8_t op = d_.u8();
-    d_.skip(kt);
+    for (uint32_t k : ts.key_fields) d_.skip(ts.fields[k].type);
     if (op == 1) {
       for (uint32_t f = 0; f < ts.fields.size(); ++f) {
-        if (f != ts.key_field) d_.skip(ts.fields[f].type);
+        if (!ts.is_key_field(f)) d_.skip(ts.fields[f].type);
       }
     } else if (op == 2) {
       uint64_t n = d_.varint();
@@ -307,6 +319,10 @@ const char* PayloadApplier::skip_records(const TableSchema& ts, uint64_t count) 
 const char* PayloadApplier::table_group(uint64_t stored_table, size_t target_table, uint64_t count) {
   const Group g{stored_.tables[stored_table], target_.tables[target_table], map_.field[stored_table],
                 map_.defaults[target_table], tables_.table(static_cast<uint32_t>(target_table))};
+  // Keys are made with the target tree's spec: the stored key's fields by
+  // name, in the same order and of the same types (compare_schemas refuses
+  // another key), so a key's values in key order encode alike in both.
+  assert(g.tree.layout().key.fields.size() == g.ts.key_fields.size());
   for (uint64_t i = 0; i < count && d_.ok(); ++i) {
     const char* failed = nullptr;
     switch (d_.u8()) {
@@ -326,8 +342,6 @@ const char* PayloadApplier::put(const Group& g) {
   const TableSchema& ts = g.ts;
   const TableSchema& tts = g.tts;
   const std::vector<uint32_t>& fmap = g.fmap;
-  FieldType kt = ts.fields[ts.key_field].type;
-  uint32_t tkey = fmap[ts.key_field];
   row_.assign(g.defaults.begin(), g.defaults.end());
   // Texts in the defaults are shared: each row takes its own reference.
   for (uint32_t f = 0; f < tts.fields.size(); ++f) {
@@ -335,44 +349,67 @@ const char* PayloadApplier::put(const Group& g) {
       row_[f] = reinterpret_cast<uint64_t>(vm::heap_text(tts.fields[f].default_value.text));
     }
   }
-  release_slot(tts.fields[tkey].type, row_[tkey]);
-  row_[tkey] = d_.value(kt);
-  for (uint32_t f = 0; f < ts.fields.size() && d_.ok(); ++f) {
-    if (f == ts.key_field) continue;
+  auto take = [&](uint32_t f) {
     release_slot(tts.fields[fmap[f]].type, row_[fmap[f]]);
     row_[fmap[f]] = d_.value(ts.fields[f].type);
+  };
+  for (uint32_t k : ts.key_fields) take(k);
+  for (uint32_t f = 0; f < ts.fields.size() && d_.ok(); ++f) {
+    if (!ts.is_key_field(f)) take(f);
   }
   if (!d_.ok()) {
     for (uint32_t f = 0; f < tts.fields.size(); ++f) release_slot(tts.fields[f].type, row_[f]);
     return "truncated put";
   }
-  vm::Key k = key_of_slot(kt, row_[tkey]);
-  if (!g.tree.insert(k, row_.data())) {
-    uint64_t* old = g.tree.find_mut(k);
+  vm::HeldKey key(g.tree.layout().key, row_.data());
+  if (!g.tree.insert(key.key(), row_.data())) {
+    uint64_t* old = g.tree.find_mut(key.key());
     for (uint32_t f = 0; f < tts.fields.size(); ++f) release_slot(tts.fields[f].type, old[f]);
     std::copy(row_.begin(), row_.end(), old);
   }
   return nullptr;
 }
 
+bool PayloadApplier::read_key(const TableSchema& ts, uint64_t* parts) {
+  for (size_t i = 0; i < ts.key_fields.size(); ++i) parts[i] = d_.value(ts.fields[ts.key_fields[i]].type);
+  return d_.ok();
+}
+
+// A value that did not decode is 0, which release_slot leaves alone.
+void PayloadApplier::release_key(const TableSchema& ts, const uint64_t* parts) {
+  for (size_t i = 0; i < ts.key_fields.size(); ++i) release_slot(ts.fields[ts.key_fields[i]].type, parts[i]);
+}
+
+// A row's key never changes (the checker refuses it, so no batch writes
+// it): a set of a key field would leave the row under a key it no longer
+// holds.
+const char* PayloadApplier::key_field_set(const TableSchema& ts, uint64_t f) {
+  const std::string& name = ts.fields[f].name;
+  if (!ts.composite_key()) {
+    why_ = fmt::format("set of the key field `{}`", name);
+  } else {
+    size_t i = 0;
+    while (ts.key_fields[i] != f) ++i;
+    why_ = fmt::format("set of the key field `{}`, component {} of the key `{}`", name, i + 1, key_names(ts));
+  }
+  return why_.c_str();
+}
+
 // Some fields of an existing row.
 const char* PayloadApplier::set(const Group& g) {
   const TableSchema& ts = g.ts;
-  FieldType kt = ts.fields[ts.key_field].type;
-  uint64_t kv = d_.value(kt);
-  vm::Key k = key_of_slot(kt, kv);
-  uint64_t* r = d_.ok() ? g.tree.find_mut(k) : nullptr;
-  release_slot(kt, kv);
-  if (!d_.ok()) return "truncated set";
+  uint64_t parts[vm::kMaxKeyFields];
+  bool whole = read_key(ts, parts);
+  uint64_t* r = nullptr;
+  if (whole) r = g.tree.find_mut(vm::HeldKey(g.tree.layout().key, parts, vm::HeldKey::From::Parts).key());
+  release_key(ts, parts);
+  if (!whole) return "truncated set";
   if (!r) return "set of a row that does not exist";
   uint64_t n = d_.varint();
   for (uint64_t j = 0; j < n && d_.ok(); ++j) {
     uint64_t f = d_.varint();
     if (f >= ts.fields.size()) return "field out of range";
-    // A row's key never changes (the checker refuses it, so no batch
-    // writes it): a set of it would leave the row under a key it no
-    // longer holds.
-    if (f == ts.key_field) return "set of the key field";
+    if (ts.is_key_field(static_cast<uint32_t>(f))) return key_field_set(ts, f);
     uint64_t v = d_.value(ts.fields[f].type);
     if (!d_.ok()) break;
     uint32_t tf = g.fmap[f];
@@ -383,13 +420,15 @@ const char* PayloadApplier::set(const Group& g) {
 }
 
 const char* PayloadApplier::remove(const Group& g) {
-  FieldType kt = g.ts.fields[g.ts.key_field].type;
-  uint64_t kv = d_.value(kt);
-  if (!d_.ok()) return "truncated remove";
-  vm::Key k = key_of_slot(kt, kv);
-  row_.assign(g.tts.fields.size(), 0);
-  bool gone = g.tree.erase(k, row_.data());
-  release_slot(kt, kv);
+  uint64_t parts[vm::kMaxKeyFields];
+  bool whole = read_key(g.ts, parts);
+  bool gone = false;
+  if (whole) {
+    row_.assign(g.tts.fields.size(), 0);
+    gone = g.tree.erase(vm::HeldKey(g.tree.layout().key, parts, vm::HeldKey::From::Parts).key(), row_.data());
+  }
+  release_key(g.ts, parts);
+  if (!whole) return "truncated remove";
   if (!gone) return "remove of a row that does not exist";
   for (uint32_t f = 0; f < g.tts.fields.size(); ++f) release_slot(g.tts.fields[f].type, row_[f]);
   return nullptr;
@@ -424,11 +463,11 @@ Status summarize_payload(std::span<const uint8_t> payload, const Schema& stored,
       const TableSchema& ts = stored.tables[st];
       for (uint64_t i = 0; i < count && d.ok(); ++i) {
         uint8_t op = d.u8();
-        d.skip(ts.fields[ts.key_field].type);
+        for (uint32_t k : ts.key_fields) d.skip(ts.fields[k].type);
         if (op == 1) {
           ++g.puts;
           for (uint32_t f = 0; f < ts.fields.size(); ++f) {
-            if (f != ts.key_field) d.skip(ts.fields[f].type);
+            if (!ts.is_key_field(f)) d.skip(ts.fields[f].type);
           }
         } else if (op == 2) {
           ++g.sets;

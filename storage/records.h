@@ -6,6 +6,8 @@
 //   item    := (table) op (1 byte: 1 put, 2 set, 3 remove) | key |
 //                put: every other field in order | set: n, (field, value)*n
 //            | (vars) var number | value
+//   key     := the key fields' values in key order (one value for a
+//              one-field key, as before composite keys)
 //
 // A batch's changes are reduced to their net effect per row before writing:
 // several sets of one row become one `set` of the fields that changed (with
@@ -65,7 +67,8 @@ class BatchEncoder {
   };
   // The touched row for (table, key), made when it is the first change.
   Touched& touch(uint32_t table, const vm::Key& key, bool existed_before);
-  static bool write_record(Encoder& g, const TableSchema& ts, const Touched& r, const uint64_t* row);
+  static bool write_record(Encoder& g, const TableSchema& ts, const vm::KeySpec& spec, const Touched& r,
+                           const uint64_t* row);
   void grow_slots();
 
   const Schema& schema_;

@@ -94,6 +94,12 @@ class Recovery {
   //    `stored` itself). A missing image is no image: it covers save 0.
   //    `stored`, `layout` and `tables` must outlive read_log().
   Status load_images(const Schema& stored, const Schema& layout, Tables& tables);
+  // Between 2 and 3, reading a served store (storage/live.h): the log is
+  //    read up to byte `end` of segment `segment` and no further.
+  void cut_log_at(uint64_t segment, uint64_t end) {
+    o_.log.cut_segment = segment;
+    o_.log.cut_end = end;
+  }
   // 3. The log: its entries after the images applied, up to
   //    RecoveryOptions::apply_through. Refuses when images do not reach
   //    back to its first entry (unless reading past damage).

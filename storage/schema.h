@@ -1,5 +1,5 @@
 // What the store knows of a module: its tables (rows of num, text and bool
-// fields, one of them the key) and its vars. Never the language: the
+// fields, one or more of them the key) and its vars. Never the language: the
 // runtime builds a Schema from a compiled module.
 #pragma once
 
@@ -32,7 +32,16 @@ struct TableSchema {
   std::string name;
   std::string record;  // the record type's name (informational)
   std::vector<FieldSchema> fields;
-  uint32_t key_field = 0;
+  // The fields that make the key, in key order: one (`key id`), or up to
+  // vm::kMaxKeyFields (`key (w, d, o)`), each num or text.
+  std::vector<uint32_t> key_fields = {0};
+  bool composite_key() const { return key_fields.size() > 1; }
+  bool is_key_field(uint32_t f) const {
+    for (uint32_t k : key_fields) {
+      if (k == f) return true;
+    }
+    return false;
+  }
   bool operator==(const TableSchema&) const = default;
 };
 

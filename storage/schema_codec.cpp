@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cassert>
+
+#include "vm/key.h"
+
 namespace aup::storage {
 
 namespace {
@@ -56,15 +61,75 @@ bool decode_field_type(Decoder& d, FieldType& t) {
   return true;
 }
 
-void encode_table_schema(Encoder& e, const TableSchema& t) {
+uint32_t table_format(const TableSchema& t) { return t.composite_key() ? kKeyListFormat : kOneKeyFormat; }
+
+uint32_t tables_format(const std::vector<TableSchema>& tables) {
+  uint32_t format = kOneKeyFormat;
+  for (const TableSchema& t : tables) format = std::max(format, table_format(t));
+  return format;
+}
+
+void encode_table_schema(Encoder& e, const TableSchema& t, uint32_t format) {
   e.text(t.name);
   e.text(t.record);
   e.varint(t.fields.size());
   for (const FieldSchema& f : t.fields) encode_field(e, f);
-  e.varint(t.key_field);
+  if (format == kOneKeyFormat) {
+    assert(t.key_fields.size() == 1 && "a composite key written in the one-key format");
+    e.varint(t.key_fields[0]);
+    return;
+  }
+  e.varint(t.key_fields.size());
+  for (uint32_t k : t.key_fields) e.varint(k);
 }
 
-bool decode_table_schema(Decoder& d, TableSchema& t) {
+namespace {
+
+// Key field `key` (read at `at`) as component `i` of `t`'s key: a field of
+// the table, num or text, not in the key already. A one-field key's
+// problems read as they did before composite keys ("key field 2 of 2
+// fields"); a composite key's name the component ("key component 2: field
+// 5 of 3 fields").
+bool decode_key_field(Decoder& d, TableSchema& t, size_t at, uint64_t key, size_t i, size_t count) {
+  auto which = [&] { return count == 1 ? std::string("key field") : fmt::format("key component {}: field", i + 1); };
+  if (key >= t.fields.size()) {
+    return refuse(d, at, fmt::format("table `{}`: {} {} of {} fields", t.name, which(), key, t.fields.size()));
+  }
+  const FieldSchema& k = t.fields[key];
+  if (k.type != FieldType::Num && k.type != FieldType::Text) {
+    return refuse(d, at, fmt::format("table `{}`: {} `{}` is a {} (a key is num or text)", t.name, which(), k.name,
+                                     field_type_name(k.type)));
+  }
+  for (size_t j = 0; j < i; ++j) {
+    if (t.key_fields[j] == key) {
+      return refuse(d, at, fmt::format("table `{}`: {} `{}` is component {} too", t.name, which(), k.name, j + 1));
+    }
+  }
+  t.key_fields.push_back(static_cast<uint32_t>(key));
+  return true;
+}
+
+// The key, in the form of `format` (schema_codec.h).
+bool decode_key(Decoder& d, TableSchema& t, uint32_t format) {
+  t.key_fields.clear();
+  size_t at = d.offset();
+  uint64_t count = format == kOneKeyFormat ? 1 : d.varint();
+  if (!d.ok()) return false;
+  if (count == 0 || count > vm::kMaxKeyFields) {
+    return refuse(d, at, fmt::format("table `{}`: a key of {} fields (1 to {})", t.name, count, vm::kMaxKeyFields));
+  }
+  for (uint64_t i = 0; i < count; ++i) {
+    at = d.offset();
+    uint64_t key = d.varint();
+    if (!d.ok()) return false;
+    if (!decode_key_field(d, t, at, key, i, count)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool decode_table_schema(Decoder& d, TableSchema& t, uint32_t format) {
   t = TableSchema{};
   t.name = std::string(d.text());
   t.record = std::string(d.text());
@@ -78,19 +143,8 @@ bool decode_table_schema(Decoder& d, TableSchema& t) {
     if (!decode_field(d, t, f)) return false;
     t.fields.push_back(std::move(f));
   }
-  at = d.offset();
-  uint64_t key = d.varint();
   if (!d.ok()) return false;
-  if (key >= t.fields.size()) {
-    return refuse(d, at, fmt::format("table `{}`: key field {} of {} fields", t.name, key, t.fields.size()));
-  }
-  t.key_field = static_cast<uint32_t>(key);
-  const FieldSchema& k = t.fields[key];
-  if (k.type != FieldType::Num && k.type != FieldType::Text) {
-    return refuse(d, at, fmt::format("table `{}`: key field `{}` is a {} (a key is num or text)", t.name, k.name,
-                                     field_type_name(k.type)));
-  }
-  return true;
+  return decode_key(d, t, format);
 }
 
 void encode_var_schema(Encoder& e, const VarSchema& v) {

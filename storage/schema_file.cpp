@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "storage/codec.h"
+#include "storage/key_values.h"
 #include "storage/schema_codec.h"
 #include "vm/bytes.h"
 
@@ -16,7 +17,11 @@ namespace aup::storage {
 namespace {
 // The header (schema_file.h): magic, version, reserved, body length.
 constexpr char kMagic[8] = {'A', 'U', 'P', 'S', 'C', 'H', 'E', 'M'};
-constexpr uint32_t kVersion = 1;
+// The versions read: 1, every key one field; 2, composite keys too
+// (schema_codec.h's table formats). Written: the first that holds the
+// tables (tables_format).
+constexpr uint32_t kFirstVersion = kOneKeyFormat;
+constexpr uint32_t kLastVersion = kKeyListFormat;
 constexpr size_t kHeaderBytes = 24;
 constexpr size_t kDigestBytes = 8;
 constexpr uint64_t kMaxTables = 65536;
@@ -24,9 +29,9 @@ constexpr uint64_t kMaxVars = 65536;
 
 // The body: the tables and vars (schema_codec.h), each var followed by its
 // initial value.
-void encode_schema(Encoder& e, const Schema& s) {
+void encode_schema(Encoder& e, const Schema& s, uint32_t version) {
   e.varint(s.tables.size());
-  for (const TableSchema& t : s.tables) encode_table_schema(e, t);
+  for (const TableSchema& t : s.tables) encode_table_schema(e, t, version);
   e.varint(s.vars.size());
   for (const VarSchema& v : s.vars) {
     encode_var_schema(e, v);
@@ -55,12 +60,12 @@ bool decode_var(Decoder& d, VarSchema& v) {
   return d.ok();
 }
 
-bool decode_schema(Decoder& d, Schema& s) {
+bool decode_schema(Decoder& d, Schema& s, uint32_t version) {
   // A table takes at least 7 bytes (names, one field, the key), a var 4.
   uint64_t nt = decode_count(d, 7, kMaxTables, "tables");
   for (uint64_t i = 0; i < nt && d.ok(); ++i) {
     TableSchema t;
-    if (!decode_table_schema(d, t)) return false;
+    if (!decode_table_schema(d, t, version)) return false;
     s.tables.push_back(std::move(t));
   }
   uint64_t nv = decode_count(d, 4, kMaxVars, "vars");
@@ -89,8 +94,9 @@ Status read_whole(Io& io, const std::string& path, std::vector<uint8_t>& bytes) 
   return Status::good();
 }
 
-// Checks the header and the digest; the body is bytes 24..24+len.
-Status check_frame(const std::string& path, const std::vector<uint8_t>& bytes, uint64_t& len) {
+// Checks the header and the digest; the body is bytes 24..24+len, in
+// format `version`.
+Status check_frame(const std::string& path, const std::vector<uint8_t>& bytes, uint64_t& len, uint32_t& version) {
   if (bytes.size() < kHeaderBytes + kDigestBytes) {
     return Status::error(fmt::format("{} is damaged: it ends at byte {}, shorter than an empty schema file ({} bytes)",
                                      path, bytes.size(), kHeaderBytes + kDigestBytes));
@@ -99,8 +105,10 @@ Status check_frame(const std::string& path, const std::vector<uint8_t>& bytes, u
   if (std::memcmp(h, kMagic, 8) != 0) {
     return Status::error(fmt::format("{} is damaged or not an aup schema file: no schema magic at byte 0", path));
   }
-  if (uint32_t version = bytes::get_u32(h + 8); version != kVersion) {
-    return Status::error(fmt::format("{} has schema format {} at byte 8; this aup reads {}", path, version, kVersion));
+  version = bytes::get_u32(h + 8);
+  if (version < kFirstVersion || version > kLastVersion) {
+    return Status::error(fmt::format("{} has schema format {} at byte 8; this aup reads {} and {}", path, version,
+                                     kFirstVersion, kLastVersion));
   }
   // Not covered by the digest: checked, so a damaged or future file is not
   // read as this format.
@@ -124,13 +132,14 @@ Status check_frame(const std::string& path, const std::vector<uint8_t>& bytes, u
 }  // namespace
 
 Status write_schema_file(Io& io, const std::string& dir, const Schema& s) {
+  uint32_t version = tables_format(s.tables);
   std::vector<uint8_t> body;
   Encoder b(body);
-  encode_schema(b, s);
+  encode_schema(b, s, version);
   std::vector<uint8_t> file;
   bytes::Writer e(file);
   e.raw(reinterpret_cast<const uint8_t*>(kMagic), sizeof kMagic);
-  e.fixed32(kVersion);
+  e.fixed32(version);
   e.fixed32(0);
   e.fixed64(body.size());
   e.raw(body.data(), body.size());
@@ -168,10 +177,11 @@ Status read_schema_file(Io& io, const std::string& dir, Schema& s) {
   Status st = read_whole(io, path, bytes);
   if (!st.ok()) return st;
   uint64_t len = 0;
-  st = check_frame(path, bytes, len);
+  uint32_t version = 0;
+  st = check_frame(path, bytes, len, version);
   if (!st.ok()) return st;
   Decoder d(bytes.data() + kHeaderBytes, len, kHeaderBytes);
-  if (!decode_schema(d, s)) {
+  if (!decode_schema(d, s, version)) {
     return Status::error(
         fmt::format("{} is damaged: it does not decode (byte {}): {}", path, d.error_offset(), d.problem()));
   }
@@ -187,8 +197,10 @@ SchemaDiff compare_schemas(const Schema& stored, const Schema& module) {
       continue;
     }
     const TableSchema& mt = module.tables[static_cast<size_t>(mi)];
-    const std::string& skey = st.fields[st.key_field].name;
-    const std::string& mkey = mt.fields[mt.key_field].name;
+    // Keys are compared by their fields' names: another field, another
+    // order or another number of fields is another key, rows in another
+    // order, so not a migration.
+    std::string skey = key_names(st), mkey = key_names(mt);
     if (skey != mkey) {
       diff.refusals.push_back(fmt::format("table `{}`: the key was `{}`, the module's is `{}`", st.name, skey, mkey));
     }

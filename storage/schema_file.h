@@ -1,7 +1,9 @@
 // The `schema` file of a store: the tables and vars it was written with.
 //
 //   0   8  magic "AUPSCHEM"
-//   8   4  format version (1), little-endian
+//   8   4  format version, little-endian: 1 when every table's key is one
+//          field (as before composite keys), 2 when any is composite (the
+//          tables' key form, schema_codec.h); both are read
 //   12  4  reserved (0)
 //   16  8  body length, little-endian
 //   24  .. body: varint tables, each as in an image (image_format.h); varint
@@ -26,7 +28,8 @@ Status read_schema_file(Io& io, const std::string& dir, Schema& s);
 
 // How a module's schema differs from a store's. Additions (a table, a var,
 // a field with a default) migrate; anything else is a refusal, one line
-// per difference.
+// per difference (a table's key: other fields, another order, one field
+// or several, is one).
 struct SchemaDiff {
   std::vector<std::string> additions;
   std::vector<std::string> refusals;

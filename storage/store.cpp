@@ -117,6 +117,8 @@ Status Store::open(Io& io, const std::string& dir, const Schema& schema, StoreOp
   st = s->write_first_images(diff, report);
   if (!st.ok()) return st;
   s->release_covered();
+  s->log_->set_readers_gate(&s->readers_);
+  s->live_.publish(s->last_seq_, s->log_->end().segment, s->log_->end().offset);
   out = std::move(s);
   return Status::good();
 }
@@ -135,7 +137,11 @@ Status Store::lock_directory() {
                          EWOULDBLOCK);
   }
   if (lock_fd_ < 0) return Status::error(fmt::format("cannot lock {}: {}", path, errno_text(-lock_fd_)), -lock_fd_);
-  return Status::good();
+  // A reader of the served store finds these (storage/live.h); the mark
+  // says Opening until the open is done.
+  Status st = live_.open(dir_);
+  if (st.ok()) st = readers_.open(io_, dir_);
+  return st;
 }
 
 // The schema the store was written with. A directory without one is a new
@@ -210,6 +216,7 @@ Status Store::commit(BatchEncoder& batch) {
           std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count()));
       assert(log_->last_seq() == seq);
       last_seq_ = seq;
+      live_.publish(seq, log_->end().segment, log_->end().offset);
       for (size_t t = 0; t < entry_bytes_.size(); ++t) since_image_[t] += entry_bytes_[t];
       ++stats_.commits;
       stats_.log_bytes += log_format::entry_bytes(payload_.size());
@@ -238,6 +245,7 @@ Status Store::fail_commit(const Status& failed) {
 
 void Store::tick() {
   if (job_ && job_->done.load(std::memory_order_acquire)) report_background(finish_checkpoint());
+  if (release_waiting_ && !job_) release_covered();  // a reader held it back: tried each batch until it goes
   if (job_ || unavailable() || last_seq_ < retry_after_) return;
   size_t n = schema_.tables.size();
   std::vector<uint32_t> chosen;
@@ -356,7 +364,18 @@ Status Store::checkpoint_all() {
 // Segments whose entries every image covers leave the log. A table
 // untouched since its image has its image's save number moved up first
 // (the image is that table as of now too), so it does not hold the log.
+// Moves unchanged images' save numbers up and lets the log drop what they
+// all cover. Both change files a reader of the served store may be reading
+// (storage/live.h), so while one reads this waits: tick() tries again
+// after each batch (one flock that does not wait) until the readers go.
 void Store::release_covered() {
+  release_waiting_ = !readers_.keep_out();
+  if (release_waiting_) return;
+  release_covered_now();
+  readers_.let_in();
+}
+
+void Store::release_covered_now() {
   size_t n = schema_.tables.size();
   for (size_t t = 0; t < n; ++t) {
     if (since_image_[t] == 0 && image_seq_[t] < last_seq_ && image_bytes_[t] > 0) {

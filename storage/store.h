@@ -2,6 +2,7 @@
 // table (and one for the vars), and the log (docs/store-format.md).
 //
 //   DIR/LOCK            flock'd while a process has the store open
+//   DIR/READERS, LIVE   for readers of the store while it is served (storage/live.h)
 //   DIR/schema          tables and vars (schema_file.h)
 //   DIR/image-<table>   every row of a table as of a save number (image_format.h)
 //   DIR/image.vars      every var as of a save number
@@ -28,6 +29,7 @@
 
 #include "storage/io.h"
 #include "storage/latency.h"
+#include "storage/live.h"
 #include "storage/log.h"
 #include "storage/records.h"
 #include "storage/schema.h"
@@ -119,6 +121,7 @@ class Store {
   void start_checkpoint(std::vector<uint32_t> tables_to_write);
   Status finish_checkpoint();
   void release_covered();
+  void release_covered_now();
   Status fail_commit(const Status& failed);
   static void report_background(const Status& st);
 
@@ -128,6 +131,9 @@ class Store {
   StoreOptions o_;
   Tables& tables_;
   int lock_fd_ = -1;
+  ReadersGate readers_;
+  bool release_waiting_ = false;  // release_covered() found a reader: tick() tries again
+  LiveMarkWriter live_;
   std::unique_ptr<Log> log_;
   uint64_t last_seq_ = 0;
   std::string unavailable_;

@@ -18,7 +18,7 @@
 #
 # Usage: tools/fuzz.sh [--seconds N] [--only NAME,...] [--report FILE]
 #        tools/fuzz.sh --merge [--only NAME,...]
-# (per target; default 45 s; NAME: source, request, module, log, image)
+# (per target; default 45 s; NAME: source, request, http, module, log, image)
 set -eu
 seconds=45 only="" report="" merge=0
 usage() {
@@ -35,7 +35,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 case $seconds in '' | *[!0-9]*) usage ;; esac
-all="source request module log image"
+all="source request http module log image"
 for name in $only; do
   case " $all " in *" $name "*) ;; *) echo "tools/fuzz.sh: no fuzz target '$name' (there are: $all)" >&2; exit 2 ;; esac
 done
@@ -51,7 +51,7 @@ if [ "$merge" -eq 1 ] && [ -d build-fuzz ]; then
   ninja -C build-fuzz -j"$(nproc)" >/dev/null
 else
   CC=clang-19 CXX=clang++-19 sh tools/build.sh build-fuzz -Dfuzz=true -Dfuzz_seconds="$seconds" \
-    -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug -Doptimization=1
+    -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=1
 fi
 if [ "$merge" -eq 1 ]; then
   exec sh tests/fuzz/merge_corpus.sh build-fuzz/tests/fuzz "$work" tests/fuzz/corpus $targets

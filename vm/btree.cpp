@@ -147,7 +147,7 @@ Inner* BTree::new_inner() {
 }
 
 void BTree::retain_leaf_texts(Node* n, uint32_t from, uint32_t to) {
-  if (layout_.text_slots.empty() && !layout_.text_key) return;
+  if (layout_.text_slots.empty() && !layout_.text_key()) return;
   Key* keys = leaf_keys(n);
   uint64_t* rows = leaf_rows(n);
   for (uint32_t i = from; i < to; ++i) {

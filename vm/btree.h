@@ -31,7 +31,12 @@ namespace aup::vm {
 struct RowLayout {
   uint32_t slots = 0;                 // fields per row
   std::vector<uint32_t> text_slots;   // which slots hold TextObj*
-  bool text_key = false;
+  KeySpec key;                        // which slots make the key
+  // Every key is an encoded text, even of one component (an index's
+  // entries, vm/state.h), so that a prefix of it is a prefix of the bytes.
+  bool encoded_key = false;
+  // Keys hold a TextObj* (a text key, any composite key, an encoded key).
+  bool text_key() const { return encoded_key || key.composite() || key.text(0); }
 };
 
 struct Node {

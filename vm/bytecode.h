@@ -24,7 +24,8 @@
 //   jump distance         32,767 instructions either way
 //   fields per record     255
 //
-// Version history of the instruction set: 1 (2026-11): the first.
+// Version history of the instruction set: 1 (2026-11): the first; 2
+// (2026-12): KEY and KEYPFX, for composite keys.
 #pragma once
 
 #include <cassert>

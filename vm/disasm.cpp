@@ -83,6 +83,9 @@ std::string disassemble_instruction(const Module& m, const Function& f, uint32_t
                              b < stdlib::builtins().size() ? stdlib::builtins()[b].name : "?", c,
                              c == 1 ? "" : "s");
       break;
+    case Op::IVIEW:
+    case Op::IALL:
+    case Op::IGET: operands = fmt::format("R{} index {}", a, name_at(m.indexes, bx)); break;
     case Op::NEWREC: operands = fmt::format("R{} {}", a, name_at(m.records, bx)); break;
     case Op::NEWOBJ: operands = fmt::format("R{} shape {}", a, bx); break;
     case Op::RGET:
@@ -117,10 +120,14 @@ std::string disassemble(const Module& m) {
     out += " }\n";
   }
   for (const TableDesc& t : m.tables) {
+    std::string key;
+    for (uint32_t f : t.key_fields) {
+      if (!key.empty()) key += ", ";
+      key += t.record < m.records.size() && f < m.records[t.record].fields.size() ? m.records[t.record].fields[f].name
+                                                                               : "?";
+    }
     out += fmt::format("table {}: {} key {}\n", t.name, name_at(m.records, t.record),
-                       t.record < m.records.size() && t.key_field < m.records[t.record].fields.size()
-                           ? m.records[t.record].fields[t.key_field].name
-                           : "?");
+                       t.key_fields.size() == 1 ? key : "(" + key + ")");
   }
   for (const VarDesc& v : m.vars) {
     out += fmt::format("var {}: {} = {}\n", v.name, type_text(m, v.type), constant_text(v.init));

@@ -315,20 +315,55 @@ std::string Vm::position(const Function* fn, const Instr* pc) const {
 }
 
 std::string Vm::key_text(uint32_t table, const Key& k) const {
+  const KeySpec& spec = state_->table(table).layout().key;
+  if (spec.composite()) {
+    if (k.text == nan_key()) return "with a component that is nan";
+    return describe_key(k.text->view(), static_cast<uint32_t>(spec.fields.size()), spec.text_mask);
+  }
   if (k.text) return quoted(k.text->view());
-  (void)table;
   return number_text(order_num(k.ord));
 }
 
 // ---------------------------------------------------------------------------
 // tables and rows
 
+// A key operand: a number or a text for a one-field key, the encoded key
+// (KEY, KEYPFX) for a composite one.
 Key Vm::key_of(uint32_t table, Value v) const {
-  const TableDesc& t = module_.tables[table];
-  if (module_.records[t.record].fields[t.key_field].type == kTypeText) {
-    return text_key(as_ptr<TextObj>(v));
-  }
+  if (state_->table(table).layout().text_key()) return text_key(as_ptr<TextObj>(v));
   return num_key(as_num(v));
+}
+
+// KEY and KEYPFX: the C values R[A].. encoded as one key (vm/key.h), in the
+// arena. A component that is NaN makes the key nan_key(), which no row has
+// and which makes a view empty, as a NaN bound does for a one-field key.
+bool Vm::make_key(Value* r, uint32_t text_mask, uint32_t count, bool prefix) {
+  for (uint32_t i = 0; i < count; ++i) {
+    if (!((text_mask >> i) & 1u) && std::isnan(as_num(r[i]))) {
+      r[0] = ptr_value(nan_key());
+      if (prefix) r[1] = r[0];
+      return true;
+    }
+  }
+  size_t size = key_bytes_max(r, count, text_mask);
+  if (size > kMaxTextBytes) {  // a text near the limit: the exact size decides
+    size = key_bytes(r, count, text_mask);
+    if (size > kMaxTextBytes) {
+      return fail(ErrorCode::Budget, fmt::format("a key would be longer than {} MiB", kMaxTextBytes >> 20));
+    }
+  }
+  if (arena_.allocated() + 2 * size > kMaxTempBytes) return fail(ErrorCode::Budget, temp_bytes_message());
+  TextObj* lo = arena_text_sized(arena_, static_cast<uint32_t>(size));
+  size_t n = encode_key(r, count, text_mask, lo->bytes);
+  lo->len = static_cast<uint32_t>(n);
+  lo->bytes[n] = '\0';
+  r[0] = ptr_value(lo);
+  if (prefix) {
+    TextObj* hi = arena_text(arena_, lo->view());
+    hi->len = static_cast<uint32_t>(prefix_end(hi->bytes, n));
+    r[1] = ptr_value(hi);
+  }
+  return true;
 }
 
 RowRef* Vm::make_row(uint32_t table, BTree::Pos pos, const Key& key) {
@@ -420,14 +455,27 @@ bool Vm::tadd(uint32_t table, Value recv, bool replace) {
       return false;
     }
   }
-  // -0 and 0 are one key; the key field holds it as 0.
-  if (rd.fields[td.key_field].type == kTypeNum && row[td.key_field] == num_value(-0.0)) {
-    row[td.key_field] = num_value(0.0);
+  // -0 and 0 are one key; a key field holds it as 0.
+  for (uint32_t f : td.key_fields) {
+    if (rd.fields[f].type == kTypeNum && row[f] == num_value(-0.0)) row[f] = num_value(0.0);
   }
   BTree& t = state_->table(table);
-  Key k = key_of(table, row[td.key_field]);
+  HeldKey held(t.layout().key, row.data());
+  const Key& k = held.key();
+  if (state_->has_indexes(table) && (replace || !t.find(k))) {
+    // A unique index is checked before anything changes.
+    if (!unique_ok(table, row.data(), k, State::kAllFields)) {
+      state_->release_row(table, row.data());
+      return false;
+    }
+  }
   if (t.insert(k, row.data())) {
     state_->note_insert(table, k);
+    if (state_->has_indexes(table)) {
+      BTree::Pos pos;  // the tree's own key: `k` may be borrowed from the row
+      const Value* stored_row = t.find(k, &pos);
+      state_->index_add(table, stored_row, t.key_at(pos));
+    }
     return true;
   }
   if (!replace) {
@@ -436,10 +484,23 @@ bool Vm::tadd(uint32_t table, Value recv, bool replace) {
     state_->release_row(table, row.data());
     return fail(ErrorCode::Duplicate, std::move(message));
   }
-  Value* old = t.find_mut(k);
+  BTree::Pos pos;
+  Value* old = t.find_mut(k, &pos);
+  if (state_->has_indexes(table)) state_->index_drop(table, old);
   state_->note_replace(table, k, old);  // the journal takes the old row's texts
   std::memcpy(old, row.data(), n * sizeof(Value));
+  if (state_->has_indexes(table)) state_->index_add(table, old, t.key_at(pos));
   return true;
+}
+
+// Fails `duplicate` if a unique index of the table would hold `row`'s
+// values twice (another row than `k` has them).
+bool Vm::unique_ok(uint32_t table, const Value* row, const Key& k, uint32_t field) {
+  Key other;
+  int i = state_->unique_conflict(table, row, k, field, &other);
+  if (i < 0) return true;
+  return fail(ErrorCode::Duplicate, fmt::format("{} (the row with key {})", state_->conflict_text(static_cast<uint32_t>(i), row),
+                                                key_text(table, other)));
 }
 
 bool Vm::tdel(uint32_t table, Value key) {
@@ -449,6 +510,7 @@ bool Vm::tdel(uint32_t table, Value key) {
     return fail(ErrorCode::NotFound, fmt::format("`{}` has no key {} to remove",
                                                  module_.tables[table].name, key_text(table, k)));
   }
+  if (state_->has_indexes(table)) state_->index_drop(table, row.data());
   state_->note_remove(table, k, row.data());
   return true;
 }
@@ -482,33 +544,144 @@ bool Vm::tend(uint32_t table, bool last, Value* r) {
 ViewObj* Vm::make_view(uint32_t table, Value lo, Value hi) {
   auto* v = arena_.make<ViewObj>();
   v->table = table;
+  v->index = kNoIndex;
   v->lo = key_of(table, lo);
   v->hi = key_of(table, hi);
   bool text = v->lo.text != nullptr;
-  bool nan = !text && (std::isnan(as_num(lo)) || std::isnan(as_num(hi)));
+  bool nan = text ? v->lo.text == nan_key() || v->hi.text == nan_key()
+                  : std::isnan(as_num(lo)) || std::isnan(as_num(hi));
   v->empty = nan || !key_less(v->lo, v->hi);
   return v;
 }
 
+// IVIEW: entries of index `index` with keys in [lo, hi) (encoded texts,
+// from KEY or KEYPFX); `whole`: every entry (lo and hi unread).
+ViewObj* Vm::make_index_view(uint32_t index, Value lo, Value hi, bool whole) {
+  auto* v = arena_.make<ViewObj>();
+  v->table = module_.indexes[index].table;
+  v->index = index;
+  if (whole) {
+    // No encoded key starts with 0xFF (vm/key.h): "" and "\xFF" bound them all.
+    v->lo = text_key(arena_text(arena_, ""));
+    v->hi = text_key(arena_text(arena_, "\xff"));
+    v->empty = false;
+    return v;
+  }
+  v->lo = text_key(as_ptr<TextObj>(lo));
+  v->hi = text_key(as_ptr<TextObj>(hi));
+  v->empty = v->lo.text == nan_key() || v->hi.text == nan_key() || !key_less(v->lo, v->hi);
+  return v;
+}
+
+const BTree& Vm::tree_of(uint32_t table, uint32_t index) const {
+  return index == kNoIndex ? state_->table(table) : state_->index(index);
+}
+
+// "`t`" or "`t.by_name`", for messages about a view.
+std::string Vm::view_name(const ViewObj* v) const {
+  if (v->index == kNoIndex) return fmt::format("`{}`", module_.tables[v->table].name);
+  return fmt::format("`{}.{}`", module_.tables[v->table].name, module_.indexes[v->index].name);
+}
+
+// The row at position `p` of a table's tree, or of an index's (the row its
+// entry's primary key finds).
+RowRef* Vm::tree_row_at(uint32_t table, uint32_t index, size_t p) {
+  Key k;
+  BTree::Pos pos;
+  const Value* entry = tree_of(table, index).at(p, &k, &pos);
+  assert(entry);
+  if (index == kNoIndex) return make_row(table, pos, k);
+  const BTree& t = state_->table(table);
+  bool found = t.find(state_->entry_row_key(index, entry), &pos) != nullptr;
+  // An entry whose row is gone: the index and its table disagree.
+  assert(found && "an index entry without its row");
+  (void)found;
+  return make_row(table, pos, t.key_at(pos));
+}
+
+// Positions [lo, hi) of a view in its tree.
+std::pair<size_t, size_t> Vm::view_span(const ViewObj* v) const {
+  if (v->empty) return {0, 0};
+  const BTree& t = tree_of(v->table, v->index);
+  size_t lo = t.rank(v->lo), hi = t.rank(v->hi);
+  return {lo, hi < lo ? lo : hi};
+}
+
 uint64_t Vm::view_count(const ViewObj* v) const {
-  if (v->empty) return 0;
-  const BTree& t = state_->table(v->table);
-  return t.rank(v->hi) - t.rank(v->lo);
+  auto [lo, hi] = view_span(v);
+  return hi - lo;
 }
 
 bool Vm::view_end(const ViewObj* v, bool last, Value* r) {
-  BTree& t = state_->table(v->table);
-  size_t lo = v->empty ? 0 : t.rank(v->lo);
-  size_t hi = v->empty ? 0 : t.rank(v->hi);
-  if (lo >= hi) {
-    return fail(ErrorCode::NotFound,
-                fmt::format("the view of `{}` is empty", module_.tables[v->table].name));
-  }
-  Key k;
-  BTree::Pos pos;
-  t.at(last ? hi - 1 : lo, &k, &pos);
-  *r = ptr_value(make_row(v->table, pos, k));
+  auto [lo, hi] = view_span(v);
+  if (lo >= hi) return fail(ErrorCode::NotFound, fmt::format("the view of {} is empty", view_name(v)));
+  *r = ptr_value(tree_row_at(v->table, v->index, last ? hi - 1 : lo));
   return true;
+}
+
+// VAT: the row at position R[C] of the view (0-based), as `t.at(i)`.
+bool Vm::view_at(const ViewObj* v, Value position, Value* r) {
+  auto [lo, hi] = view_span(v);
+  double p = as_num(position);
+  if (!(p >= 0 && p == std::floor(p) && p < static_cast<double>(hi - lo))) {
+    return fail(ErrorCode::NotFound, fmt::format("the view of {} has no row at position {} (it has {})", view_name(v),
+                                                 number_text(p), hi - lo));
+  }
+  *r = ptr_value(tree_row_at(v->table, v->index, lo + static_cast<size_t>(p)));
+  return true;
+}
+
+// IGET: the row of a unique index with the values whose entries are in
+// [R[A], R[A+1]) (KEYPFX over all its fields), as `t[k]`.
+bool Vm::iget(uint32_t index, Value* r) {
+  ViewObj* v = make_index_view(index, r[0], r[1], false);
+  auto [lo, hi] = view_span(v);
+  if (lo >= hi) {
+    const IndexDesc& d = module_.indexes[index];
+    std::string value = v->lo.text == nan_key() ? std::string("a value that is nan")
+                                                : describe_key(v->lo.text->view(), static_cast<uint32_t>(d.fields.size()),
+                                                               state_->index(index).layout().key.text_mask);
+    return fail(ErrorCode::NotFound, fmt::format("{} has no {}", view_name(v), value));
+  }
+  assert(hi - lo == 1);  // a unique index
+  *r = ptr_value(tree_row_at(v->table, index, lo));
+  return true;
+}
+
+// TITER, VITER and their descending forms (TITERD, VITERD): forward loops
+// walk a cursor, descending ones positions (a loop body cannot add or
+// remove rows of the table it walks, so positions stay put).
+IterObj* Vm::table_iter(uint32_t table, bool down) {
+  auto* it = arena_.make<IterObj>();
+  it->table = table;
+  it->tree_index = kNoIndex;
+  if (down) {
+    it->kind = IterKind::RowsDown;
+    it->at = state_->table(table).size();
+    it->stop = 0;
+  } else {
+    it->kind = IterKind::Rows;
+    it->cursor.seek(state_->table(table), nullptr);
+  }
+  return it;
+}
+
+IterObj* Vm::view_iter(const ViewObj* v, bool down) {
+  auto* it = arena_.make<IterObj>();
+  it->table = v->table;
+  it->tree_index = v->index;
+  if (down) {
+    auto [lo, hi] = view_span(v);
+    it->kind = IterKind::RowsDown;
+    it->at = hi;
+    it->stop = lo;
+    return it;
+  }
+  it->kind = IterKind::Rows;
+  it->bounded = true;
+  it->hi = v->empty ? v->lo : v->hi;  // nothing is below lo and at least lo
+  it->cursor.seek(tree_of(v->table, v->index), &v->lo);
+  return it;
 }
 
 bool Vm::rget(Value row, uint32_t field, Value* r) {
@@ -530,8 +703,29 @@ bool Vm::rset(Value rowv, uint32_t field, Value v) {
     if (fd.type == kTypeText) release(as_ptr<TextObj>(nv));
     return false;
   }
+  if (state_->field_indexed(ref->table, field)) return rset_indexed(ref, row, field, nv);
   state_->note_set_field(ref->table, ref->key, field, row[field]);
   row[field] = nv;
+  return true;
+}
+
+// A field some index holds: the unique indexes checked on the row as it
+// would be, then the entries of the indexes holding it moved.
+bool Vm::rset_indexed(RowRef* ref, Value* row, uint32_t field, Value nv) {
+  uint32_t table = ref->table;
+  std::array<Value, 256> would;
+  uint32_t n = state_->table(table).layout().slots;
+  std::memcpy(would.data(), row, n * sizeof(Value));
+  would[field] = nv;
+  if (!unique_ok(table, would.data(), ref->key, field)) {
+    if (state_->text_field(table, field)) release(as_ptr<TextObj>(nv));
+    return false;
+  }
+  state_->index_drop(table, row, field);
+  state_->note_set_field(table, ref->key, field, row[field]);
+  row[field] = nv;
+  // The tree's own key (on the heap): the reference's may be in the arena.
+  state_->index_add(table, row, state_->table(table).key_at(ref->pos), field);
   return true;
 }
 
@@ -557,26 +751,39 @@ bool Vm::setv(uint32_t var, Value v) {
 
 const Value* Vm::row_values(RowRef* r) { return row_read(r); }
 
-void Vm::view_rows(const ViewObj* v, std::vector<const Value*>& out) {
+// A view's rows' values in its order.
+template <class F>
+void Vm::each_view_row(const ViewObj* v, F&& f) {
   if (v->empty) return;
-  BTree& t = state_->table(v->table);
+  const BTree& tree = tree_of(v->table, v->index);
+  const BTree& table = state_->table(v->table);
   BTree::Cursor c;
-  c.seek(t, &v->lo);
-  for (; c.valid() && key_less(c.key(), v->hi); c.next(t)) out.push_back(t.row_at(c.pos()));
+  c.seek(tree, &v->lo);
+  for (; c.valid() && key_less(c.key(), v->hi); c.next(tree)) {
+    const Value* row = tree.row_at(c.pos());
+    if (v->index != kNoIndex) {
+      row = table.find(state_->entry_row_key(v->index, row));
+      assert(row && "an index entry without its row");
+    }
+    if (!f(row)) return;
+  }
+}
+
+void Vm::view_rows(const ViewObj* v, std::vector<const Value*>& out) {
+  each_view_row(v, [&](const Value* row) {
+    out.push_back(row);
+    return true;
+  });
 }
 
 Value Vm::varr(const ViewObj* v) {
   ArrayObj* out = new_array(true);
-  if (v->empty) return ptr_value(out);
-  BTree& t = state_->table(v->table);
   uint32_t record = module_.tables[v->table].record;
-  BTree::Cursor c;
-  c.seek(t, &v->lo);
-  for (; c.valid() && key_less(c.key(), v->hi); c.next(t)) {
+  each_view_row(v, [&](const Value* row) {
     RecObj* rec = new_record(record);
-    std::memcpy(rec->fields, t.row_at(c.pos()), rec->count * sizeof(Value));
-    if (!push(out, ptr_value(rec))) break;
-  }
+    std::memcpy(rec->fields, row, rec->count * sizeof(Value));
+    return push(out, ptr_value(rec));
+  });
   return ptr_value(out);
 }
 
@@ -587,7 +794,14 @@ bool Vm::next(IterObj* it, Value* item) {
     *item = it->array->items[it->index++];
     return true;
   }
-  BTree& t = state_->table(it->table);
+  const BTree& t = tree_of(it->table, it->tree_index);
+  if (it->kind == IterKind::RowsDown) {
+    if (it->at > t.size()) it->at = t.size();  // defensive: the loop body cannot remove rows
+    if (it->at <= it->stop) return false;
+    *item = ptr_value(tree_row_at(it->table, it->tree_index, --it->at));
+    return true;
+  }
+  if (it->tree_index != kNoIndex) return next_entry(it, t, item);
   // Advance lazily, at the start of the next round: the body may have
   // changed rows (a copy-on-write moves them), which the cursor notices.
   if (it->started) {
@@ -597,6 +811,33 @@ bool Vm::next(IterObj* it, Value* item) {
   if (!it->cursor.valid()) return false;
   if (it->bounded && !key_less(it->cursor.key(), it->hi)) return false;
   *item = ptr_value(make_row(it->table, it->cursor.pos(), it->cursor.key()));
+  return true;
+}
+
+// A forward loop over an index. The body may assign an indexed field,
+// which drops the entry just visited and frees its key: the cursor's own
+// re-seek would read that key, so after any change to the index the loop
+// seeks past its arena copy instead.
+bool Vm::next_entry(IterObj* it, const BTree& t, Value* item) {
+  if (it->started) {
+    if (t.version() == it->seen) {
+      it->cursor.next(t);
+    } else {
+      it->cursor.seek(t, &it->last);
+      if (it->cursor.valid() && key_cmp(it->cursor.key(), it->last) == 0) it->cursor.next(t);
+    }
+  }
+  it->started = true;
+  if (!it->cursor.valid()) return false;
+  if (it->bounded && !key_less(it->cursor.key(), it->hi)) return false;
+  it->last = text_key(arena_text(arena_, it->cursor.key().text->view()));
+  it->seen = t.version();
+  const BTree& table = state_->table(it->table);
+  BTree::Pos pos;
+  bool found = table.find(state_->entry_row_key(it->tree_index, t.row_at(it->cursor.pos())), &pos) != nullptr;
+  assert(found && "an index entry without its row");
+  (void)found;
+  *item = ptr_value(make_row(it->table, pos, table.key_at(pos)));
   return true;
 }
 
@@ -834,14 +1075,10 @@ bool Vm::execute(const Function* fn, Value* R, Value* result) {
   VM_CASE(TFIRST) { CHECK(tend(BX, false, &R[A])); VM_NEXT; }
   VM_CASE(TLAST) { CHECK(tend(BX, true, &R[A])); VM_NEXT; }
   VM_CASE(TVIEW) { R[A] = ptr_value(make_view(BX, R[A], R[A + 1])); VM_NEXT; }
-  VM_CASE(TITER) {
-    auto* it = arena_.make<IterObj>();
-    it->kind = IterKind::Rows;
-    it->table = BX;
-    it->cursor.seek(state_->table(BX), nullptr);
-    R[A] = ptr_value(it);
-    VM_NEXT;
-  }
+  VM_CASE(TITER) { R[A] = ptr_value(table_iter(BX, false)); VM_NEXT; }
+
+  VM_CASE(KEY) { CHECK(make_key(&R[A], B, C, false)); VM_NEXT; }
+  VM_CASE(KEYPFX) { CHECK(make_key(&R[A], B, C, true)); VM_NEXT; }
 
   VM_CASE(RGET) { CHECK(rget(R[B], C, &R[A])); VM_NEXT; }
   VM_CASE(RSET) { CHECK(rset(R[A], B, R[C])); VM_NEXT; }
@@ -851,21 +1088,14 @@ bool Vm::execute(const Function* fn, Value* R, Value* result) {
   VM_CASE(VFIRST) { CHECK(view_end(as_ptr<ViewObj>(R[B]), false, &R[A])); VM_NEXT; }
   VM_CASE(VLAST) { CHECK(view_end(as_ptr<ViewObj>(R[B]), true, &R[A])); VM_NEXT; }
   VM_CASE(VEMPTY) { R[A] = bool_value(view_count(as_ptr<ViewObj>(R[B])) == 0); VM_NEXT; }
-  VM_CASE(VITER) {
-    auto* v = as_ptr<ViewObj>(R[B]);
-    auto* it = arena_.make<IterObj>();
-    it->kind = IterKind::Rows;
-    it->table = v->table;
-    it->bounded = true;
-    it->hi = v->hi;
-    if (v->empty) {
-      it->hi = v->lo;  // nothing is below lo and at least lo
-    }
-    it->cursor.seek(state_->table(v->table), &v->lo);
-    R[A] = ptr_value(it);
-    VM_NEXT;
-  }
+  VM_CASE(VITER) { R[A] = ptr_value(view_iter(as_ptr<ViewObj>(R[B]), false)); VM_NEXT; }
   VM_CASE(VARR) { R[A] = varr(as_ptr<ViewObj>(R[B])); VM_NEXT; }
+  VM_CASE(VAT) { CHECK(view_at(as_ptr<ViewObj>(R[B]), R[C], &R[A])); VM_NEXT; }
+  VM_CASE(IVIEW) { R[A] = ptr_value(make_index_view(BX, R[A], R[A + 1], false)); VM_NEXT; }
+  VM_CASE(IALL) { R[A] = ptr_value(make_index_view(BX, 0, 0, true)); VM_NEXT; }
+  VM_CASE(IGET) { CHECK(iget(BX, &R[A])); VM_NEXT; }
+  VM_CASE(TITERD) { R[A] = ptr_value(table_iter(BX, true)); VM_NEXT; }
+  VM_CASE(VITERD) { R[A] = ptr_value(view_iter(as_ptr<ViewObj>(R[B]), true)); VM_NEXT; }
 
   VM_CASE(NEWREC) { R[A] = ptr_value(new_record(BX)); VM_NEXT; }
   VM_CASE(NEWOBJ) { R[A] = ptr_value(new_object(BX)); VM_NEXT; }

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "vm/arena.h"
@@ -106,6 +107,7 @@ class Vm {
 
   // Instruction bodies too long to sit in the loop.
   Key key_of(uint32_t table, Value v) const;
+  bool make_key(Value* r, uint32_t text_mask, uint32_t count, bool prefix);
   RowRef* make_row(uint32_t table, BTree::Pos pos, const Key& key);
   const Value* row_read(RowRef* r);
   Value* row_write(RowRef* r);
@@ -117,8 +119,21 @@ class Vm {
   bool tat(uint32_t table, Value* r);
   bool tend(uint32_t table, bool last, Value* r);
   ViewObj* make_view(uint32_t table, Value lo, Value hi);
+  ViewObj* make_index_view(uint32_t index, Value lo, Value hi, bool whole);
+  const BTree& tree_of(uint32_t table, uint32_t index) const;
+  std::string view_name(const ViewObj* v) const;
+  RowRef* tree_row_at(uint32_t table, uint32_t index, size_t p);
+  std::pair<size_t, size_t> view_span(const ViewObj* v) const;
   uint64_t view_count(const ViewObj* v) const;
   bool view_end(const ViewObj* v, bool last, Value* r);
+  bool view_at(const ViewObj* v, Value position, Value* r);
+  bool iget(uint32_t index, Value* r);
+  IterObj* table_iter(uint32_t table, bool down);
+  IterObj* view_iter(const ViewObj* v, bool down);
+  template <class F>
+  void each_view_row(const ViewObj* v, F&& f);
+  bool unique_ok(uint32_t table, const Value* row, const Key& k, uint32_t field);
+  bool rset_indexed(RowRef* ref, Value* row, uint32_t field, Value nv);
   bool rget(Value row, uint32_t field, Value* r);
   bool rset(Value row, uint32_t field, Value v);
   bool rowval(Value row, Value* r);
@@ -143,6 +158,7 @@ class Vm {
   bool equal_walk() const;
   bool distinct(const ArrayObj* a, ItemKind kind, Value* r);
   bool next(IterObj* it, Value* item);
+  bool next_entry(IterObj* it, const BTree& t, Value* item);
   Value varr(const ViewObj* v);
 
   const Module& module_;

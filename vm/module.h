@@ -65,7 +65,17 @@ struct ShapeDesc {  // an anonymous object type: fields in order
 struct TableDesc {
   std::string name;
   uint32_t record = 0;
-  uint32_t key_field = 0;
+  std::vector<uint32_t> key_fields;  // the record's fields that make the key, in key order
+};
+
+// A secondary index of a table: its entries ordered by `fields` (record
+// fields of the table, num or text), equal ones by the primary key. Not
+// stored: rebuilt from the table at open (docs/store-format.md).
+struct IndexDesc {
+  std::string name;
+  uint32_t table = 0;
+  std::vector<uint32_t> fields;  // 1 to kMaxKeyFields, in index order
+  bool unique = false;
 };
 
 struct VarDesc {
@@ -119,6 +129,7 @@ struct Module {
   std::vector<RecordDesc> records;
   std::vector<ShapeDesc> shapes;
   std::vector<TableDesc> tables;
+  std::vector<IndexDesc> indexes;
   std::vector<VarDesc> vars;
   std::vector<EventDesc> events;
   std::vector<Function> functions;

@@ -12,6 +12,7 @@
 
 #include "stdlib/builtins.h"
 #include "vm/bytes.h"
+#include "vm/key.h"
 #include "vm/module_format.h"
 
 namespace aup::vm {
@@ -157,7 +158,8 @@ void encode_tables(ModuleWriter& w, const Module& m) {
   for (const TableDesc& t : m.tables) {
     w.str(t.name);
     w.varint(t.record);
-    w.varint(t.key_field);
+    w.varint(t.key_fields.size());
+    for (uint32_t f : t.key_fields) w.varint(f);
   }
 }
 void decode_tables(ModuleReader& r, Module& m) {
@@ -166,7 +168,8 @@ void decode_tables(ModuleReader& r, Module& m) {
     TableDesc t;
     t.name = r.str();
     t.record = r.index();
-    t.key_field = r.index();
+    uint32_t keys = r.count(1);  // how many the verifier checks (1 to kMaxKeyFields)
+    for (uint32_t k = 0; k < keys && r.ok(); ++k) t.key_fields.push_back(r.index());
     m.tables.push_back(std::move(t));
   }
 }
@@ -284,6 +287,31 @@ void decode_functions(ModuleReader& r, Module& m) {
   }
 }
 
+void encode_indexes(ModuleWriter& w, const Module& m) {
+  w.varint(m.indexes.size());
+  for (const IndexDesc& x : m.indexes) {
+    w.str(x.name);
+    w.varint(x.table);
+    w.u8(x.unique ? 1 : 0);
+    w.varint(x.fields.size());
+    for (uint32_t f : x.fields) w.varint(f);
+  }
+}
+void decode_indexes(ModuleReader& r, Module& m) {
+  uint32_t n = r.count(4);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    IndexDesc x;
+    x.name = r.str();
+    x.table = r.index();
+    uint8_t unique = r.u8();
+    if (r.ok() && unique > 1) r.fail(fmt::format("index `{}`: unique flag {} (0 or 1)", x.name, unique));
+    x.unique = unique == 1;
+    uint32_t fields = r.count(1);  // how many the verifier checks (1 to kMaxKeyFields)
+    for (uint32_t k = 0; k < fields && r.ok(); ++k) x.fields.push_back(r.index());
+    m.indexes.push_back(std::move(x));
+  }
+}
+
 // The body's sections in the order they are written and must be read
 // (module_format.h's tags, ascending). Adding a section is one line here,
 // its tag and its two functions.
@@ -302,6 +330,7 @@ constexpr Section kSections[] = {
     {mf::kVars, "VARS", encode_vars, decode_vars},
     {mf::kEvents, "EVENTS", encode_events, decode_events},
     {mf::kFunctions, "FUNCTIONS", encode_functions, decode_functions},
+    {mf::kIndexes, "INDEXES", encode_indexes, decode_indexes},
 };
 constexpr bool tags_ascend_from_one() {
   for (size_t i = 0; i < std::size(kSections); ++i) {
@@ -345,6 +374,13 @@ std::string check_header(std::span<const uint8_t> bytes) {
                        version, mf::kVersion);
   }
   if (version == 0) return "damaged: module format 0 does not exist";
+  // Each format is one instruction set and one layout (module_format.h's
+  // history): an older module's opcodes would mean other instructions.
+  if (version < mf::kOldestReadVersion) {
+    return fmt::format("built by an older aup: module format {}, this aup reads format {} (rebuild it from its "
+                       ".aup source with this aup's `aup build`)",
+                       version, mf::kVersion);
+  }
   if (bytes::get_u16(h + 6) != 0) return "damaged: unknown flags in the header";
   uint64_t length = bytes::get_u64(h + 8);
   uint64_t have = bytes.size() - mf::kHeaderBytes;
@@ -390,7 +426,9 @@ bool decode_module(std::span<const uint8_t> bytes, Module& m, std::string& error
   error = check_header(bytes);
   if (!error.empty()) return false;
   ModuleReader file(bytes.data() + mf::kHeaderBytes, bytes.size() - mf::kHeaderBytes, mf::kHeaderBytes);
+  uint16_t version = bytes::get_u16(bytes.data() + 4);
   for (const Section& s : kSections) {
+    if (s.tag == mf::kIndexes && version < 3) break;  // format 2: no indexes
     ModuleReader r = next_section(file, s);
     if (!file.ok()) break;
     s.decode(r, m);
@@ -431,10 +469,14 @@ class Verifier {
   void types();
   void records_and_shapes();
   void tables();
+  void table_key(const TableDesc& t, const RecordDesc& r);
+  void indexes();
   void vars_and_events();
   bool function(const Function& f, uint32_t index);
   bool instruction(const Function& f, uint32_t pc);
   bool call(const Function& f, uint32_t pc, Instr i);
+  bool key_instruction(const Function& f, uint32_t pc, Instr i);
+  bool index_instruction(const Function& f, uint32_t pc, Instr i);
 
   const Module& m_;
   std::string error_;
@@ -444,6 +486,7 @@ bool Verifier::run(std::string& error) {
   types();
   records_and_shapes();
   tables();
+  indexes();
   vars_and_events();
   for (uint32_t i = 0; i < m_.functions.size() && error_.empty(); ++i) function(m_.functions[i], i);
   error = error_;
@@ -513,15 +556,70 @@ void Verifier::tables() {
       continue;
     }
     const RecordDesc& r = m.records[t.record];
-    if (t.key_field >= r.fields.size()) {
-      bad(fmt::format("table `{}`: key field out of range", t.name));
-      continue;
-    }
     for (const FieldDesc& f : r.fields) {
       if (!scalar(f.type)) bad(fmt::format("table `{}`: field `{}` is not num, text or bool", t.name, f.name));
     }
-    uint32_t kt = r.fields[t.key_field].type;
-    if (kt != kTypeNum && kt != kTypeText) bad(fmt::format("table `{}`: key is not num or text", t.name));
+    table_key(t, r);
+  }
+}
+
+// A table's key: 1 to kMaxKeyFields fields of its record (vm/key.h), each
+// num or text, none twice (the order-preserving encoding and the engines'
+// KEY instruction take at most that many, and a field twice would be a
+// component that never varies).
+void Verifier::table_key(const TableDesc& t, const RecordDesc& r) {
+  if (t.key_fields.empty() || t.key_fields.size() > kMaxKeyFields) {
+    bad(fmt::format("table `{}`: a key of {} fields (1 to {})", t.name, t.key_fields.size(), kMaxKeyFields));
+    return;
+  }
+  for (size_t i = 0; i < t.key_fields.size(); ++i) {
+    uint32_t f = t.key_fields[i];
+    if (f >= r.fields.size()) {
+      bad(fmt::format("table `{}`: key field {} (component {} of the key) out of range", t.name, f, i + 1));
+      return;
+    }
+    uint32_t kt = r.fields[f].type;
+    if (kt != kTypeNum && kt != kTypeText) {
+      bad(fmt::format("table `{}`: key field `{}` is not num or text", t.name, r.fields[f].name));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (t.key_fields[j] == f) bad(fmt::format("table `{}`: key field `{}` is in the key twice", t.name, r.fields[f].name));
+    }
+  }
+}
+
+// An index: of a table, 1 to kMaxKeyFields num or text fields of its
+// record, none twice, its name unique among the indexes (as a table's
+// key, and for the same reasons).
+void Verifier::indexes() {
+  const Module& m = m_;
+  for (size_t i = 0; i < m.indexes.size(); ++i) {
+    const IndexDesc& x = m.indexes[i];
+    if (x.table >= m.tables.size() || m.tables[x.table].record >= m.records.size()) {
+      bad(fmt::format("index `{}`: table out of range", x.name));
+      continue;
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (m.indexes[j].name == x.name && m.indexes[j].table == x.table) bad(fmt::format("index `{}` declared twice", x.name));
+    }
+    const RecordDesc& r = m.records[m.tables[x.table].record];
+    if (x.fields.empty() || x.fields.size() > kMaxKeyFields) {
+      bad(fmt::format("index `{}`: {} fields (1 to {})", x.name, x.fields.size(), kMaxKeyFields));
+      continue;
+    }
+    for (size_t k = 0; k < x.fields.size(); ++k) {
+      uint32_t f = x.fields[k];
+      if (f >= r.fields.size()) {
+        bad(fmt::format("index `{}`: field {} out of range", x.name, f));
+        break;
+      }
+      if (r.fields[f].type != kTypeNum && r.fields[f].type != kTypeText) {
+        bad(fmt::format("index `{}`: field `{}` is not num or text", x.name, r.fields[f].name));
+      }
+      for (size_t j = 0; j < k; ++j) {
+        if (x.fields[j] == f) bad(fmt::format("index `{}`: field `{}` twice", x.name, r.fields[f].name));
+      }
+    }
   }
 }
 
@@ -619,6 +717,12 @@ bool Verifier::instruction(const Function& f, uint32_t pc) {
     case Op::TLAST:
     case Op::TITER: return reg(a) && below(bx, m_.tables.size(), "table");
     case Op::TVIEW: return reg(a) && reg(a + 1) && below(bx, m_.tables.size(), "table");
+    case Op::TITERD: return reg(a) && below(bx, m_.tables.size(), "table");
+    case Op::IALL:
+    case Op::IVIEW:
+    case Op::IGET: return index_instruction(f, pc, i);
+    case Op::KEY:
+    case Op::KEYPFX: return key_instruction(f, pc, i);
     case Op::NEWREC: return reg(a) && below(bx, m_.records.size(), "record");
     case Op::NEWOBJ: return reg(a) && below(bx, m_.shapes.size(), "shape");
     case Op::RGET:
@@ -635,6 +739,7 @@ bool Verifier::instruction(const Function& f, uint32_t pc) {
     case Op::VLAST:
     case Op::VEMPTY:
     case Op::VITER:
+    case Op::VITERD:
     case Op::VARR:
     case Op::APUSH:
     case Op::APOP:
@@ -643,6 +748,30 @@ bool Verifier::instruction(const Function& f, uint32_t pc) {
     default:  // three registers
       return reg(a) && reg(b) && reg(c);
   }
+}
+
+// IALL, IVIEW and IGET: an index in range (IVIEW, IGET: bounds in R[A],
+// R[A+1]); IGET's unique, since it answers one row.
+bool Verifier::index_instruction(const Function& f, uint32_t pc, Instr i) {
+  Op op = op_of(i);
+  uint32_t a = a_of(i), bx = bx_of(i);
+  auto where = [&] { return fmt::format("`{}` pc {} ({})", f.name, pc, op_name(op)); };
+  if (a >= f.frame_size || (op != Op::IALL && a + 1 >= f.frame_size)) return bad(where() + ": register out of the frame");
+  if (bx >= m_.indexes.size()) return bad(where() + ": index out of range");
+  return op != Op::IGET || m_.indexes[bx].unique || bad(where() + ": index is not unique");
+}
+
+// KEY and KEYPFX: C key components R[A..A+C-1] (KEYPFX writes R[A+1]
+// too), B a text mask over them; vm/key.h's encoding takes 1 to
+// kMaxKeyFields.
+bool Verifier::key_instruction(const Function& f, uint32_t pc, Instr i) {
+  Op op = op_of(i);
+  uint32_t a = a_of(i), b = b_of(i), c = c_of(i);
+  auto where = [&] { return fmt::format("`{}` pc {} ({})", f.name, pc, op_name(op)); };
+  auto reg = [&](uint32_t r) { return r < f.frame_size || bad(where() + ": register out of the frame"); };
+  if (c < 1 || c > kMaxKeyFields) return bad(fmt::format("{}: {} key components (1 to {})", where(), c, kMaxKeyFields));
+  if (b >= (1u << c)) return bad(fmt::format("{}: text mask {:#x} beyond {} components", where(), b, c));
+  return reg(a) && reg(a + c - 1) && (op == Op::KEY || reg(a + 1));
 }
 
 // A call's callee in range, and its arguments (registers a, a+1, ...)

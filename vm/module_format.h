@@ -3,7 +3,9 @@
 //
 //   offset  size  field
 //   0       4     magic "AUPM"
-//   4       2     format version, little-endian (this file: 1)
+//   4       2     format version, little-endian (this file: 3; a reader
+//                 reads 3 and 2, which lacks section 9; 1 had another
+//                 instruction set)
 //   6       2     flags (0)
 //   8       8     body length in bytes, little-endian
 //   16      8     XXH3-64 of the body, little-endian
@@ -25,7 +27,8 @@
 //                fields, each: name, type (varint), has-default (1 byte),
 //                [constant]
 //   4 SHAPES     varint n, then: varint fields, each: name, type (varint)
-//   5 TABLES     varint n, then: name, record (varint), key field (varint)
+//   5 TABLES     varint n, then: name, record (varint), varint key fields,
+//                each a field of the record (varint), in key order
 //   6 VARS       varint n, then: name, type (varint), initial constant
 //   7 EVENTS     varint n, then: name, record (varint), handler (varint)
 //   8 FUNCTIONS  varint n, then: name, kind (1 byte), event (varint),
@@ -33,8 +36,11 @@
 //                (varint); frame size (varint); varint constants, each a
 //                constant; varint instructions, each 4 bytes little-endian;
 //                varint line entries, each: pc delta, line, column (varints)
+//   9 INDEXES    (format 3 on) varint n, then: name, table (varint),
+//                unique (1 byte), varint fields, each a field of the
+//                table's record (varint), in index order
 //
-// Reading checks the magic, the version (a newer one is refused by name),
+// Reading checks the magic, the version (another one is refused by name),
 // the length against the file, the checksum, then every index and operand
 // (docs/module-format.md lists the checks). A module file is trusted
 // code: the checks refuse damaged files, not deliberately crafted ones.
@@ -45,7 +51,14 @@
 namespace aup::vm::module_format {
 
 inline constexpr char kMagic[4] = {'A', 'U', 'P', 'M'};
-inline constexpr uint16_t kVersion = 1;
+// History: 1 (2026-11) the first; 2 (2026-12) composite keys: a table's
+// key is a list of fields, and the instruction set has KEY and KEYPFX
+// (vm/bytecode.h), which moved the opcodes after them; 3 (2026-12)
+// secondary indexes: the INDEXES section, and instructions appended after
+// format 2's (so a format 2 module means the same and is still read, as
+// a module without indexes).
+inline constexpr uint16_t kVersion = 3;
+inline constexpr uint16_t kOldestReadVersion = 2;
 inline constexpr size_t kHeaderBytes = 24;
 // Largest module file read (a module is code and schema, not data).
 inline constexpr uint64_t kMaxFileBytes = uint64_t{256} << 20;
@@ -59,6 +72,7 @@ enum Tag : uint8_t {
   kVars = 6,
   kEvents = 7,
   kFunctions = 8,
+  kIndexes = 9,  // format 3 on
 };
 
 }  // namespace aup::vm::module_format

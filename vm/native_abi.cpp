@@ -64,6 +64,9 @@ struct NativeAbi {
   static uint32_t callb(NativeCtx* c, uint32_t id, Value* args, uint32_t argc) {
     return vm(c).callb(id, args, argc);
   }
+  static uint32_t make_key(NativeCtx* c, Value* parts, uint32_t text_mask, uint32_t count, uint32_t prefix) {
+    return vm(c).make_key(parts, text_mask, count, prefix != 0);
+  }
   static Value newrec(NativeCtx* c, uint32_t record) { return ptr_value(vm(c).new_record(record)); }
   static Value newobj(NativeCtx* c, uint32_t shape) { return ptr_value(vm(c).new_object(shape)); }
   static Value newarr(NativeCtx* c, uint32_t aggregate) { return ptr_value(vm(c).new_array(aggregate != 0)); }
@@ -117,13 +120,8 @@ struct NativeAbi {
   static Value tview(NativeCtx* c, uint32_t table, Value lo, Value hi) {
     return ptr_value(vm(c).make_view(table, lo, hi));
   }
-  static Value titer(NativeCtx* c, uint32_t table) {
-    auto* it = vm(c).arena_.make<IterObj>();
-    it->kind = IterKind::Rows;
-    it->table = table;
-    it->cursor.seek(vm(c).state_->table(table), nullptr);
-    return ptr_value(it);
-  }
+  static Value titer(NativeCtx* c, uint32_t table) { return ptr_value(vm(c).table_iter(table, false)); }
+  static Value titerd(NativeCtx* c, uint32_t table) { return ptr_value(vm(c).table_iter(table, true)); }
   static const Value* row_read(NativeCtx* c, Value row) { return vm(c).row_read(as_ptr<RowRef>(row)); }
   static uint32_t rset(NativeCtx* c, Value row, uint32_t field, Value v) { return vm(c).rset(row, field, v); }
   static Value rowval(NativeCtx* c, Value row) {
@@ -138,15 +136,19 @@ struct NativeAbi {
     Value r = 0;
     return vm(c).view_end(as_ptr<ViewObj>(view), last != 0, &r) ? r : 0;
   }
-  static Value viter(NativeCtx* c, Value view) {
-    auto* v = as_ptr<ViewObj>(view);
-    auto* it = vm(c).arena_.make<IterObj>();
-    it->kind = IterKind::Rows;
-    it->table = v->table;
-    it->bounded = true;
-    it->hi = v->empty ? v->lo : v->hi;  // as VITER: nothing is below lo and at least lo
-    it->cursor.seek(vm(c).state_->table(v->table), &v->lo);
-    return ptr_value(it);
+  static Value viter(NativeCtx* c, Value view) { return ptr_value(vm(c).view_iter(as_ptr<ViewObj>(view), false)); }
+  static Value viterd(NativeCtx* c, Value view) { return ptr_value(vm(c).view_iter(as_ptr<ViewObj>(view), true)); }
+  static Value vat(NativeCtx* c, Value view, Value position) {
+    Value r = 0;
+    return vm(c).view_at(as_ptr<ViewObj>(view), position, &r) ? r : 0;
+  }
+  static Value iview(NativeCtx* c, uint32_t index, Value lo, Value hi) {
+    return ptr_value(vm(c).make_index_view(index, lo, hi, false));
+  }
+  static Value iall(NativeCtx* c, uint32_t index) { return ptr_value(vm(c).make_index_view(index, 0, 0, true)); }
+  static Value iget(NativeCtx* c, uint32_t index, Value lo, Value hi) {
+    Value r[2] = {lo, hi};
+    return vm(c).iget(index, r) ? r[0] : 0;
   }
   static Value varr(NativeCtx* c, Value view) { return vm(c).varr(as_ptr<ViewObj>(view)); }
 };
@@ -174,6 +176,8 @@ const std::vector<NativeSymbol>& native_symbols() {
       AUP_NATIVE(tcount),   AUP_NATIVE(tend),       AUP_NATIVE(tview),     AUP_NATIVE(titer),
       AUP_NATIVE(row_read), AUP_NATIVE(rset),       AUP_NATIVE(rowval),    AUP_NATIVE(vcount),
       AUP_NATIVE(vempty),   AUP_NATIVE(vend),       AUP_NATIVE(viter),     AUP_NATIVE(varr),
+      AUP_NATIVE(make_key), AUP_NATIVE(titerd),     AUP_NATIVE(viterd),    AUP_NATIVE(vat),
+      AUP_NATIVE(iview),    AUP_NATIVE(iall),       AUP_NATIVE(iget),
 #undef AUP_NATIVE
   };
   return symbols;

@@ -1,5 +1,9 @@
 #include "vm/state.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
 #include <cassert>
 #include <cstring>
 
@@ -17,9 +21,22 @@ State::State(const Module& m) : module_(m) {
         texts[i] = true;
       }
     }
-    layout.text_key = texts[t.key_field];
+    for (uint32_t f : t.key_fields) {
+      if (texts[f]) layout.key.text_mask |= 1u << layout.key.fields.size();
+      layout.key.fields.push_back(f);
+    }
     tables_.push_back(std::make_unique<BTree>(std::move(layout)));
     text_fields_.push_back(std::move(texts));
+  }
+  setup_indexes();
+  for (const KeySpec& spec : entry_specs_) {
+    RowLayout layout;
+    layout.slots = 1;
+    uint32_t t = module_.indexes[indexes_.size()].table;
+    if (tables_[t]->layout().text_key()) layout.text_slots.push_back(0);
+    layout.key = spec;
+    layout.encoded_key = true;
+    indexes_.push_back(std::make_unique<BTree>(std::move(layout)));
   }
   for (const VarDesc& v : m.vars) {
     switch (v.init.kind) {
@@ -32,8 +49,40 @@ State::State(const Module& m) : module_(m) {
 
 State::State(const State& live, const std::vector<Node*>& roots, std::vector<Value> vars)
     : module_(live.module_), text_fields_(live.text_fields_), vars_(std::move(vars)), view_(true) {
-  assert(roots.size() == live.tables_.size() && vars_.size() == live.vars_.size());
-  for (size_t t = 0; t < roots.size(); ++t) tables_.push_back(std::make_unique<BTree>(*live.tables_[t], roots[t]));
+  assert(roots.size() == live.tree_count() && vars_.size() == live.vars_.size());
+  size_t tables = live.tables_.size();
+  for (size_t t = 0; t < tables; ++t) tables_.push_back(std::make_unique<BTree>(*live.tables_[t], roots[t]));
+  for (size_t i = 0; i < live.indexes_.size(); ++i) {
+    indexes_.push_back(std::make_unique<BTree>(*live.indexes_[i], roots[tables + i]));
+  }
+  table_indexes_ = live.table_indexes_;
+  indexed_ = live.indexed_;
+  entry_specs_ = live.entry_specs_;
+}
+
+// Per index its entry key (the index fields, then the primary key's
+// fields not among them), and per table which indexes and fields it has.
+void State::setup_indexes() {
+  table_indexes_.assign(module_.tables.size(), {});
+  for (uint32_t t = 0; t < module_.tables.size(); ++t) indexed_.emplace_back(text_fields_[t].size(), false);
+  for (uint32_t i = 0; i < module_.indexes.size(); ++i) {
+    const IndexDesc& d = module_.indexes[i];
+    KeySpec spec;
+    auto add = [&](uint32_t f) {
+      for (uint32_t g : spec.fields) {
+        if (g == f) return;
+      }
+      if (text_fields_[d.table][f]) spec.text_mask |= 1u << spec.fields.size();
+      spec.fields.push_back(f);
+    };
+    for (uint32_t f : d.fields) {
+      add(f);
+      indexed_[d.table][f] = true;
+    }
+    for (uint32_t f : module_.tables[d.table].key_fields) add(f);
+    entry_specs_.push_back(std::move(spec));
+    table_indexes_[d.table].push_back(i);
+  }
 }
 
 State::~State() {
@@ -98,8 +147,11 @@ void State::rollback(size_t mark) {
       case Change::Kind::SetField: {
         Value* row = tables_[c.target]->find_mut(c.key);
         assert(row);
+        bool indexed = indexed_[c.target][c.field];
+        if (indexed) index_drop(c.target, row, c.field);
         if (text_fields_[c.target][c.field]) release(as_ptr<TextObj>(row[c.field]));
         row[c.field] = c.old;
+        if (indexed) index_add(c.target, row, c.key, c.field);
         break;
       }
       case Change::Kind::SetVar:
@@ -108,6 +160,7 @@ void State::rollback(size_t mark) {
         break;
       case Change::Kind::Insert: {
         scratch.resize(tables_[c.target]->layout().slots);
+        if (has_indexes(c.target)) index_drop(c.target, tables_[c.target]->find(c.key));
         bool erased = tables_[c.target]->erase(c.key, scratch.data());
         assert(erased);
         (void)erased;
@@ -118,15 +171,18 @@ void State::rollback(size_t mark) {
         bool inserted = tables_[c.target]->insert(c.key, saved_rows_.data() + c.saved_row);
         assert(inserted);
         (void)inserted;
+        if (has_indexes(c.target)) index_add(c.target, saved_rows_.data() + c.saved_row, c.key);
         saved_rows_.resize(c.saved_row);
         break;
       }
       case Change::Kind::Replace: {
         Value* row = tables_[c.target]->find_mut(c.key);
         assert(row);
+        if (has_indexes(c.target)) index_drop(c.target, row);
         release_row(c.target, row);
         uint32_t n = tables_[c.target]->layout().slots;
         std::memcpy(row, saved_rows_.data() + c.saved_row, n * sizeof(Value));
+        if (has_indexes(c.target)) index_add(c.target, row, c.key);
         saved_rows_.resize(c.saved_row);
         break;
       }
@@ -152,6 +208,169 @@ void State::commit() {
   }
   changes_.clear();
   saved_rows_.clear();
+}
+
+// ---- secondary indexes
+
+Key State::entry_row_key(uint32_t i, const Value* entry) const {
+  uint32_t t = module_.indexes[i].table;
+  if (tables_[t]->layout().text_key()) return text_key(as_ptr<TextObj>(entry[0]));
+  return num_key(as_num(entry[0]));
+}
+
+namespace {
+
+// The encoding of `count` of a row's fields (spec's first `count`), as a
+// heap text key.
+Key encoded_fields(const KeySpec& spec, size_t count, const Value* row) {
+  std::array<uint64_t, 2 * kMaxKeyFields> parts;
+  for (size_t c = 0; c < count; ++c) parts[c] = row[spec.fields[c]];
+  uint32_t n = static_cast<uint32_t>(count);
+  uint32_t mask = spec.text_mask & ((n >= 32 ? 0u : (1u << n)) - 1u);
+  TextObj* text = heap_text_sized(static_cast<uint32_t>(key_bytes(parts.data(), n, mask)));
+  encode_key(parts.data(), n, mask, text->bytes);
+  return text_key(text);
+}
+
+}  // namespace
+
+Key State::entry_key(uint32_t i, const Value* row) const {
+  const KeySpec& spec = entry_specs_[i];
+  return encoded_fields(spec, spec.fields.size(), row);
+}
+
+void State::index_add(uint32_t t, const Value* row, const Key& pk, uint32_t field) {
+  for (uint32_t i : table_indexes_[t]) {
+    if (field != kAllFields && !holds(i, field)) continue;
+    Key k = entry_key(i, row);
+    // The tree takes over a reference to the key's text in the slot.
+    Value slot = pk.text ? ptr_value(pk.text) : num_value(order_num(pk.ord));
+    retain(pk.text);
+    bool inserted = indexes_[i]->insert(k, &slot);
+    // Entries hold the primary key: two with one key is a broken index.
+    assert(inserted);
+    (void)inserted;
+    release(k.text);
+  }
+}
+
+void State::index_drop(uint32_t t, const Value* row, uint32_t field) {
+  for (uint32_t i : table_indexes_[t]) {
+    if (field != kAllFields && !holds(i, field)) continue;
+    Key k = entry_key(i, row);
+    Value slot = 0;
+    bool erased = indexes_[i]->erase(k, &slot);
+    // A row without its entry: the index has lost track of it.
+    assert(erased);
+    (void)erased;
+    if (tables_[t]->layout().text_key()) release(as_ptr<TextObj>(slot));
+    release(k.text);
+  }
+}
+
+bool State::holds(uint32_t i, uint32_t field) const {
+  for (uint32_t f : module_.indexes[i].fields) {
+    if (f == field) return true;
+  }
+  return false;
+}
+
+int State::unique_conflict(uint32_t t, const Value* row, const Key& pk, uint32_t field, Key* other) const {
+  for (uint32_t i : table_indexes_[t]) {
+    const IndexDesc& d = module_.indexes[i];
+    if (!d.unique || (field != kAllFields && !holds(i, field))) continue;
+    Key lo = encoded_fields(entry_specs_[i], d.fields.size(), row);
+    TextObj* hi = heap_text(lo.text->view());
+    hi->len = static_cast<uint32_t>(prefix_end(hi->bytes, hi->len));
+    Key hk = text_key(hi);
+    const BTree& tree = *indexes_[i];
+    BTree::Cursor c;
+    c.seek(tree, &lo);
+    int found = -1;
+    for (; c.valid() && key_less(c.key(), hk); c.next(tree)) {
+      Key row_key = entry_row_key(i, tree.row_at(c.pos()));
+      if (key_cmp(row_key, pk) != 0) {
+        *other = row_key;
+        found = static_cast<int>(i);
+        break;
+      }
+    }
+    release(lo.text);
+    release(hi);
+    if (found >= 0) return found;
+  }
+  return -1;
+}
+
+// A table's key as messages show it: `5`, `"x"`, `(1, "a")`.
+std::string State::key_text(uint32_t t, const Key& k) const {
+  const KeySpec& spec = tables_[t]->layout().key;
+  if (spec.composite()) return describe_key(k.text->view(), static_cast<uint32_t>(spec.fields.size()), spec.text_mask);
+  uint64_t part = k.text ? ptr_value(k.text) : num_value(order_num(k.ord));
+  std::string bytes(key_bytes(&part, 1, spec.text_mask), '\0');
+  encode_key(&part, 1, spec.text_mask, bytes.data());
+  std::string one = describe_key(bytes, 1, spec.text_mask);
+  return one.substr(1, one.size() - 2);  // without the tuple's parentheses
+}
+
+std::string State::conflict_text(uint32_t i, const Value* row) const {
+  const IndexDesc& d = module_.indexes[i];
+  uint32_t n = static_cast<uint32_t>(d.fields.size());
+  Key k = encoded_fields(entry_specs_[i], n, row);
+  std::string value = describe_key(k.text->view(), n, entry_specs_[i].text_mask);
+  release(k.text);
+  return fmt::format("unique index `{}` of `{}` already has {}", d.name, module_.tables[d.table].name, value);
+}
+
+bool State::rebuild_indexes(std::string& error, const std::function<void(uint32_t)>& before) {
+  for (uint32_t i = 0; i < indexes_.size(); ++i) {
+    if (before) before(i);
+    if (!rebuild_index(i, error)) return false;
+  }
+  return true;
+}
+
+// The tree has no bulk load, so the entries are sorted first and inserted
+// in order (each insert then lands at the right edge). In that order equal
+// values of a unique index sit side by side: the index fields' encoding is
+// a prefix of the entry's.
+bool State::rebuild_index(uint32_t i, std::string& error) {
+  const IndexDesc& d = module_.indexes[i];
+  const BTree& table = *tables_[d.table];
+  BTree& tree = *indexes_[i];
+  assert(tree.size() == 0);
+  struct Entry {
+    Key key;
+    Key head;  // unique: the index fields alone
+    Key row;
+  };
+  std::vector<Entry> all;
+  all.reserve(table.size());
+  uint32_t n = static_cast<uint32_t>(d.fields.size());
+  table.for_each(table.root(), [&](const Key& k, const uint64_t* row) {
+    all.push_back(Entry{entry_key(i, row), d.unique ? encoded_fields(entry_specs_[i], n, row) : Key{}, k});
+  });
+  std::sort(all.begin(), all.end(), [](const Entry& a, const Entry& b) { return key_less(a.key, b.key); });
+  bool ok = true;
+  for (size_t j = 0; j < all.size(); ++j) {
+    if (ok && d.unique && j > 0 && key_cmp(all[j].head, all[j - 1].head) == 0) {
+      error = fmt::format("unique index `{}` of `{}`: the rows with keys {} and {} both have {}", d.name,
+                          module_.tables[d.table].name, key_text(d.table, all[j - 1].row),
+                          key_text(d.table, all[j].row),
+                          describe_key(all[j].head.text->view(), n, entry_specs_[i].text_mask));
+      ok = false;
+    }
+    if (ok) {
+      Value slot = all[j].row.text ? ptr_value(all[j].row.text) : num_value(order_num(all[j].row.ord));
+      retain(all[j].row.text);
+      bool inserted = tree.insert(all[j].key, &slot);
+      assert(inserted);
+      (void)inserted;
+    }
+    release(all[j].key.text);
+    release(all[j].head.text);
+  }
+  return ok;
 }
 
 }  // namespace aup::vm

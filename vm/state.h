@@ -15,7 +15,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "vm/btree.h"
@@ -37,8 +39,9 @@ struct Change {
 class State {
  public:
   explicit State(const Module& m);
-  // A read-only state over a snapshot of `live`: per table a root that
-  // live.table(t).share() gave, and the vars' values then. Borrows both:
+  // A read-only state over a snapshot of `live`: per tree a root that
+  // live.tree(i).share() gave (the tables', then the indexes'), and the
+  // vars' values then. Borrows both:
   // whoever took the snapshot gives them back after this is gone (the
   // owner thread: reference counts are not atomic). Queries run on it from
   // any thread; nothing may change it.
@@ -52,6 +55,48 @@ class State {
   BTree& table(uint32_t t) { return *tables_[t]; }
   const BTree& table(uint32_t t) const { return *tables_[t]; }
   bool text_field(uint32_t t, uint32_t field) const { return text_fields_[t][field]; }
+
+  // Every tree: the tables' (0 .. tables - 1), then the indexes'.
+  size_t tree_count() const { return tables_.size() + indexes_.size(); }
+  BTree& tree(size_t i) { return i < tables_.size() ? *tables_[i] : *indexes_[i - tables_.size()]; }
+
+  // ---- secondary indexes (module_.indexes)
+  //
+  // Index i is a tree of entries, one per row of its table: the key is the
+  // index fields' values, then the primary key's fields not among them,
+  // always encoded (vm/key.h), so entries are unique even for a non-unique
+  // index and a prefix of the index fields is a prefix of the bytes; the
+  // one slot holds the row's primary key (a num, or the key's TextObj*).
+  // Table changes update the indexes in the same step (maintain_*), and a
+  // rollback of a table change undoes its index change with it, so the
+  // journal holds only table changes.
+  BTree& index(uint32_t i) { return *indexes_[i]; }
+  const BTree& index(uint32_t i) const { return *indexes_[i]; }
+  // Whether a change to `field` of table t's rows changes any index: one
+  // test, so a field in no index costs nothing more to assign.
+  bool field_indexed(uint32_t t, uint32_t field) const { return indexed_[t][field]; }
+  bool has_indexes(uint32_t t) const { return !table_indexes_[t].empty(); }
+  // The primary key an entry's slot holds.
+  Key entry_row_key(uint32_t i, const Value* entry) const;
+  // A row's entry key in index i (a heap text: release it).
+  Key entry_key(uint32_t i, const Value* row) const;
+  // Adds (drops) the entries of a row of table t, in every index of t, or
+  // only those holding `field` (kAllFields: all).
+  static constexpr uint32_t kAllFields = UINT32_MAX;
+  void index_add(uint32_t t, const Value* row, const Key& pk, uint32_t field = kAllFields);
+  void index_drop(uint32_t t, const Value* row, uint32_t field = kAllFields);
+  // The first unique index of t (holding `field`, or any) in which another
+  // row than `pk` has the values of `row`: its number, and that row's key
+  // in *other; -1 if none.
+  int unique_conflict(uint32_t t, const Value* row, const Key& pk, uint32_t field, Key* other) const;
+  // "unique index `by_email` of `users` already has (\"x\")": a conflict
+  // over `row`'s values in index i.
+  std::string conflict_text(uint32_t i, const Value* row) const;
+  // Fills every index from its table (at open, after recovery): false and
+  // `error` if a unique index finds two rows with equal values. `before`,
+  // if given, is called with each index's number before it is built (the
+  // open's progress line).
+  bool rebuild_indexes(std::string& error, const std::function<void(uint32_t)>& before = {});
   Value var(uint32_t v) const { return vars_[v]; }
   void set_var_raw(uint32_t v, Value x) { vars_[v] = x; }
   bool text_var(uint32_t v) const { return module_.vars[v].type == kTypeText; }
@@ -75,11 +120,19 @@ class State {
 
  private:
   static Key journal_key(const Key& k);
+  void setup_indexes();
+  bool rebuild_index(uint32_t i, std::string& error);
+  bool holds(uint32_t i, uint32_t field) const;
+  std::string key_text(uint32_t t, const Key& k) const;
   size_t save_row(uint32_t t, const Value* row);
 
   const Module& module_;
   std::vector<std::unique_ptr<BTree>> tables_;
   std::vector<std::vector<bool>> text_fields_;
+  std::vector<std::unique_ptr<BTree>> indexes_;
+  std::vector<std::vector<uint32_t>> table_indexes_;  // per table: its indexes
+  std::vector<std::vector<bool>> indexed_;           // per table, per field
+  std::vector<KeySpec> entry_specs_;                 // per index: record fields of its entry key
   std::vector<Value> vars_;
   std::vector<Change> changes_;
   std::vector<Value> saved_rows_;

@@ -28,10 +28,31 @@ TextObj* heap_text(std::string_view s) {
   return t;
 }
 
+TextObj* heap_text_sized(uint32_t len) {
+  assert(len <= kMaxTextBytes);
+  auto* t = static_cast<TextObj*>(std::malloc(text_bytes(len)));
+  if (!t) throw std::bad_alloc();
+  t->refs = 1;
+  t->len = len;
+  t->in_arena = false;
+  t->bytes[len] = '\0';
+  return t;
+}
+
 TextObj* arena_text(Arena& arena, std::string_view s) {
   assert(s.size() <= kMaxTextBytes);
   auto* t = static_cast<TextObj*>(arena.alloc(text_bytes(s.size())));
   fill(t, s, true);
+  return t;
+}
+
+TextObj* arena_text_sized(Arena& arena, uint32_t len) {
+  assert(len <= kMaxTextBytes);
+  auto* t = static_cast<TextObj*>(arena.alloc(text_bytes(len)));
+  t->refs = 1;
+  t->len = len;
+  t->in_arena = true;
+  t->bytes[len] = '\0';
   return t;
 }
 

@@ -23,7 +23,8 @@ struct TextObj {
   uint32_t refs;   // heap texts: holders; arena texts: unused
   uint32_t len;    // bytes
   bool in_arena;
-  char bytes[1];   // `len` bytes follow (a NUL after them for debugging)
+  char bytes[1];   // `len` bytes follow, then a 0 byte that is always there
+                   // (text_key in vm/key.h reads up to 8 bytes of a 7-byte text)
 
   std::string_view view() const { return {bytes, len}; }
 };
@@ -32,7 +33,11 @@ struct TextObj {
 inline constexpr uint32_t kMaxTextBytes = 16u << 20;
 
 TextObj* heap_text(std::string_view s);  // refs = 1
+// A heap text of `len` bytes for the caller to fill (refs = 1).
+TextObj* heap_text_sized(uint32_t len);
 TextObj* arena_text(Arena& arena, std::string_view s);
+// An arena text of `len` bytes for the caller to fill.
+TextObj* arena_text_sized(Arena& arena, uint32_t len);
 
 inline void retain(TextObj* t) {
   if (t && !t->in_arena) ++t->refs;

@@ -82,14 +82,21 @@ struct RowRef {
   Key key;
 };
 
+// `index` is kNoIndex for a view of the table's own rows; else the view
+// is of index `index`'s entries (vm/state.h), bounds and order theirs, and
+// each entry stands for the row its primary key finds.
+inline constexpr uint32_t kNoIndex = UINT32_MAX;
+
 struct ViewObj {
   uint32_t table;
   bool empty;  // a bound is NaN, or lo >= hi
+  uint32_t index;
   Key lo;      // inclusive
   Key hi;      // exclusive
 };
 
-enum class IterKind : uint8_t { Array, Rows };
+// Rows: a cursor, forward; RowsDown: positions, from `at` down to `stop`.
+enum class IterKind : uint8_t { Array, Rows, RowsDown };
 
 struct IterObj {
   IterKind kind;
@@ -97,8 +104,16 @@ struct IterObj {
   bool bounded;  // Rows: stop at `hi`
   uint32_t index;  // Array: next item
   uint32_t table;
+  uint32_t tree_index;  // Rows, RowsDown: kNoIndex, or the index iterated
   ArrayObj* array;
   Key hi;
+  size_t at;    // RowsDown: the next position is at - 1
+  size_t stop;  // RowsDown: the first position of the range
+  // Rows over an index: the entry last visited, copied to the arena (a
+  // field assignment in the body may move that entry, freeing its key),
+  // and the index's version then; the cursor re-seeks from it.
+  Key last;
+  uint64_t seen;
   BTree::Cursor cursor;
 };
 

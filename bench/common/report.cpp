@@ -4,9 +4,12 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
@@ -108,13 +111,20 @@ void write_file(const std::string& dir, const std::string& name, const std::stri
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << text;
     out.flush();
-    if (!out) throw std::runtime_error("cannot write " + tmp);
+    if (!out) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot rename " + tmp + " to " + path);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
+  }
 }
 
 void publish(const std::string& out_dir, const std::string& name, const std::string& json, const std::string& md) {
   if (!out_dir.empty()) {
+    // --out names where the reports go, as a user would expect of a new
+    // folder too: made if missing.
+    std::error_code ec;
+    std::filesystem::create_directories(out_dir, ec);
+    if (ec) throw std::runtime_error("cannot make " + out_dir + ": " + ec.message());
     write_file(out_dir, name + ".json", json);
     write_file(out_dir, name + ".md", md);
   }

@@ -11,4 +11,4 @@ cd "$root"
 "$build/bench/events/events_bench" --aup "$build/cli/aup" \
   --bank examples/bank/bank.aup --ledger bench/events/ledger.aup \
   --accounts 10000 --transfers 1000000 --adds 500000 --views 200000 --reps 7 \
-  --out "$root/bench/results"
+  --out bench/results

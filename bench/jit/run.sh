@@ -29,4 +29,4 @@ fi
 exec "$build/bench/jit/jit_bench" "$@" \
   --events 200 --rounds 20000 --items 10000 --touches 200000 --width 8 --pipe-transactions 200000 \
   --warehouses 1 --terminals 16 --seconds 10 --warmup 1 --tpcc-dir /dev/shm --reps 5 \
-  --out "$root/bench/results"
+  --out bench/results

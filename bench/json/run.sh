@@ -18,4 +18,4 @@ if command -v taskset >/dev/null 2>&1; then
   pin="taskset -c $(($(nproc) - 1))"
 fi
 cd "$root"
-$pin "$build/bench/json/json_bench" --lines 200000 --reps 7 --numbers 2000 --out "$root/bench/results"
+$pin "$build/bench/json/json_bench" --lines 200000 --reps 7 --numbers 2000 --out bench/results

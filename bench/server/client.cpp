@@ -1,6 +1,8 @@
 #include "bench/server/client.h"
 
 #include <fmt/format.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -9,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+
+#include "runtime/http.h"
 
 namespace aup::bench::server {
 
@@ -49,11 +53,33 @@ Connection::Connection(const std::string& path) {
   }
 }
 
+Connection::Connection(uint16_t port, bool http) {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) throw std::runtime_error("socket: " + errno_text());
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval timeout{kReceiveTimeoutSeconds, 0};
+  ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  int one = 1;
+  ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    std::string why = errno_text();
+    ::close(fd_);
+    throw std::runtime_error(fmt::format("cannot connect to 127.0.0.1:{}: {}", port, why));
+  }
+  if (http) http_ = std::make_unique<runtime::HttpAnswerReader>();
+}
+
 Connection::~Connection() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Connection::Connection(Connection&& other) noexcept : fd_(other.fd_), in_(std::move(other.in_)) { other.fd_ = -1; }
+Connection::Connection(Connection&& other) noexcept
+    : fd_(other.fd_), in_(std::move(other.in_)), http_(std::move(other.http_)) {
+  other.fd_ = -1;
+}
 
 void Connection::send(std::string_view bytes) {
   while (!bytes.empty()) {
@@ -68,7 +94,12 @@ void Connection::fill() {
   char buf[64 * 1024];
   while (in_.find('\n') == std::string::npos) {
     ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-    if (n > 0) {
+    if (n > 0 && http_) {
+      // Each response's body is its answer line, newline included.
+      std::string error, body;
+      if (!http_->feed(std::string_view(buf, static_cast<size_t>(n)), error)) throw std::runtime_error(error);
+      for (int status = 0; http_->next(status, body);) in_ += body;
+    } else if (n > 0) {
       in_.append(buf, static_cast<size_t>(n));
     } else if (n == 0) {
       throw std::runtime_error("the server closed the connection with requests unanswered");

@@ -1,12 +1,17 @@
-// The client side of the request protocol on a Unix socket: a blocking
-// connection that writes request bytes and reads answer lines, and the
-// bank's set-up and final check, which go through it.
+// The client side of the request protocol on a Unix socket (or on TCP, or
+// over HTTP): a blocking connection that writes request bytes and reads
+// answer lines, and the bank's set-up and final check, which go through it.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+namespace aup::runtime {
+class HttpAnswerReader;
+}
 
 namespace aup::bench::server {
 
@@ -14,6 +19,9 @@ class Connection {
  public:
   // Connects to the Unix socket `path`; throws std::runtime_error.
   explicit Connection(const std::string& path);
+  // Connects to 127.0.0.1:`port`, speaking the line protocol or HTTP (then
+  // the answers read are the responses' bodies, in order).
+  Connection(uint16_t port, bool http);
   ~Connection();
   Connection(Connection&& other) noexcept;
   Connection& operator=(Connection&&) = delete;
@@ -41,6 +49,7 @@ class Connection {
 
   int fd_ = -1;
   std::string in_;  // bytes read and not yet taken as lines
+  std::unique_ptr<runtime::HttpAnswerReader> http_;  // HTTP: reads the responses
 };
 
 // An answer that succeeded: the server writes `ok` right after the `id`,

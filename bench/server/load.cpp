@@ -23,11 +23,20 @@ namespace {
 class Transfers {
  public:
   Transfers(uint64_t seed, uint32_t accounts) : state_(splitmix(seed)), accounts_(accounts) {}
-  void append(std::string& out) {
+  void append(std::string& out, bool http) {
     uint64_t from = next() % accounts_;
     uint64_t to = (from + 1 + next() % (accounts_ - 1)) % accounts_;  // never `from`
-    fmt::format_to(std::back_inserter(out), "{{\"event\":\"transfer\",\"args\":{{\"from\":{},\"to\":{},\"amount\":1}}}}\n",
-                   from + 1, to + 1);
+    if (!http) {
+      fmt::format_to(std::back_inserter(out),
+                     "{{\"event\":\"transfer\",\"args\":{{\"from\":{},\"to\":{},\"amount\":1}}}}\n", from + 1,
+                     to + 1);
+      return;
+    }
+    // The same request as HTTP: its args the body.
+    args_.clear();
+    fmt::format_to(std::back_inserter(args_), "{{\"from\":{},\"to\":{},\"amount\":1}}", from + 1, to + 1);
+    fmt::format_to(std::back_inserter(out), "POST /events/transfer HTTP/1.1\r\nHost: b\r\nContent-Length: {}\r\n\r\n{}",
+                   args_.size(), args_);
   }
 
  private:
@@ -45,6 +54,7 @@ class Transfers {
   }
   uint64_t state_;
   uint64_t accounts_;
+  std::string args_;
 };
 
 struct Answered {
@@ -73,7 +83,7 @@ void drive(Connection& c, const LoadSpec& spec, uint64_t seed, const std::atomic
     if (!stopping && sent.size() < spec.window) {
       batch.clear();
       size_t n = spec.window - sent.size();
-      for (size_t i = 0; i < n; ++i) transfers.append(batch);
+      for (size_t i = 0; i < n; ++i) transfers.append(batch, spec.http);
       double at = now_ns(CLOCK_MONOTONIC);
       c.send(batch);
       sent.insert(sent.end(), n, at);
@@ -128,7 +138,13 @@ void collect(const std::vector<Tally>& tallies, LoadResult& r) {
 LoadResult run_load(const LoadSpec& spec, const ServerProcess& server) {
   if (spec.accounts < 2) throw std::runtime_error("transfers need at least 2 accounts");
   std::vector<Connection> conns;
-  for (uint32_t i = 0; i < spec.connections; ++i) conns.emplace_back(spec.socket);
+  for (uint32_t i = 0; i < spec.connections; ++i) {
+    if (spec.port) {
+      conns.emplace_back(spec.port, spec.http);
+    } else {
+      conns.emplace_back(spec.socket);
+    }
+  }
   LoadResult r;
   bench::ClientThreads<Tally> workers(conns.size(), [&conns, &spec](size_t i, std::atomic<bool>& stop, Tally& t) {
     drive(conns[i], spec, spec.seed * 1000003 + i, stop, t);

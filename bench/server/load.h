@@ -21,6 +21,8 @@ struct LoadSpec {
   uint64_t seed = 0;
   double warmup_s = 1;
   double seconds = 5;
+  uint16_t port = 0;  // not 0: connect to 127.0.0.1:port instead of `socket`
+  bool http = false;  // and speak HTTP (POST /events/transfer)
 };
 
 struct LoadResult {

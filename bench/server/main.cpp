@@ -6,14 +6,22 @@
 // Usage: server_bench --aup PATH --bank BANK.aup --store LABEL=DIR...
 //          [--connections 1,16,64] [--seconds 5] [--warmup 1]
 //          [--accounts 10000] [--window 64] [--io-threads 2]
-//          [--reps 3] [--seed 92] [--out DIR] [--name server] [--smoke]
+//          [--transports unix,tcp,http] [--reps 3] [--seed 92] [--out DIR]
+//          [--name server] [--smoke]
+//
+// --transports (default unix): how the load reaches the server: the line
+// protocol on a Unix socket, on loopback TCP, or HTTP (POST
+// /events/transfer, as many outstanding as --window: pipelined, or with
+// --window 1 closed loop). Each store runs over each; rows of tcp and http
+// are "STORE tcp" and "STORE http", their ratios to memory over unix.
 //
 // --store LABEL=DIR (repeatable): a durable store; every run makes a fresh
 // directory inside DIR and removes it afterwards.
 // --smoke: 1 and 4 connections, under a second a run, one repetition,
-// memory and one store in a temporary directory; checks the answers only
+// memory and one store in a temporary directory, over each transport; checks the answers only
 // (every transfer ok, the bank's totals agree), never timings; writes
 // nothing unless --out (the meson test).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -75,13 +83,32 @@ void smoke_shape(sv::Options& o) {
   o.seconds = 0.5;
   o.warmup = 0.2;
   o.accounts = 100;
+  o.transports = {"unix", "tcp", "http"};
+}
+
+// --transports unix,tcp,http: each at most once.
+std::vector<std::string> transports(aup::bench::CommandLine& args, const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at <= text.size();) {
+    size_t comma = std::min(text.find(',', at), text.size());
+    std::string t = text.substr(at, comma - at);
+    if ((t != "unix" && t != "tcp" && t != "http") || std::find(out.begin(), out.end(), t) != out.end()) {
+      args.usage("--transports takes unix, tcp and http, each at most once, separated by commas");
+    }
+    out.push_back(t);
+    at = comma + 1;
+  }
+  // The ratios of every row are to *memory* over the Unix socket.
+  if (std::find(out.begin(), out.end(), "unix") == out.end()) args.usage("--transports must include unix");
+  return out;
 }
 
 sv::Options parse_args(int argc, char** argv) {
   aup::bench::CommandLine args(argc, argv, kProgram,
                                "--aup PATH --bank BANK.aup --store LABEL=DIR... [--connections 1,16,64] "
                                "[--seconds S] [--warmup S] [--accounts N] [--window N] [--io-threads N] "
-                               "[--reps N] [--seed N] [--out DIR] [--name NAME] [--smoke]");
+                               "[--transports unix,tcp,http] [--reps N] [--seed N] [--out DIR] [--name NAME] "
+                               "[--smoke]");
   sv::Options o;
   args.parse(o, 1, kMaxCount, [&](const std::string& a) {
     if (a == "--smoke") {
@@ -105,6 +132,8 @@ sv::Options parse_args(int argc, char** argv) {
     } else if (a == "--name") {
       o.name = args.value();
       if (o.name.empty() || o.name.find('/') != std::string::npos) args.usage("--name needs a plain file name");
+    } else if (a == "--transports") {
+      o.transports = transports(args, args.value());
     } else if (a == "--io-threads") {
       o.io_threads = static_cast<uint32_t>(args.count_value(0, 64));
     } else {
@@ -120,7 +149,7 @@ sv::Options parse_args(int argc, char** argv) {
 // The smoke check: every run answered transfers (each one ok and the
 // totals right were checked as it ran).
 bool answered(const std::vector<sv::Sample>& samples, const sv::Options& o) {
-  if (samples.size() != o.reps * o.connections.size() * (o.stores.size() + 1)) return false;
+  if (samples.size() != o.reps * o.connections.size() * (o.stores.size() + 1) * o.transports.size()) return false;
   for (const sv::Sample& s : samples) {
     if (s.transfers_ok == 0) return false;
   }

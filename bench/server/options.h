@@ -29,6 +29,11 @@ struct Options : RunOptions {
   uint32_t accounts = 10000;               // opened and funded before the load
   uint32_t window = 64;                    // requests outstanding per connection
   uint32_t io_threads = 2;                 // the server's --io-threads (0: the owner serves)
+  // How the load reaches the server: "unix" (the line protocol on a Unix
+  // socket), "tcp" (on loopback TCP), "http" (HTTP on loopback TCP); each
+  // store is run over each, in the same rotation. Rows of another
+  // transport than unix are labelled "STORE TRANSPORT" ("memory http").
+  std::vector<std::string> transports{"unix"};
   std::string name = "server";             // results go to bench/results/NAME.{json,md}
 };
 

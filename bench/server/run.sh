@@ -7,8 +7,10 @@
 # closed-loop (each connection waits for its answer, as a terminal does:
 # latency) into bench/results/server-closed.*, both with two I/O threads;
 # then both again with the owner serving the connections itself
-# (--io-threads 0) into bench/results/server-owner{,-closed}.*. About 12
-# minutes; prints the Markdown.
+# (--io-threads 0) into bench/results/server-owner{,-closed}.*. Each store
+# over the Unix socket, loopback TCP (the line protocol) and HTTP: rows
+# *STORE tcp* and *STORE http*, whose CPU ÷ memory is against the Unix
+# socket's in the same run. About 36 minutes; prints the Markdown.
 # Usage: bench/server/run.sh [BUILD_DIR]   (default: build)
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,6 +26,7 @@ for io in 2 0; do
     "$build/bench/server/server_bench" --aup "$build/cli/aup" --bank examples/bank/bank.aup \
       --store shm=/dev/shm --store disk="$build/server-bench" \
       --connections 1,16,64 --seconds 5 --warmup 1 --accounts 10000 --window "$window" --io-threads "$io" \
+      --transports unix,tcp,http \
       --reps 3 --out bench/results --name "$name"
   done
 done

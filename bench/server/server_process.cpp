@@ -45,6 +45,8 @@ std::vector<std::string> server_argv(const ServerConfig& c) {
     argv.push_back("--data");
     argv.push_back(c.data_dir);
   }
+  if (c.tcp) argv.insert(argv.end(), {"--listen", ":0"});
+  if (c.http) argv.insert(argv.end(), {"--listen", "http://:0"});
   argv.insert(argv.end(), c.extra_args.begin(), c.extra_args.end());
   return argv;
 }
@@ -93,6 +95,7 @@ std::string describe_status(int status) {
 }  // namespace
 
 ServerProcess::ServerProcess(const ServerConfig& config) {
+  listeners_ = 1 + (config.tcp ? 1 : 0) + (config.http ? 1 : 0);
   int p[2];
   if (::pipe2(p, O_CLOEXEC) != 0) throw std::runtime_error("pipe: " + std::string(std::strerror(errno)));
   try {
@@ -174,7 +177,8 @@ void ServerProcess::read_stderr(int fd) {
 void ServerProcess::take_line(const std::string& line) {
   std::lock_guard<std::mutex> lock(mu_);
   if (line.rfind("aup: listening on ", 0) == 0) {
-    listening_ = true;
+    announced_.push_back(line.substr(18));
+    listening_ = announced_.size() == listeners_;
     cv_.notify_all();
   } else if (line.rfind("aup: stats {", 0) == 0) {
     stats_.push_back(parse_stats(line));
@@ -188,6 +192,15 @@ std::string ServerProcess::stderr_text() const {
   std::string text;
   for (const std::string& l : lines_) text += "  " + l + "\n";
   return text.empty() ? "  (nothing on stderr)\n" : text;
+}
+
+uint16_t ServerProcess::port(const std::string& prefix) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string want = prefix + "127.0.0.1:";
+  for (const std::string& a : announced_) {
+    if (a.rfind(want, 0) == 0) return static_cast<uint16_t>(std::stoul(a.substr(want.size())));
+  }
+  return 0;
 }
 
 CpuTimes ServerProcess::cpu() const {

@@ -30,6 +30,9 @@ struct ServerConfig {
   std::string cpus = "";
   // Appended to the command line as they are (`--max-batch`, `--max-line`).
   std::vector<std::string> extra_args = {};
+  // Also listen on `:0` (the line protocol over TCP) and `http://:0`.
+  bool tcp = false;
+  bool http = false;
 };
 
 // User and system CPU of a whole process (every thread), in nanoseconds.
@@ -60,6 +63,9 @@ class ServerProcess {
   ServerProcess& operator=(const ServerProcess&) = delete;
 
   pid_t pid() const { return pid_; }
+  // The port of the address announced as `prefix` + "127.0.0.1:PORT"
+  // ("" for TCP, "http://" for HTTP); 0 when there is none.
+  uint16_t port(const std::string& prefix) const;
   // Read from /proc/PID/stat (clock ticks: 10 ms on most kernels).
   CpuTimes cpu() const;
   // The --stats lines read in [from_ns, to_ns].
@@ -82,6 +88,8 @@ class ServerProcess {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool listening_ = false;
+  uint32_t listeners_ = 1;               // addresses to be announced
+  std::vector<std::string> announced_;   // "aup: listening on ADDR": each ADDR
   bool eof_ = false;
   std::vector<std::string> lines_;  // everything else it printed, for errors
   std::vector<StatsLine> stats_;

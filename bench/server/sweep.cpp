@@ -52,16 +52,39 @@ Sample to_sample(const std::string& store, uint32_t connections, uint32_t rep, c
   return s;
 }
 
+// What one row of the report runs: a store over a transport.
+struct Kind {
+  std::string label;      // the row's name
+  std::string dir;        // the store's directory; empty: --memory
+  std::string transport;  // "unix", "tcp", "http"
+};
+
+std::vector<Kind> kinds(const Options& o) {
+  std::vector<Kind> out;
+  std::vector<std::pair<std::string, std::string>> stores{{kMemory, ""}};
+  for (const StoreDir& d : o.stores) stores.emplace_back(d.label, d.dir);
+  for (const auto& [label, dir] : stores) {
+    for (const std::string& t : o.transports) out.push_back(Kind{t == "unix" ? label : label + " " + t, dir, t});
+  }
+  return out;
+}
+
 // One run: a fresh server (and store, when `dir` is set), its load, checks.
-Sample run_one(const Options& o, const std::string& label, const std::string& dir, uint32_t connections,
-               uint32_t rep, const std::string& work_dir) {
+// The set-up and the final check go over the Unix socket, the load over
+// the run's transport.
+Sample run_one(const Options& o, const Kind& kind, uint32_t connections, uint32_t rep, const std::string& work_dir) {
+  const std::string& label = kind.label;
   std::optional<TempDir> run_dir;  // a fresh store for every run
-  if (!dir.empty()) run_dir.emplace(dir, "aup-server-bench");
+  if (!kind.dir.empty()) run_dir.emplace(kind.dir, "aup-server-bench");
   ServerConfig config{o.aup, o.bank, work_dir + "/server.sock", run_dir ? run_dir->path() + "/store" : "",
                       o.io_threads};
+  config.tcp = kind.transport == "tcp";
+  config.http = kind.transport == "http";
   ServerProcess server(config);
   open_accounts(config.socket, o.accounts, kDeposit);
   LoadSpec spec{config.socket, connections, o.window, o.accounts, o.seed + rep, o.warmup, o.seconds};
+  spec.http = config.http;
+  if (config.tcp || config.http) spec.port = server.port(config.http ? "http://" : "");
   LoadResult r = run_load(spec, server);
   if (r.failed_total) {
     throw std::runtime_error(fmt::format("{} of {} transfers failed ({}, {} connections); the first answer: {}",
@@ -87,21 +110,19 @@ void progress(const Sample& s) {
 }  // namespace
 
 std::vector<std::string> store_labels(const Options& o) {
-  std::vector<std::string> labels{kMemory};
-  for (const StoreDir& d : o.stores) labels.push_back(d.label);
+  std::vector<std::string> labels;
+  for (const Kind& k : kinds(o)) labels.push_back(k.label);
   return labels;
 }
 
 std::vector<Sample> run_all(const Options& o, const std::string& work_dir) {
-  std::vector<std::string> labels = store_labels(o);
-  std::vector<std::string> dirs{""};  // memory: no directory
-  for (const StoreDir& d : o.stores) dirs.push_back(d.dir);
+  std::vector<Kind> all = kinds(o);
   std::vector<Sample> samples;
   for (uint32_t rep = 0; rep < o.reps; ++rep) {
     for (uint32_t connections : o.connections) {
-      for (size_t k = 0; k < labels.size(); ++k) {
-        size_t at = (k + rep) % labels.size();  // rotate the order each repetition
-        samples.push_back(run_one(o, labels[at], dirs[at], connections, rep, work_dir));
+      for (size_t k = 0; k < all.size(); ++k) {
+        size_t at = (k + rep) % all.size();  // rotate the order each repetition
+        samples.push_back(run_one(o, all[at], connections, rep, work_dir));
         progress(samples.back());
       }
     }

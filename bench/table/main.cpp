@@ -62,7 +62,7 @@ Options parse_args(int argc, char** argv) {
 // The smoke test's check: every figure present, positive and finite.
 bool sane(const std::vector<aup::bench::table::SizeResult>& sizes, const Options& o) {
   for (const auto& s : sizes) {
-    if (s.ops.size() != 7 || s.depth == 0) return false;
+    if (s.ops.size() != 8 || s.depth == 0) return false;
     for (const auto& r : s.ops) {
       if (r.aup_ns.size() != o.reps || r.base_ns.size() != o.reps) return false;
       for (double x : r.aup_ns) {

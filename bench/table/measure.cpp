@@ -112,6 +112,23 @@ std::vector<double> measure_load_latency(const Options& o, size_t bytes, std::mt
   return ns;
 }
 
+// A seek by a composite key (w, d, o, n) against a seek by the same rows'
+// folded number key, in two trees of the same size built alike.
+OpResult measure_composite(const Options& o, const std::vector<double>& order, const std::vector<double>& probes) {
+  OpResult r = op("find_composite", "BTree::find, key (w, d, o, n) encoded per probe",
+                  "BTree::find, the folded number key");
+  vm::BTree composite(composite_layout());
+  vm::BTree folded(row_layout());
+  require_equal(insert_composite(composite, order), insert_tree(folded, order), "composite build");
+  std::vector<CompositeProbe> fields = composite_probes(probes);
+  double ops = static_cast<double>(probes.size());
+  for (uint32_t rep = 0; rep < o.reps; ++rep) {
+    time_pair(r, rep, ops, [&] { return find_composite(composite, fields); },
+              [&] { return find_tree(folded, probes); });
+  }
+  return r;
+}
+
 }  // namespace
 
 SizeResult measure_size(size_t rows, const Options& o) {
@@ -166,6 +183,7 @@ SizeResult measure_size(size_t rows, const Options& o) {
   require_equal(find_tree(tree, probes), find_map(map, probes), "find after the writes");
   require_equal(tree.size(), map.size(), "size");
   for (OpResult* r : {&find, &set, &set_snap, &set_fresh, &rank}) res.ops.push_back(std::move(*r));
+  res.ops.push_back(measure_composite(o, shuffled, probes));
   return res;
 }
 

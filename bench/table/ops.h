@@ -47,6 +47,21 @@ uint64_t set_tree_fresh_snapshots(vm::BTree& t, const std::vector<double>& probe
 uint64_t rank_tree(const vm::BTree& t, const std::vector<double>& probes);
 uint64_t rank_sorted(const std::vector<double>& sorted, const std::vector<double>& probes);
 
+// The same rows keyed the way TPC-C's order lines are: the composite key
+// (w, d, o, n) (vm/key.h), row i's fields from i as its folded number
+// (n = i mod 15, o = i / 15 mod 3000, d = i / 45000 mod 10, w from 1). The
+// tree's layout says the key is composite, so it keeps its key texts.
+vm::RowLayout composite_layout();
+uint64_t insert_composite(vm::BTree& t, const std::vector<double>& keys);
+// The probes' key fields, split from their folded numbers before the
+// timing (an event has the fields in registers already, as the folded side
+// has its number).
+using CompositeProbe = std::array<uint64_t, 4>;
+std::vector<CompositeProbe> composite_probes(const std::vector<double>& probes);
+// Finds each probe by its composite key, encoded per probe as the KEY
+// instruction does (into a buffer here, the event's arena there).
+uint64_t find_composite(const vm::BTree& t, const std::vector<CompositeProbe>& probes);
+
 // Levels from the root to the leaves (1 for a lone leaf, 0 when empty).
 uint32_t tree_depth(const vm::BTree& t);
 

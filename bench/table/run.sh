@@ -13,4 +13,4 @@ if command -v taskset >/dev/null 2>&1; then
 fi
 cd "$root"
 $pin "$build/bench/table/table_bench" --sizes 1000,30000,300000,1000000 --reps 7 \
-  --out "$root/bench/results"
+  --out bench/results

@@ -14,9 +14,9 @@ namespace {
 // generator or the module, not the 1% rollback.
 constexpr std::string_view kUnusedItemMessage = "item number is not valid";
 
-// Every line of an Order-Status gives five numbers after the three of the
-// order: item, supply, quantity, amount, delivered.
-constexpr size_t kOrderStatusHead = 3;
+// Every line of an Order-Status gives five numbers after the four of the
+// customer and order: item, supply, quantity, amount, delivered.
+constexpr size_t kOrderStatusHead = 4;
 constexpr size_t kOrderStatusPerLine = 5;
 
 // The rollback answer: ok false, code `failed`, the module's message.
@@ -30,23 +30,28 @@ TxResult rollback_result(const JsonLine& a) {
   return TxResult{Outcome::rolled_back, {}};
 }
 
+// new_order: {order, lines, total, brands: "BGG..." one letter per line}.
 void read_values(const JsonLine& a, uint32_t r, const NewOrderTx&, std::vector<int64_t>& v) {
   v = {a.whole(r, "order"), a.whole(r, "lines"), a.whole(r, "total")};
+  std::string_view brands = a.text(a.member(r, "brands"));
+  if (static_cast<int64_t>(brands.size()) != v[1]) a.fail(fmt::format("{} brands for {} lines", brands.size(), v[1]));
+  v.push_back(brand_mask(brands));
+  if (brands.find_first_not_of("BG") != std::string_view::npos) a.fail(fmt::format("brands `{}` are not B or G", brands));
 }
 
 void read_values(const JsonLine& a, uint32_t r, const PaymentTx&, std::vector<int64_t>& v) {
   std::string_view credit = a.text(a.member(r, "credit"));
   if (credit != "GC" && credit != "BC") a.fail(fmt::format("credit `{}` is neither GC nor BC", credit));
-  v = {a.whole(r, "balance"), credit == "BC" ? 1 : 0};
+  v = {a.whole(r, "c"), a.whole(r, "balance"), credit == "BC" ? 1 : 0};
 }
 
-// order_status: {balance, order, entry, carrier, lines: [OrderLine...]};
+// order_status: {c, balance, order, entry, carrier, lines: [OrderLine...]};
 // the lines are a view, so in key (= line number) order.
 void read_values(const JsonLine& a, uint32_t r, const OrderStatusTx&, std::vector<int64_t>& v) {
   uint32_t lines = a.member(r, "lines");
   uint32_t count = a.node(lines).count;
   if (count > kMaxOrderLines) a.fail(fmt::format("{} order lines, more than {}", count, kMaxOrderLines));
-  v = {a.whole(r, "balance"), a.whole(r, "order"), a.whole(r, "carrier")};
+  v = {a.whole(r, "c"), a.whole(r, "balance"), a.whole(r, "order"), a.whole(r, "carrier")};
   v.reserve(kOrderStatusHead + kOrderStatusPerLine * count);
   uint32_t line = a.first_item(lines);
   for (uint32_t i = 0; i < count; ++i, line = a.node(line).next) {
@@ -58,8 +63,15 @@ void read_values(const JsonLine& a, uint32_t r, const OrderStatusTx&, std::vecto
   }
 }
 
+// delivery: {orders: [o or 0 for each of the ten districts]}.
 void read_values(const JsonLine& a, uint32_t r, const DeliveryTx&, std::vector<int64_t>& v) {
-  v = {a.boolean(a.member(r, "delivered")) ? 1 : 0, a.whole(r, "order")};
+  uint32_t orders = a.member(r, "orders");
+  if (a.node(orders).count != kDistrictsPerWarehouse) {
+    a.fail(fmt::format("{} districts delivered, not {}", a.node(orders).count, kDistrictsPerWarehouse));
+  }
+  v.clear();
+  uint32_t item = a.first_item(orders);
+  for (int64_t d = 0; d < kDistrictsPerWarehouse; ++d, item = a.node(item).next) v.push_back(a.whole(item));
 }
 
 void read_values(const JsonLine& a, uint32_t r, const StockLevelTx&, std::vector<int64_t>& v) {

@@ -16,10 +16,10 @@
 namespace aup::tpcc {
 
 // The answer to `tx` sent with request id `id`:
-//   ok, {order, lines, total}                    new_order
-//   ok, {balance, credit}                        payment ("GC" 0, "BC" 1)
-//   ok, {balance, order, entry, carrier, lines}  order_status (lines: OrderLine rows)
-//   ok, {delivered, order}                       delivery
+//   ok, {order, lines, total, brands}            new_order (brands "BG.." per line)
+//   ok, {c, balance, credit}                     payment ("GC" 0, "BC" 1)
+//   ok, {c, balance, order, entry, carrier, lines}  order_status (lines: OrderLine rows)
+//   ok, {orders: [o or 0, one per district]}     delivery
 //   ok, {low_stock}                              stock_level
 // and for a New-Order whose rollback flag is set, the module's `fail`:
 // {"ok":false,"error":{"code":"failed","message":"item number is not valid ..."}},

@@ -22,7 +22,7 @@ namespace aup::tpcc {
 
 namespace {
 
-// A dump row is under 200 bytes; a line this long means replay printed
+// A dump row is under 1,000 bytes; a line this long means replay printed
 // something else, and reading on would only grow the buffer.
 constexpr size_t kMaxDumpLineBytes = 1 << 20;
 // replay's stderr is a usage or damage message; kept for the error.
@@ -148,10 +148,9 @@ TableRows dump_table(const std::string& aup, const std::string& store_dir, const
   read_output(out.fd[0], err.fd[0], err_text, [&](std::string_view line) {
     table.rows.push_back(reader.read(line));
     size_t n = table.rows.size();
-    if (n > 1 && std::get<int64_t>(table.rows[n - 2][0]) >= std::get<int64_t>(table.rows[n - 1][0])) {
-      throw std::runtime_error(fmt::format("aup replay --dump {}: key {} follows key {}", spec.name,
-                                           std::get<int64_t>(table.rows[n - 1][0]),
-                                           std::get<int64_t>(table.rows[n - 2][0])));
+    if (n > 1 && !key_less(spec, table.rows[n - 2], table.rows[n - 1])) {
+      throw std::runtime_error(fmt::format("aup replay --dump {}: the key of row {} does not follow row {}'s",
+                                           spec.name, n, n - 1));
     }
   });
   int status = child.wait();
@@ -180,6 +179,8 @@ Row DumpRowReader::read(std::string_view line) {
     if (json_.node(key).str != column.name) json_.fail(fmt::format("expected `{}` here", column.name));
     if (column.kind == ColumnKind::text) {
       row.emplace_back(std::string(json_.text(key + 1)));
+    } else if (column.kind == ColumnKind::flag) {
+      row.emplace_back(int64_t{json_.boolean(key + 1) ? 1 : 0});
     } else {
       row.emplace_back(json_.whole(key + 1));
     }

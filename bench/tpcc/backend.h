@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench/common/block_device.h"
@@ -35,14 +36,28 @@ enum class Outcome : uint8_t {
 // What a transaction returned, as numbers, so same-state can compare every
 // answer of two backends as well as their final rows. Money in cents,
 // "no carrier"/"not delivered" as 0, booleans as 0/1:
-//   new_order    {order number, line count, total}  (total =
+//   new_order    {order number, line count, total, brands}  (total =
 //                round(sum(amount) * (10000 - discount) * (10000 + w_tax + d_tax) / 1e8),
-//                std::round, as tpcc.aup's `round`); empty when rolled back
-//   payment      {customer balance after, credit (0 "GC", 1 "BC")}
-//   order_status {balance, order number, carrier, then for each line in
-//                line-number order: item, supply, quantity, amount, delivered (0/1)}
-//   delivery     {delivered (0/1), order number (0 when none waited)}
+//                std::round, as tpcc.aup's `round`; brands: brand_mask of the
+//                lines' "B"/"G"); empty when rolled back
+//   payment      {customer number (the one found when chosen by name),
+//                balance after, credit (0 "GC", 1 "BC")}
+//   order_status {customer number, balance, order number, carrier, then for
+//                each line in line-number order: item, supply, quantity,
+//                amount, delivered (0/1)}
+//   delivery     {for each district 1..10, the order delivered (0 when none
+//                waited)}
 //   stock_level  {low stock count}
+// The brand-generic letters of a New-Order's lines ("BGG...", clause
+// 2.4.2.2) as a number: bit n - 1 is set when line n is "B".
+inline int64_t brand_mask(std::string_view brands) {
+  int64_t mask = 0;
+  for (size_t i = 0; i < brands.size(); ++i) {
+    if (brands[i] == 'B') mask |= int64_t{1} << i;
+  }
+  return mask;
+}
+
 struct TxResult {
   Outcome outcome = Outcome::committed;
   std::vector<int64_t> values;

@@ -118,8 +118,9 @@ int main_impl(int argc, char** argv) {
       "Print N transactions in the mix New-Order 45%, Payment 43%, Order-Status 4%, Delivery 4%,\n"
       "Stock-Level 4%, with TPC-C's inputs: 1% of New-Orders end in an unused item (100001) and\n"
       "must fail with `item number is not valid`; with W > 1, 1% of order lines are supplied by\n"
-      "another warehouse and 15% of Payments pay for another warehouse's customer. Customers are\n"
-      "chosen by number; each Delivery is one district. Ids count from 1.");
+      "another warehouse and 15% of Payments pay for another warehouse's customer. 60% of Payment\n"
+      "and Order-Status customers are named by a NURand last name; each Delivery delivers all ten\n"
+      "districts of its warehouse. Ids count from 1.");
   run_cmd->add_option("--warehouses", run.warehouses, "number of warehouses W (as loaded)")
       ->required()
       ->check(CLI::Range(int64_t{1}, kMaxWarehouses));

@@ -31,12 +31,20 @@ enum Purpose : uint64_t {
   kPurposeStock,
   kPurposeRunConstants,
   kPurposeTerminal,
+  kPurposeCustomerNames,  // every string of CUSTOMER, not only the names
+  kPurposeItemStrings,
+  kPurposeWarehouseStrings,
+  kPurposeDistrictStrings,
+  kPurposeHistoryStrings,
+  kPurposeOrderLineStrings,
+  kPurposeStockStrings,
 };
 
 // The spec's initial money values (clause 4.3.3.1), in cents.
 constexpr int64_t kWarehouseYtdCents = 30'000'000;  // 300,000.00
 constexpr int64_t kDistrictYtdCents = 3'000'000;    // 30,000.00
 constexpr int64_t kCustomerBalanceCents = -1000;    // -10.00
+constexpr int64_t kCustomerCreditLimitCents = 5'000'000;  // 50,000.00
 constexpr int64_t kCustomerYtdPaymentCents = 1000;  // 10.00
 constexpr int64_t kHistoryAmountCents = 1000;       // 10.00
 constexpr int64_t kMaxTaxRate = 2000;               // 0.2000 in ten-thousandths
@@ -60,6 +68,21 @@ void append_int(std::string& out, int64_t v) {
   expects(ec == std::errc(), "to_chars of an int64 fits 24 bytes");
   out.append(buf, end);
 }
+
+// A random a-string (clause 4.3.2.2) of low..high characters. The
+// characters are the 62 letters and digits, not the 128 the clause asks
+// for: they need no escaping in JSON and sort alike as UTF-8 bytes (aup)
+// and under SQLite's BINARY collation.
+std::string a_string(Rng& rng, int64_t low, int64_t high) {
+  static constexpr std::string_view kChars = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+  const int64_t n = rng.uniform(low, high);
+  std::string out(static_cast<size_t>(n), ' ');
+  for (char& ch : out) ch = kChars[static_cast<size_t>(rng.uniform(0, static_cast<int64_t>(kChars.size()) - 1))];
+  return out;
+}
+
+// "dist_01" .. "dist_10": S_DIST_xx as tpcc.aup names the fields.
+std::string fmt_dist(size_t n) { return n < 10 ? "dist_0" + std::to_string(n) : "dist_" + std::to_string(n); }
 
 // Writes one flat JSON object. Keys and strings are our own identifiers,
 // which need no escaping.
@@ -149,46 +172,120 @@ std::vector<LoadOrder> district_orders(uint64_t seed, int64_t w, int64_t d) {
   return orders;
 }
 
+// ---- the strings of clause 4.3.3.1 ---------------------------------------------
+
+// A random n-string (clause 4.3.2.2): `n` digits.
+std::string n_string(Rng& rng, int64_t n) {
+  std::string out(static_cast<size_t>(n), '0');
+  for (char& ch : out) ch = static_cast<char>('0' + rng.uniform(0, 9));
+  return out;
+}
+
+Address address(Rng& rng) {
+  Address a;
+  a.street_1 = a_string(rng, 10, 20);
+  a.street_2 = a_string(rng, 10, 20);
+  a.city = a_string(rng, 10, 20);
+  a.state = a_string(rng, 2, 2);
+  a.zip = n_string(rng, 4) + "11111";
+  return a;
+}
+
+// I_DATA and S_DATA: 26..50 characters, "ORIGINAL" at a random place in 10%.
+std::string data_with_original(Rng& rng, bool& original) {
+  std::string data = a_string(rng, 26, 50);
+  original = rng.uniform(1, 100) <= 10;
+  if (original) {
+    constexpr std::string_view kOriginal = "ORIGINAL";
+    const auto at = static_cast<size_t>(rng.uniform(0, static_cast<int64_t>(data.size() - kOriginal.size())));
+    data.replace(at, kOriginal.size(), kOriginal);
+  }
+  return data;
+}
+
+uint64_t u(int64_t x) { return static_cast<uint64_t>(x); }
+
+// ---- the tables ------------------------------------------------------------------
+
 void load_items(const LoadConfig& config, RowSink& sink) {
   Rng rng(derive_seed(config.seed, kPurposeItems, 0, 0));
+  Rng strings(derive_seed(config.seed, kPurposeItemStrings, 0, 0));
   Batcher<ItemRow> out(config.batch_rows, sink, &RowSink::items);
   for (int64_t i = 1; i <= kItems; ++i) {
     int64_t price = rng.uniform(100, 10'000);  // 1.00..100.00
     int64_t image = rng.uniform(1, 10'000);
-    out.add({i, price, image});
+    ItemRow r{i, image, a_string(strings, 14, 24), price, "", false};
+    r.data = data_with_original(strings, r.original);
+    out.add(r);
   }
   out.finish();
 }
 
 void load_warehouses(const LoadConfig& config, RowSink& sink) {
   Rng rng(derive_seed(config.seed, kPurposeWarehouses, 0, 0));
+  Rng strings(derive_seed(config.seed, kPurposeWarehouseStrings, 0, 0));
   Batcher<WarehouseRow> out(config.batch_rows, sink, &RowSink::warehouses);
-  for (int64_t w = 1; w <= config.warehouses; ++w) out.add({w, rng.uniform(0, kMaxTaxRate), kWarehouseYtdCents});
+  for (int64_t w = 1; w <= config.warehouses; ++w) {
+    int64_t tax = rng.uniform(0, kMaxTaxRate);
+    std::string name = a_string(strings, 6, 10);
+    out.add({w, std::move(name), address(strings), tax, kWarehouseYtdCents});
+  }
   out.finish();
 }
 
 void load_districts(const LoadConfig& config, RowSink& sink) {
   Batcher<DistrictRow> out(config.batch_rows, sink, &RowSink::districts);
   for (int64_t w = 1; w <= config.warehouses; ++w) {
-    Rng rng(derive_seed(config.seed, kPurposeDistricts, static_cast<uint64_t>(w), 0));
+    Rng rng(derive_seed(config.seed, kPurposeDistricts, u(w), 0));
+    Rng strings(derive_seed(config.seed, kPurposeDistrictStrings, u(w), 0));
     for (int64_t d = 1; d <= kDistrictsPerWarehouse; ++d) {
       int64_t tax = rng.uniform(0, kMaxTaxRate);
-      out.add({district_key(w, d), w, d, tax, kDistrictYtdCents, kOrdersPerDistrict + 1});
+      std::string name = a_string(strings, 6, 10);
+      out.add({w, d, std::move(name), address(strings), tax, kDistrictYtdCents, kOrdersPerDistrict + 1});
     }
   }
   out.finish();
 }
 
+// C_LAST (clause 4.3.3.1): customers 1..1000 take the names of 0..999 in
+// turn, so every name is in every district; the rest draw NURand(255).
+std::string load_last_name(Rng& rng, int64_t c, int64_t nurand_c) {
+  if (c <= 1000) return last_name(c - 1);
+  return last_name(nurand(rng, kNurandLastA, 0, 999, nurand_c));
+}
+
+// One customer's strings, from the district's string stream.
+void customer_strings(Rng& strings, int64_t c, int64_t nurand_c, CustomerRow& r) {
+  r.first = a_string(strings, kMinFirstName, kMaxFirstName);
+  r.middle = "OE";
+  r.last = load_last_name(strings, c, nurand_c);
+  r.address = address(strings);
+  r.phone = n_string(strings, 16);
+  r.data = a_string(strings, 300, 500);
+}
+
 void load_customers(const LoadConfig& config, RowSink& sink) {
   Batcher<CustomerRow> out(config.batch_rows, sink, &RowSink::customers);
+  const NurandConstants constants = nurand_constants(config.seed);
   for (int64_t w = 1; w <= config.warehouses; ++w) {
     for (int64_t d = 1; d <= kDistrictsPerWarehouse; ++d) {
-      Rng rng(derive_seed(config.seed, kPurposeCustomers, static_cast<uint64_t>(w), static_cast<uint64_t>(d)));
+      Rng rng(derive_seed(config.seed, kPurposeCustomers, u(w), u(d)));
+      // Strings from a stream of their own, so the numbers above stay as
+      // they were when strings were added.
+      Rng strings(derive_seed(config.seed, kPurposeCustomerNames, u(w), u(d)));
       for (int64_t c = 1; c <= kCustomersPerDistrict; ++c) {
-        int64_t discount = rng.uniform(0, kMaxDiscountRate);
-        std::string_view credit = rng.uniform(1, 100) <= 10 ? "BC" : "GC";  // bad credit: 10%
-        out.add({customer_key(w, d, c), w, d, c, discount, credit, kCustomerBalanceCents,
-                 kCustomerYtdPaymentCents, 1, 0});
+        CustomerRow r;
+        r.w = w, r.d = d, r.c = c;
+        r.discount = rng.uniform(0, kMaxDiscountRate);
+        r.credit = rng.uniform(1, 100) <= 10 ? "BC" : "GC";  // bad credit: 10%
+        customer_strings(strings, c, constants.last_load, r);
+        r.since = config.load_time_ms;
+        r.credit_lim = kCustomerCreditLimitCents;
+        r.balance = kCustomerBalanceCents;
+        r.ytd_payment = kCustomerYtdPaymentCents;
+        r.payment_cnt = 1;
+        r.delivery_cnt = 0;
+        out.add(r);
       }
     }
   }
@@ -202,8 +299,9 @@ void load_history(const LoadConfig& config, RowSink& sink) {
   int64_t id = 1;
   for (int64_t w = 1; w <= config.warehouses; ++w) {
     for (int64_t d = 1; d <= kDistrictsPerWarehouse; ++d) {
+      Rng strings(derive_seed(config.seed, kPurposeHistoryStrings, u(w), u(d)));
       for (int64_t c = 1; c <= kCustomersPerDistrict; ++c) {
-        out.add({id++, c, d, w, d, w, config.load_time_ms, kHistoryAmountCents});
+        out.add({id++, c, d, w, d, w, config.load_time_ms, kHistoryAmountCents, a_string(strings, 12, 24)});
       }
     }
   }
@@ -217,7 +315,7 @@ void load_orders(const LoadConfig& config, RowSink& sink) {
       std::vector<LoadOrder> orders = district_orders(config.seed, w, d);
       for (int64_t o = 1; o <= kOrdersPerDistrict; ++o) {
         const LoadOrder& lo = orders[static_cast<size_t>(o - 1)];
-        out.add({order_key(w, d, o), w, d, o, lo.customer, config.load_time_ms, lo.carrier, lo.lines, 1});
+        out.add({w, d, o, lo.customer, config.load_time_ms, lo.carrier, lo.lines, 1});
       }
     }
   }
@@ -228,7 +326,7 @@ void load_new_orders(const LoadConfig& config, RowSink& sink) {
   Batcher<NewOrderRow> out(config.batch_rows, sink, &RowSink::new_orders);
   for (int64_t w = 1; w <= config.warehouses; ++w) {
     for (int64_t d = 1; d <= kDistrictsPerWarehouse; ++d) {
-      for (int64_t o = kFirstUndeliveredOrder; o <= kOrdersPerDistrict; ++o) out.add({order_key(w, d, o)});
+      for (int64_t o = kFirstUndeliveredOrder; o <= kOrdersPerDistrict; ++o) out.add({w, d, o});
     }
   }
   out.finish();
@@ -239,16 +337,16 @@ void load_order_lines(const LoadConfig& config, RowSink& sink) {
   for (int64_t w = 1; w <= config.warehouses; ++w) {
     for (int64_t d = 1; d <= kDistrictsPerWarehouse; ++d) {
       std::vector<LoadOrder> orders = district_orders(config.seed, w, d);
-      Rng rng(derive_seed(config.seed, kPurposeOrderLines, static_cast<uint64_t>(w), static_cast<uint64_t>(d)));
+      Rng rng(derive_seed(config.seed, kPurposeOrderLines, u(w), u(d)));
+      Rng strings(derive_seed(config.seed, kPurposeOrderLineStrings, u(w), u(d)));
       for (int64_t o = 1; o <= kOrdersPerDistrict; ++o) {
-        const int64_t order = order_key(w, d, o);
         const bool delivered = o < kFirstUndeliveredOrder;
         const int64_t lines = orders[static_cast<size_t>(o - 1)].lines;
         for (int64_t n = 1; n <= lines; ++n) {
           int64_t item = rng.uniform(1, kItems);  // uniform at load, not NURand
           int64_t amount = delivered ? 0 : rng.uniform(1, 999'999);  // 0.01..9,999.99
-          out.add({line_key(order, n), order, n, item, w, delivered ? config.load_time_ms : 0,
-                   kLoadOrderLineQuantity, amount});
+          out.add({w, d, o, n, item, w, delivered ? config.load_time_ms : 0, kLoadOrderLineQuantity, amount,
+                   a_string(strings, 24, 24)});
         }
       }
     }
@@ -259,8 +357,14 @@ void load_order_lines(const LoadConfig& config, RowSink& sink) {
 void load_stock(const LoadConfig& config, RowSink& sink) {
   Batcher<StockRow> out(config.batch_rows, sink, &RowSink::stock);
   for (int64_t w = 1; w <= config.warehouses; ++w) {
-    Rng rng(derive_seed(config.seed, kPurposeStock, static_cast<uint64_t>(w), 0));
-    for (int64_t i = 1; i <= kItems; ++i) out.add({stock_key(w, i), w, i, rng.uniform(10, 100), 0, 0, 0});
+    Rng rng(derive_seed(config.seed, kPurposeStock, u(w), 0));
+    Rng strings(derive_seed(config.seed, kPurposeStockStrings, u(w), 0));
+    for (int64_t i = 1; i <= kItems; ++i) {
+      StockRow r{w, i, rng.uniform(10, 100), {}, 0, 0, 0, "", false};
+      for (std::string& dist : r.dist) dist = a_string(strings, 24, 24);
+      r.data = data_with_original(strings, r.original);
+      out.add(r);
+    }
   }
   out.finish();
 }
@@ -281,15 +385,15 @@ void append_args(std::string& out, const NewOrderTx& t) {
 
 void append_args(std::string& out, const PaymentTx& t) {
   ObjectWriter(out).num("w", t.w).num("d", t.d).num("c_w", t.c_w).num("c_d", t.c_d).num("c", t.c)
-      .num("amount", t.amount).close();
+      .str("last", t.last).num("amount", t.amount).close();
 }
 
 void append_args(std::string& out, const OrderStatusTx& t) {
-  ObjectWriter(out).num("w", t.w).num("d", t.d).num("c", t.c).close();
+  ObjectWriter(out).num("w", t.w).num("d", t.d).num("c", t.c).str("last", t.last).close();
 }
 
 void append_args(std::string& out, const DeliveryTx& t) {
-  ObjectWriter(out).num("w", t.w).num("d", t.d).num("carrier", t.carrier).close();
+  ObjectWriter(out).num("w", t.w).num("carrier", t.carrier).close();
 }
 
 void append_args(std::string& out, const StockLevelTx& t) {
@@ -364,7 +468,24 @@ NurandConstants nurand_constants(uint64_t seed) {
   NurandConstants c;
   c.customer = rng.uniform(0, kNurandCustomerA);
   c.item = rng.uniform(0, kNurandItemA);
+  c.last_load = rng.uniform(0, kNurandLastA);
+  // A delta in 65..119 other than 96 and 112, added or taken away so that
+  // last_run stays within 0..255 (clause 2.1.6.1).
+  int64_t delta = 96;
+  while (delta == 96 || delta == 112) delta = rng.uniform(65, 119);
+  c.last_run = c.last_load + delta <= kNurandLastA ? c.last_load + delta : c.last_load - delta;
   return c;
+}
+
+std::string last_name(int64_t n) {
+  expects(n >= 0 && n <= 999, "a last name's number is 0..999");
+  static constexpr std::string_view kSyllables[10] = {"BAR", "OUGHT", "ABLE",  "PRI",   "PRES",
+                                                      "ESE", "ANTI",  "CALLY", "ATION", "EING"};
+  std::string out;
+  out += kSyllables[n / 100];
+  out += kSyllables[n / 10 % 10];
+  out += kSyllables[n % 10];
+  return out;
 }
 
 // ---- the initial population -------------------------------------------------
@@ -415,46 +536,92 @@ void LoadRequestWriter::order_lines(std::span<const OrderLineRow> rows) { write(
 void LoadRequestWriter::stock(std::span<const StockRow> rows) { write("load_stock", rows); }
 
 void append_json(std::string& out, const ItemRow& r) {
-  ObjectWriter(out).num("id", r.id).num("price", r.price).num("image", r.image).close();
+  ObjectWriter o(out);
+  o.num("id", r.id).num("image", r.image).str("name", r.name).num("price", r.price).str("data", r.data);
+  o.key("original");
+  out += r.original ? "true" : "false";
+  o.close();
 }
 
+namespace {
+
+void append_address(ObjectWriter& o, const Address& a) {
+  o.str("street_1", a.street_1).str("street_2", a.street_2).str("city", a.city).str("state", a.state)
+      .str("zip", a.zip);
+}
+
+}  // namespace
+
 void append_json(std::string& out, const WarehouseRow& r) {
-  ObjectWriter(out).num("id", r.id).num("tax", r.tax).num("ytd", r.ytd).close();
+  ObjectWriter o(out);
+  o.num("id", r.id).str("name", r.name);
+  append_address(o, r.address);
+  o.num("tax", r.tax).num("ytd", r.ytd).close();
 }
 
 void append_json(std::string& out, const DistrictRow& r) {
-  ObjectWriter(out).num("id", r.id).num("w", r.w).num("d", r.d).num("tax", r.tax).num("ytd", r.ytd)
-      .num("next_order", r.next_order).close();
+  ObjectWriter o(out);
+  o.num("w", r.w).num("d", r.d).str("name", r.name);
+  append_address(o, r.address);
+  o.num("tax", r.tax).num("ytd", r.ytd).num("next_order", r.next_order).close();
 }
 
 void append_json(std::string& out, const CustomerRow& r) {
-  ObjectWriter(out).num("id", r.id).num("w", r.w).num("d", r.d).num("c", r.c).num("discount", r.discount)
-      .str("credit", r.credit).num("balance", r.balance).num("ytd_payment", r.ytd_payment)
-      .num("payment_cnt", r.payment_cnt).num("delivery_cnt", r.delivery_cnt).close();
+  ObjectWriter o(out);
+  o.num("w", r.w).num("d", r.d).num("c", r.c).str("first", r.first).str("middle", r.middle).str("last", r.last);
+  append_address(o, r.address);
+  o.str("phone", r.phone).num("since", r.since).str("credit", r.credit).num("credit_lim", r.credit_lim)
+      .num("discount", r.discount).num("balance", r.balance).num("ytd_payment", r.ytd_payment)
+      .num("payment_cnt", r.payment_cnt).num("delivery_cnt", r.delivery_cnt);
+  std::string_view data = r.data;
+  for (size_t piece = 0; piece < kCustomerDataPieces; ++piece) {
+    const size_t from = std::min(data.size(), piece * kCustomerDataPiece);
+    o.str("data_" + std::to_string(piece + 1), data.substr(from, kCustomerDataPiece));
+  }
+  o.close();
 }
 
 void append_json(std::string& out, const HistoryRow& r) {
   ObjectWriter(out).num("id", r.id).num("c", r.c).num("c_d", r.c_d).num("c_w", r.c_w).num("d", r.d)
-      .num("w", r.w).num("date", r.date).num("amount", r.amount).close();
+      .num("w", r.w).num("date", r.date).num("amount", r.amount).str("data", r.data).close();
 }
 
 void append_json(std::string& out, const OrderRow& r) {
-  ObjectWriter(out).num("id", r.id).num("w", r.w).num("d", r.d).num("o", r.o).num("customer", r.customer)
+  ObjectWriter(out).num("w", r.w).num("d", r.d).num("o", r.o).num("customer", r.customer)
       .num("entry", r.entry).num("carrier", r.carrier).num("lines", r.lines).num("all_local", r.all_local)
       .close();
 }
 
-void append_json(std::string& out, const NewOrderRow& r) { ObjectWriter(out).num("id", r.id).close(); }
+void append_json(std::string& out, const NewOrderRow& r) {
+  ObjectWriter(out).num("w", r.w).num("d", r.d).num("o", r.o).close();
+}
 
 void append_json(std::string& out, const OrderLineRow& r) {
-  ObjectWriter(out).num("id", r.id).num("order", r.order).num("number", r.number).num("item", r.item)
+  ObjectWriter(out).num("w", r.w).num("d", r.d).num("o", r.o).num("number", r.number).num("item", r.item)
       .num("supply", r.supply).num("delivery", r.delivery).num("quantity", r.quantity)
-      .num("amount", r.amount).close();
+      .num("amount", r.amount).str("dist_info", r.dist_info).close();
 }
 
 void append_json(std::string& out, const StockRow& r) {
-  ObjectWriter(out).num("id", r.id).num("w", r.w).num("item", r.item).num("quantity", r.quantity)
-      .num("ytd", r.ytd).num("order_cnt", r.order_cnt).num("remote_cnt", r.remote_cnt).close();
+  ObjectWriter o(out);
+  o.num("w", r.w).num("item", r.item).num("quantity", r.quantity);
+  for (size_t i = 0; i < r.dist.size(); ++i) o.str(fmt_dist(i + 1), r.dist[i]);
+  o.num("ytd", r.ytd).num("order_cnt", r.order_cnt).num("remote_cnt", r.remote_cnt).str("data", r.data);
+  o.key("original");
+  out += r.original ? "true" : "false";
+  o.close();
+}
+
+std::string payment_entry(int64_t c, int64_t c_d, int64_t c_w, int64_t d, int64_t w, int64_t amount) {
+  expects(amount > 0, "a payment is positive");
+  std::string cents = std::to_string(amount % 100);
+  if (cents.size() < 2) cents.insert(0, "0");
+  std::string out = std::to_string(c) + " " + std::to_string(c_d) + " " + std::to_string(c_w) + " " +
+                    std::to_string(d) + " " + std::to_string(w) + " " + std::to_string(amount / 100) + "." + cents +
+                    " |";
+  expects(out.size() <= kCustomerDataPiece, "a payment entry fits one piece of C_DATA");
+  out.resize(kCustomerDataPiece, ' ');
+  return out;
 }
 
 // ---- the transactions ---------------------------------------------------------
@@ -490,16 +657,8 @@ Transaction TransactionGenerator::next() {
   const int64_t x = rng_.uniform(1, 100);
   if (x <= kNewOrderUpTo) return new_order();
   if (x <= kPaymentUpTo) return payment();
-  if (x <= kOrderStatusUpTo) {
-    int64_t d = rng_.uniform(1, kDistrictsPerWarehouse);
-    return OrderStatusTx{home_.w, d, nurand(rng_, kNurandCustomerA, 1, kCustomersPerDistrict, c_.customer)};
-  }
-  if (x <= kDeliveryUpTo) {
-    // The module delivers one district per event (clause 2.7.4 allows
-    // it); the district is drawn so that all ten are served evenly.
-    int64_t d = rng_.uniform(1, kDistrictsPerWarehouse);
-    return DeliveryTx{home_.w, d, rng_.uniform(1, 10)};
-  }
+  if (x <= kOrderStatusUpTo) return order_status();
+  if (x <= kDeliveryUpTo) return DeliveryTx{home_.w, rng_.uniform(1, 10)};
   return StockLevelTx{home_.w, home_.d, rng_.uniform(10, 20)};
 }
 
@@ -534,7 +693,28 @@ NewOrderTx TransactionGenerator::new_order() {
   return t;
 }
 
-// Clause 2.5.1, always selecting the customer by number.
+// Clauses 2.5.1.2 and 2.6.1.2: 60% by a NURand last name, else by a
+// NURand number.
+void TransactionGenerator::choose_customer(int64_t& c, std::string& last) {
+  if (rng_.uniform(1, 100) <= kByNamePercent) {
+    c = 0;
+    last = last_name(nurand(rng_, kNurandLastA, 0, 999, c_.last_run));
+  } else {
+    c = nurand(rng_, kNurandCustomerA, 1, kCustomersPerDistrict, c_.customer);
+    last.clear();
+  }
+}
+
+// Clause 2.6.1.
+OrderStatusTx TransactionGenerator::order_status() {
+  OrderStatusTx t;
+  t.w = home_.w;
+  t.d = rng_.uniform(1, kDistrictsPerWarehouse);
+  choose_customer(t.c, t.last);
+  return t;
+}
+
+// Clause 2.5.1.
 PaymentTx TransactionGenerator::payment() {
   PaymentTx t;
   t.w = home_.w;
@@ -547,7 +727,7 @@ PaymentTx TransactionGenerator::payment() {
     t.c_w = t.w;
     t.c_d = t.d;
   }
-  t.c = nurand(rng_, kNurandCustomerA, 1, kCustomersPerDistrict, c_.customer);
+  choose_customer(t.c, t.last);
   t.amount = rng_.uniform(100, 500'000);  // 1.00..5,000.00
   return t;
 }
@@ -582,6 +762,9 @@ void RunCounts::add(const Transaction& tx) {
     }
   } else if (const auto* p = std::get_if<PaymentTx>(&tx)) {
     if (p->c_w != p->w) ++remote_payments;
+    if (!p->last.empty()) ++by_name;
+  } else if (const auto* os = std::get_if<OrderStatusTx>(&tx)) {
+    if (!os->last.empty()) ++by_name;
   }
 }
 
@@ -597,7 +780,7 @@ std::string RunCounts::json() const {
   o.num("transactions", total());
   for (int k = 0; k < kTxKinds; ++k) o.num(name_of(static_cast<TxKind>(k)), per_kind[k]);
   o.num("rollbacks", rollbacks).num("order_lines", order_lines).num("remote_order_lines", remote_order_lines)
-      .num("remote_payments", remote_payments);
+      .num("remote_payments", remote_payments).num("by_name", by_name);
   o.close();
   return out;
 }

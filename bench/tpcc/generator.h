@@ -8,12 +8,13 @@
 // gives the same rows and the same transactions on every machine, which is
 // what lets aup and the SQLite comparison run exactly the same workload.
 //
-// The facts (ranges, shares, NURand) are TPC-C rev 5.11 (clauses 2 and 4:
-// population, transaction inputs, NURand); the deviations are the module's: customers
-// chosen by number, read-only strings left out, one district per Delivery.
-// Money is integer cents, tax and discount rates ten-thousandths.
+// The facts (ranges, shares, NURand, last-name syllables) are TPC-C rev
+// 5.11 (clauses 2 and 4: population, transaction inputs, NURand). Keys are
+// the spec's composite keys, exactly as tpcc.aup declares them. Money is
+// integer cents, tax and discount rates ten-thousandths.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -51,13 +52,12 @@ constexpr uint32_t kMaxTerminals = 1024;
 // (2023-11-14 22:13:20 UTC): fixed so that loads are byte-for-byte equal.
 constexpr int64_t kDefaultLoadTimeMs = 1'700'000'000'000;
 
-// ---- keys, exactly as tpcc.aup folds them (its *_key functions) ------------
-
-constexpr int64_t district_key(int64_t w, int64_t d) { return w * 10 + d; }
-constexpr int64_t customer_key(int64_t w, int64_t d, int64_t c) { return district_key(w, d) * 3000 + c; }
-constexpr int64_t order_key(int64_t w, int64_t d, int64_t o) { return district_key(w, d) * 10'000'000 + o; }
-constexpr int64_t line_key(int64_t order, int64_t n) { return order * 16 + n; }
-constexpr int64_t stock_key(int64_t w, int64_t i) { return w * 100'000 + i; }
+// C_FIRST is a random a-string of 8 to 16 characters (clause 4.3.3.1).
+constexpr int64_t kMinFirstName = 8;
+constexpr int64_t kMaxFirstName = 16;
+// Payment and Order-Status choose 60% of their customers by last name
+// (clauses 2.5.1.2, 2.6.1.2).
+constexpr int64_t kByNamePercent = 60;
 
 // ---- random numbers -----------------------------------------------------------
 
@@ -85,32 +85,92 @@ int64_t nurand(Rng& rng, int64_t a, int64_t x, int64_t y, int64_t c);
 
 constexpr int64_t kNurandCustomerA = 1023;  // C_ID in 1..3000
 constexpr int64_t kNurandItemA = 8191;      // OL_I_ID in 1..100,000
+constexpr int64_t kNurandLastA = 255;       // C_LAST's number in 0..999
 
 // Each NURand field has its own C, drawn once per run from rand[0..A] and
-// shared by every terminal (clause 2.1.6). C_LAST is absent: customers are
-// chosen by number.
+// shared by every terminal (clause 2.1.6). C_LAST has two: `last_load`
+// makes the population's names, `last_run` the transactions' (their
+// difference is in 65..119 and neither 96 nor 112, clause 2.1.6.1).
 struct NurandConstants {
   int64_t customer = 0;
   int64_t item = 0;
+  int64_t last_load = 0;
+  int64_t last_run = 0;
 };
 NurandConstants nurand_constants(uint64_t seed);
 
+// The last name of number n (0..999): three syllables, one per decimal
+// digit of n, from BAR OUGHT ABLE PRI PRES ESE ANTI CALLY ATION EING
+// (clause 4.3.2.3). 371 is "PRICALLYOUGHT".
+std::string last_name(int64_t n);
+
 // ---- the initial population (clause 4.3.3.1), the module's columns ------------
 
-struct ItemRow { int64_t id, price, image; };
-struct WarehouseRow { int64_t id, tax, ytd; };
-struct DistrictRow { int64_t id, w, d, tax, ytd, next_order; };
-// last_order is left to the module: load_orders sets it from the orders.
-struct CustomerRow {
-  int64_t id, w, d, c, discount;
-  std::string_view credit;  // "GC" or "BC" (static strings)
-  int64_t balance, ytd_payment, payment_cnt, delivery_cnt;
+// The key fields come first, in key order (tpcc.aup's `key (...)`); every
+// column of clause 1.3 follows (money in cents, rates in ten-thousandths,
+// dates in ms). `original`: the data holds "ORIGINAL" (clause 4.3.3.1),
+// which tpcc.aup cannot search a text for, so the row carries it.
+struct Address {
+  std::string street_1, street_2, city, state, zip;
 };
-struct HistoryRow { int64_t id, c, c_d, c_w, d, w, date, amount; };
-struct OrderRow { int64_t id, w, d, o, customer, entry, carrier, lines, all_local; };
-struct NewOrderRow { int64_t id; };
-struct OrderLineRow { int64_t id, order, number, item, supply, delivery, quantity, amount; };
-struct StockRow { int64_t id, w, item, quantity, ytd, order_cnt, remote_cnt; };
+struct ItemRow {
+  int64_t id, image;
+  std::string name;
+  int64_t price;
+  std::string data;
+  bool original;
+};
+struct WarehouseRow {
+  int64_t id;
+  std::string name;
+  Address address;
+  int64_t tax, ytd;
+};
+struct DistrictRow {
+  int64_t w, d;
+  std::string name;
+  Address address;
+  int64_t tax, ytd, next_order;
+};
+// C_DATA goes to the module as ten pieces of 50 characters (data_1 ..
+// data_10, the last ones empty when it is shorter): the module keeps it
+// so, because Payment's shift to the right (clause 2.5.2.2) then moves
+// whole pieces, which it can do without cutting a text.
+constexpr size_t kCustomerDataPieces = 10;
+constexpr size_t kCustomerDataPiece = 50;
+struct CustomerRow {
+  int64_t w, d, c;
+  std::string first, middle, last;
+  Address address;
+  std::string phone;
+  int64_t since;
+  std::string_view credit;  // "GC" or "BC" (static strings)
+  int64_t credit_lim, discount, balance, ytd_payment, payment_cnt, delivery_cnt;
+  std::string data;  // 300..500 characters
+};
+struct HistoryRow {
+  int64_t id, c, c_d, c_w, d, w, date, amount;
+  std::string data;
+};
+struct OrderRow { int64_t w, d, o, customer, entry, carrier, lines, all_local; };
+struct NewOrderRow { int64_t w, d, o; };
+struct OrderLineRow {
+  int64_t w, d, o, number, item, supply, delivery, quantity, amount;
+  std::string dist_info;
+};
+struct StockRow {
+  int64_t w, item, quantity;
+  std::array<std::string, 10> dist;  // S_DIST_01 .. S_DIST_10
+  int64_t ytd, order_cnt, remote_cnt;
+  std::string data;
+  bool original;
+};
+
+// Payment's entry for a bad-credit customer's C_DATA (clause 2.5.2.2):
+// the ids and the amount, padded with spaces to exactly one piece (50
+// characters), as tpcc.aup's payment_entry builds it:
+// "7 3 1 2 1 123.45 |" and spaces.
+std::string payment_entry(int64_t c, int64_t c_d, int64_t c_w, int64_t d, int64_t w, int64_t amount);
 
 struct LoadConfig {
   int64_t warehouses = 1;
@@ -189,9 +249,19 @@ struct NewOrderTx {
   std::vector<LineInput> lines;  // 5..15; the last has kUnusedItem iff rollback
   bool rollback;                 // the module must answer `failed`
 };
-struct PaymentTx { int64_t w, d, c_w, c_d, c, amount; };
-struct OrderStatusTx { int64_t w, d, c; };
-struct DeliveryTx { int64_t w, d, carrier; };
+// Payment and Order-Status name their customer by number (c, last "") or
+// by last name (c 0, last the name): of that district's customers with
+// that name, sorted by first name, the one at position ceil(n / 2).
+struct PaymentTx {
+  int64_t w, d, c_w, c_d, c, amount;
+  std::string last;
+};
+struct OrderStatusTx {
+  int64_t w, d, c;
+  std::string last;
+};
+// Every district of the warehouse, one order each (clause 2.7.4.2).
+struct DeliveryTx { int64_t w, carrier; };
 struct StockLevelTx { int64_t w, d, threshold; };
 
 using Transaction = std::variant<NewOrderTx, PaymentTx, OrderStatusTx, DeliveryTx, StockLevelTx>;
@@ -227,6 +297,9 @@ class TransactionGenerator {
  private:
   NewOrderTx new_order();
   PaymentTx payment();
+  OrderStatusTx order_status();
+  // c and last for a Payment or Order-Status: 60% by name.
+  void choose_customer(int64_t& c, std::string& last);
   int64_t remote_warehouse();
 
   int64_t warehouses_;
@@ -247,6 +320,7 @@ struct RunCounts {
   int64_t order_lines = 0;
   int64_t remote_order_lines = 0;
   int64_t remote_payments = 0;
+  int64_t by_name = 0;  // Payments and Order-Statuses that name a last name
 
   void add(const Transaction& tx);
   int64_t total() const;

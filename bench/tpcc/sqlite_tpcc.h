@@ -5,14 +5,12 @@
 // begin and end, which is what tells the three configurations apart.
 //
 // Schema: the spec's nine tables, WITHOUT ROWID, keyed by their composite
-// keys, holding exactly the module's record fields as INTEGER columns
-// (money in cents, rates in ten-thousandths, customer.credit "GC"/"BC",
-// customer.last_order the module's folded order key, carrier 0 for none,
-// order_line.delivery 0 for not yet). The module's folded ids
-// (district_key and the others in generator.h) are not stored; they are
-// recomputed when rows are read back, and the composite keys sort in the
-// same order as the folded ones. history keeps the module's sequence
-// number as its key.
+// keys as tpcc.aup's tables are, holding exactly the module's record fields
+// (money in cents, rates in ten-thousandths, carrier 0 for none,
+// order_line.delivery 0 for not yet), and the two indexes the standard's
+// queries need: customer (w, d, last, first) for a customer by name and
+// orders (w, d, customer, o) for a customer's latest order. history keeps
+// the module's sequence number as its key.
 #pragma once
 
 #include <cstdint>
@@ -40,8 +38,7 @@ bool has_schema(Db& db);
 
 // Inserts generate_load(config)'s rows with cached statements, committing
 // every so many rows (the caller has begun nothing; journal and sync
-// settings are the caller's). Customer.last_order becomes the greatest
-// order key of the customer, as the module's load_orders sets it.
+// settings are the caller's).
 void insert_population(Db& db, const LoadConfig& config, const std::function<void(uint64_t rows)>& progress);
 
 // The current time as the module's `now`: milliseconds since the epoch.
@@ -65,7 +62,7 @@ bool is_read_only(const Transaction& tx);
 // for warehouses 1..warehouses, inside one read transaction of its own.
 std::vector<std::string> check_consistency(Db& db, int64_t warehouses);
 
-// Every row of every table in table_specs() shape, ascending by folded id,
+// Every row of every table in table_specs() shape, ascending by key,
 // inside one read transaction of its own.
 State read_state(Db& db);
 

@@ -37,6 +37,7 @@ bool same_field(ColumnKind kind, const Value& a, const Value& b) {
     }
     case ColumnKind::number:
     case ColumnKind::text:
+    case ColumnKind::flag:
       return a == b;
   }
   return false;
@@ -50,11 +51,6 @@ bool same_row(const TableSpec& spec, const Row& a, const Row& b) {
   return true;
 }
 
-int64_t key_of(const Row& r) {
-  const int64_t* k = r.empty() ? nullptr : std::get_if<int64_t>(&r[0]);
-  return k ? *k : INT64_MIN;
-}
-
 // Walks two key-ordered tables side by side.
 uint64_t compare_table(const TableSpec& spec, const TableRows& a, const TableRows& b, std::string_view a_name,
                        std::string_view b_name, std::FILE* out, uint64_t max_shown) {
@@ -65,11 +61,11 @@ uint64_t compare_table(const TableSpec& spec, const TableRows& a, const TableRow
   };
   size_t i = 0, j = 0;
   while (i < a.rows.size() || j < b.rows.size()) {
-    int64_t ka = i < a.rows.size() ? key_of(a.rows[i]) : INT64_MAX;
-    int64_t kb = j < b.rows.size() ? key_of(b.rows[j]) : INT64_MAX;
-    if (ka < kb) {
+    const bool a_first = j == b.rows.size() || (i < a.rows.size() && key_less(spec, a.rows[i], b.rows[j]));
+    const bool b_first = i == a.rows.size() || (j < b.rows.size() && key_less(spec, b.rows[j], a.rows[i]));
+    if (a_first) {
       report(fmt::format("only {} has {}", a_name, show(spec, a.rows[i++])));
-    } else if (kb < ka) {
+    } else if (b_first) {
       report(fmt::format("only {} has {}", b_name, show(spec, b.rows[j++])));
     } else {
       if (!same_row(spec, a.rows[i], b.rows[j])) {
@@ -88,25 +84,51 @@ uint64_t compare_table(const TableSpec& spec, const TableRows& a, const TableRow
 }  // namespace
 
 const std::array<TableSpec, kTables>& table_specs() {
-  // tpcc.aup's records, field for field.
+  // tpcc.aup's records, field for field. The mean length of a text is
+  // the middle of the range the generator draws it from (clause 4.3.3.1).
+  constexpr ColumnKind T = ColumnKind::text;
+  constexpr ColumnKind F = ColumnKind::flag;
+  auto with_address = [](std::vector<ColumnSpec> head, std::vector<ColumnSpec> tail) {
+    for (ColumnSpec c : std::vector<ColumnSpec>{
+             {"street_1", T, 15}, {"street_2", T, 15}, {"city", T, 15}, {"state", T, 2}, {"zip", T, 9}}) {
+      head.push_back(c);
+    }
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+  };
+  std::vector<ColumnSpec> customer_tail{{"phone", T, 16}, {"since", N}, {"credit", T, 2}, {"credit_lim", N},
+                                        {"discount", N}, {"balance", N}, {"ytd_payment", N}, {"payment_cnt", N},
+                                        {"delivery_cnt", N}};
+  for (std::string_view piece : kCustomerDataColumns) customer_tail.push_back({piece, T, 40});  // 400 / 10
+  std::vector<ColumnSpec> stock{{"w", N}, {"item", N}, {"quantity", N}};
+  for (std::string_view dist : kStockDistColumns) stock.push_back({dist, T, 24});
+  for (ColumnSpec c : std::vector<ColumnSpec>{
+           {"ytd", N}, {"order_cnt", N}, {"remote_cnt", N}, {"data", T, 38}, {"original", F, 1}}) {
+    stock.push_back(c);
+  }
   static const std::array<TableSpec, kTables> specs{{
-      {"items", {{"id", N}, {"price", N}, {"image", N}}},
-      {"warehouses", {{"id", N}, {"tax", N}, {"ytd", N}}},
-      {"districts", {{"id", N}, {"w", N}, {"d", N}, {"tax", N}, {"ytd", N}, {"next_order", N}}},
+      {"items", {{"id", N}, {"image", N}, {"name", T, 19}, {"price", N}, {"data", T, 38}, {"original", F, 1}}, 1},
+      {"warehouses", with_address({{"id", N}, {"name", T, 8}}, {{"tax", N}, {"ytd", N}}), 1},
+      {"districts", with_address({{"w", N}, {"d", N}, {"name", T, 8}}, {{"tax", N}, {"ytd", N}, {"next_order", N}}),
+       2},
       {"customers",
-       {{"id", N}, {"w", N}, {"d", N}, {"c", N}, {"discount", N}, {"credit", ColumnKind::text}, {"balance", N},
-        {"ytd_payment", N}, {"payment_cnt", N}, {"delivery_cnt", N}, {"last_order", N}}},
+       with_address({{"w", N}, {"d", N}, {"c", N}, {"first", T, 12}, {"middle", T, 2}, {"last", T, 12}},
+                    customer_tail),
+       3},
       {"history",
-       {{"id", N}, {"c", N}, {"c_d", N}, {"c_w", N}, {"d", N}, {"w", N}, {"date", ColumnKind::time}, {"amount", N}}},
+       {{"id", N}, {"c", N}, {"c_d", N}, {"c_w", N}, {"d", N}, {"w", N}, {"date", ColumnKind::time}, {"amount", N},
+        {"data", T, 18}},
+       1},
       {"orders",
-       {{"id", N}, {"w", N}, {"d", N}, {"o", N}, {"customer", N}, {"entry", ColumnKind::time}, {"carrier", N},
-        {"lines", N}, {"all_local", N}}},
-      {"new_orders", {{"id", N}}},
+       {{"w", N}, {"d", N}, {"o", N}, {"customer", N}, {"entry", ColumnKind::time}, {"carrier", N}, {"lines", N},
+        {"all_local", N}},
+       3},
+      {"new_orders", {{"w", N}, {"d", N}, {"o", N}}, 3},
       {"order_lines",
-       {{"id", N}, {"order", N}, {"number", N}, {"item", N}, {"supply", N}, {"delivery", ColumnKind::time_or_zero},
-        {"quantity", N}, {"amount", N}}},
-      {"stock",
-       {{"id", N}, {"w", N}, {"item", N}, {"quantity", N}, {"ytd", N}, {"order_cnt", N}, {"remote_cnt", N}}},
+       {{"w", N}, {"d", N}, {"o", N}, {"number", N}, {"item", N}, {"supply", N},
+        {"delivery", ColumnKind::time_or_zero}, {"quantity", N}, {"amount", N}, {"dist_info", T, 24}},
+       4},
+      {"stock", stock, 2},
   }};
   return specs;
 }
@@ -119,12 +141,12 @@ uint64_t TableCounts::total() const {
 
 uint64_t state_bytes(const TableCounts& counts) {
   constexpr uint64_t kNumberBytes = 8;
-  constexpr uint64_t kCreditBytes = 2;  // "GC" or "BC"
   uint64_t bytes = 0;
   const auto& specs = table_specs();
   for (int t = 0; t < kTables; ++t) {
     for (const ColumnSpec& c : specs[t].columns) {
-      bytes += counts.rows[t] * (c.kind == ColumnKind::text ? kCreditBytes : kNumberBytes);
+      bytes += counts.rows[t] * (c.kind == ColumnKind::text || c.kind == ColumnKind::flag ? c.mean_text_bytes
+                                                                                          : kNumberBytes);
     }
   }
   return bytes;
@@ -134,6 +156,14 @@ TableCounts counts_of(const State& s) {
   TableCounts c;
   for (int t = 0; t < kTables; ++t) c.rows[t] = s.tables[t].rows.size();
   return c;
+}
+
+bool key_less(const TableSpec& spec, const Row& a, const Row& b) {
+  for (size_t i = 0; i < spec.key_columns && i < a.size() && i < b.size(); ++i) {
+    if (a[i] < b[i]) return true;
+    if (b[i] < a[i]) return false;
+  }
+  return false;
 }
 
 uint64_t compare_states(const State& a, const State& b, std::string_view a_name, std::string_view b_name,

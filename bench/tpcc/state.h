@@ -18,7 +18,8 @@ namespace aup::tpcc {
 // How same-state compares a column.
 enum class ColumnKind : uint8_t {
   number,        // equal values
-  text,          // equal texts (Customer.credit)
+  text,          // equal texts
+  flag,          // a bool: the module's true/false, SQLite's 0/1 (Item.original, Stock.original)
   time,          // a clock reading (Order.entry, History.date): ignored
   time_or_zero,  // a clock reading or 0 for "not yet" (OrderLine.delivery): only zero/non-zero compared
 };
@@ -26,14 +27,25 @@ enum class ColumnKind : uint8_t {
 struct ColumnSpec {
   std::string_view name;
   ColumnKind kind;
+  // A text's mean length in bytes as the generator draws it, 1 for a flag
+  // (state_bytes); 0 for numbers.
+  uint32_t mean_text_bytes = 0;
 };
 
 struct TableSpec {
   std::string_view name;  // tpcc.aup's table name: "order_lines"
-  std::vector<ColumnSpec> columns;  // the record's fields in order; the first is the key `id`
+  std::vector<ColumnSpec> columns;  // the record's fields in order; the key's fields first
+  size_t key_columns = 1;           // how many of the first columns are the key
 };
 
 constexpr int kTables = 9;
+
+// Customer.data_1 .. data_10 (C_DATA in 50-character pieces, generator.h)
+// and Stock.dist_01 .. dist_10 (S_DIST_xx), as the module names them.
+constexpr std::array<std::string_view, 10> kCustomerDataColumns{
+    "data_1", "data_2", "data_3", "data_4", "data_5", "data_6", "data_7", "data_8", "data_9", "data_10"};
+constexpr std::array<std::string_view, 10> kStockDistColumns{
+    "dist_01", "dist_02", "dist_03", "dist_04", "dist_05", "dist_06", "dist_07", "dist_08", "dist_09", "dist_10"};
 
 // The tables in the order the loader fills them: items, warehouses,
 // districts, customers, history, orders, new_orders, order_lines, stock.
@@ -45,7 +57,7 @@ using Value = std::variant<int64_t, std::string>;
 using Row = std::vector<Value>;  // in TableSpec::columns order
 
 struct TableRows {
-  std::vector<Row> rows;  // ascending by id (the first column)
+  std::vector<Row> rows;  // ascending by key (the first key_columns columns)
 };
 
 // Every row of every table, indexed as table_specs().
@@ -59,9 +71,9 @@ struct TableCounts {
   uint64_t total() const;
 };
 
-// The state's size as data: 8 bytes for each number and the bytes of each
-// text, over every row, computed the same way for every backend (texts are
-// Customer.credit, 2 bytes). What "resident memory / state bytes" divides by.
+// The state's size as data: 8 bytes for each number and the mean bytes of
+// each text column, over every row, computed the same way for every
+// backend. What "resident memory / state bytes" divides by.
 uint64_t state_bytes(const TableCounts& counts);
 
 // The counts of a State.
@@ -71,6 +83,10 @@ TableCounts counts_of(const State& s);
 // Prints each difference to `out` (the first `max_shown` per table in full,
 // the rest counted), naming the backends `a_name` and `b_name`. Returns the
 // number of differing rows (a row only one side has counts once).
+// Whether row a's key sorts before row b's (numbers numerically, texts by
+// their bytes, as both backends order them).
+bool key_less(const TableSpec& spec, const Row& a, const Row& b);
+
 uint64_t compare_states(const State& a, const State& b, std::string_view a_name, std::string_view b_name,
                         std::FILE* out, uint64_t max_shown);
 

@@ -198,6 +198,11 @@ mkdir "$tmp/cwd"
 [ "$(cat "$tmp/rc")" -eq 2 ] || fail "--listen nope exits 2 (got $(cat "$tmp/rc"))"
 grep -q "^aup run: --listen: " "$tmp/err" || fail "--listen nope says why: $(cat "$tmp/err")"
 [ -e "$tmp/cwd/aup-data" ] && fail "--listen nope made ./aup-data before refusing"
+# An HTTP address needs a port; --http-timeout means nothing without one.
+expect_rc 2 "$aup" run "$bank" --memory --listen http://localhost
+grep -q "^aup run: --listen: .*needs a port" "$tmp/err" || fail "--listen http:// without a port: $(cat "$tmp/err")"
+expect_rc 2 "$aup" run "$bank" --memory --listen unix:"$tmp/x.sock" --http-timeout 5
+grep -q "needs an HTTP address" "$tmp/err" || fail "--http-timeout without http://: $(cat "$tmp/err")"
 # --data naming a regular file is the caller's mistake (2), not damage (1).
 : >"$tmp/plain-file"
 expect_rc 2 "$aup" run "$bank" --data "$tmp/plain-file"
@@ -235,7 +240,7 @@ for pair in "--data:aup-data" "--memory:nothing survives" "--max-batch:default: 
             "--segment-size:default 64 MiB" "--image-min:default 1 MiB" "--log-min:default 64 MiB" \
             "--step-budget:default 10000000" "--max-line:default 16 MiB" "--listen:loopback" \
             "--io-threads:default: 0 when" "--max-connections:default 1024" "--max-pending:default 1024" \
-            "--max-output:default 16 MiB" "--stats:none with --memory" "--engine:the default" \
+            "--max-output:default 16 MiB" "--http-timeout:default 10" "--stats:none with --memory" "--engine:the default" \
             "--fixed-time:default: the clock"; do
   option=${pair%%:*}
   says=${pair#*:}

@@ -34,7 +34,8 @@ TEST_SUITE("checker") {
     REQUIRE(p.records.size() == 3);  // A, B and e's arguments
     CHECK(p.records[2]->is_event_args);
     REQUIRE(p.tables.size() == 2);
-    CHECK(p.tables[1]->key_type->is(TypeKind::Text));
+    REQUIRE(p.tables[1]->key_types.size() == 1);
+    CHECK(p.tables[1]->key_types[0]->is(TypeKind::Text));
     CHECK(p.tables[0]->record == p.records[0].get());
     CHECK(p.records[0]->stored);
     REQUIRE(p.vars.size() == 2);
@@ -100,6 +101,24 @@ TEST_SUITE("checker") {
     CHECK_FALSE(p.functions[2]->writes);
     CHECK(p.functions[1]->write_site.pos.line == 3);
     REQUIRE(p.functions[3]->membership.size() == 1);
+  }
+
+  TEST_CASE("composite keys: fields, types, mask; subscripts select rows or views") {
+    auto m = ok(
+        "record L { name: text, w: num, d: num, o: num }\ntable ls: L key (w, name, o)\n"
+        "fn row(w: num, n: text, o: num): ls { return ls[w, n, o] }\n"
+        "query q(w: num) { return { a: ls[w].count, b: ls[w, \"x\"].count, c: ls[w, \"x\", 1 .. 3].count } }\n");
+    const TableInfo& t = *m->program.tables[0];
+    REQUIRE(t.key_fields == std::vector<uint32_t>{1, 0, 3});
+    CHECK(t.composite());
+    CHECK(t.text_mask() == 2u);
+    CHECK(t.is_key_field(3));
+    CHECK(!t.is_key_field(2));
+    CHECK(m->program.functions[0]->result->is(TypeKind::Row));
+    const Decl& q = decl_named(*m, "q");
+    const Expr* obj = q.body->stmts[0]->expr;
+    REQUIRE(obj->fields.size() == 3);
+    for (const FieldInit& f : obj->fields) CHECK(f.value->lhs->ref == Ref::TableView);
   }
 
   TEST_CASE("rows, views and values") {

@@ -40,7 +40,11 @@ std::string sexpr(const Expr* e, const Interner& n) {
                          sexpr(e->rhs, n));
     case ExprKind::Range: return fmt::format("(.. {} {})", sexpr(e->lhs, n), sexpr(e->rhs, n));
     case ExprKind::Field: return fmt::format("(. {} {})", sexpr(e->lhs, n), n.str(e->sym));
-    case ExprKind::Index: return fmt::format("([] {} {})", sexpr(e->lhs, n), sexpr(e->rhs, n));
+    case ExprKind::Index: {
+      std::string s = "([] " + sexpr(e->lhs, n);
+      for (const Expr* a : e->args) s += " " + sexpr(a, n);
+      return s + ")";
+    }
     case ExprKind::Call: {
       std::string s = "(call " + sexpr(e->lhs, n);
       for (const Expr* a : e->args) s += " " + sexpr(a, n);
@@ -70,6 +74,27 @@ std::string expr_of(const std::string& src) {
 }
 
 TEST_SUITE("parser") {
+  TEST_CASE("a key is one field or a parenthesised list of them") {
+    Parsed one("record R { a: num, b: text }\ntable t: R key a\n");
+    REQUIRE(one.diags.empty());
+    REQUIRE(one.decl(1).keys.size() == 1);
+    CHECK(one.names.str(one.decl(1).keys[0].name) == "a");
+    Parsed two("record R { a: num, b: text }\ntable t: R key (b,\n  a)\n");
+    REQUIRE_MESSAGE(two.diags.empty(), two.first_error());
+    REQUIRE(two.decl(1).keys.size() == 2);
+    CHECK(two.names.str(two.decl(1).keys[0].name) == "b");
+    CHECK(two.decl(1).keys[1].pos.line == 3);
+    Parsed open("record R { a: num }\ntable t: R key (a\n");
+    CHECK(open.first_error().find("to close the key's field list") != std::string::npos);
+  }
+
+  TEST_CASE("subscripts: one, several, a range last") {
+    CHECK(expr_of("t[1]") == "([] t 1)");
+    CHECK(expr_of("t[w, d + 1, o]") == "([] t w (+ d 1) o)");
+    CHECK(expr_of("t[w, 1 .. 5]") == "([] t w (.. 1 5))");
+    CHECK(expr_of("t[\n  w,\n  d\n]") == "([] t w d)");
+  }
+
   TEST_CASE("precedence, loosest first: or, and, not, comparison, .., + -, * / %, unary -") {
     CHECK(expr_of("a or b and c") == "(or a (and b c))");
     CHECK(expr_of("not a == b") == "(not (== a b))");

@@ -48,7 +48,8 @@ every call is covered); --full takes every errno at every occurrence, more
 occurrences and longer runs.
 
 usage: fault_matrix_test.py AUP BANK_MODULE [--full] [--groups N] [--seed S]
-                            [--jobs J] [--only TEXT] [--keep] [--markdown FILE]
+                            [--jobs J] [--only TEXT] [--part K/N] [--keep]
+                            [--markdown FILE]
 """
 import argparse
 import concurrent.futures
@@ -99,6 +100,7 @@ CALLS = {
     "ftruncate": ["EIO", "ENOSPC"],
     "list_dir": ["EIO"],                               # listing the store's directory
     "lock": ["EIO", "EROFS"],                          # taking the store's lock (EROFS: creating LOCK)
+    "flock": ["EIO"],                                  # the gate on READERS: a failure only defers a release
 }
 # Calls made only while a store opens: the lock once, the listing once for
 # the log (and once more before a new store is created, to see that the
@@ -129,8 +131,19 @@ def check(cond, msg):
         raise CaseFailure(msg)
 
 
-def clean_env():
-    return {k: v for k, v in os.environ.items() if k != "AUP_FAULTS"}
+def clean_env(faulted=False):
+    """The environment of an aup process: without AUP_FAULTS, and, unless
+    the process is the one a fault is injected into, without the leak
+    check at exit. Under the sanitizers that check costs about 0.09 s of
+    the 0.17 s a short process takes, and the processes around a case (the
+    restart without faults, the replays) take the paths the rest of the
+    suite already runs with leak checks on; the faulted process, whose
+    error paths are this suite's own, keeps it."""
+    env = {k: v for k, v in os.environ.items() if k != "AUP_FAULTS"}
+    if not faulted and "ASAN_OPTIONS" in env:
+        env["ASAN_OPTIONS"] = ":".join([o for o in env["ASAN_OPTIONS"].split(":")
+                                        if not o.startswith("detect_leaks=")] + ["detect_leaks=0"])
+    return env
 
 
 # ---- the bank, as a model ---------------------------------------------------------------
@@ -316,7 +329,7 @@ def run_lines(aup, args, lines):
 
 
 def replay(aup, d, *args, faults=None):
-    env = clean_env()
+    env = clean_env(faulted=faults is not None)
     if faults:
         env["AUP_FAULTS"] = faults
     try:
@@ -711,7 +724,7 @@ class Matrix:
         d, model = self.start_store(case, cdir)
         sock = os.path.join(cdir, "s")
         err_path = os.path.join(cdir, "stderr")
-        env = clean_env()
+        env = clean_env(faulted=True)
         env["AUP_FAULTS"] = case.plan
         errf = open(err_path, "wb")
         p = subprocess.Popen([self.aup, "run", "--listen", "unix:" + sock] + self.store_args(case, d),
@@ -936,6 +949,8 @@ def main():
     ap.add_argument("--only", default=None, help="only cases whose plan or scenario contains this")
     ap.add_argument("--keep", action="store_true", help="keep the stores of the cases")
     ap.add_argument("--markdown", default=None, help="also write the cases as a Markdown table to this file")
+    ap.add_argument("--part", default=None, metavar="K/N",
+                    help="only the K-th of N equal shares of the cases (meson runs the shares side by side)")
     a = ap.parse_args()
     a.groups = a.groups or (480 if a.full else 240)
     base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None  # fdatasync on tmpfs is cheap
@@ -951,6 +966,9 @@ def main():
     m = Matrix(a, work)
     started = time.monotonic()
     todo = [c for c in cases(a.full) if not a.only or a.only in c.name]
+    if a.part:
+        k, n = (int(x) for x in a.part.split("/"))
+        todo = todo[k - 1::n]
     for scenario in ("reopen", "torn", "grown"):
         if any(scenario in (c.scenario, c.store) for c in todo):
             m.prepare(scenario)  # before the cases run in parallel

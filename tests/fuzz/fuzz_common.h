@@ -216,6 +216,7 @@ class MemoryIo : public storage::Io {
   int lock(const std::string& path, bool exclusive, std::string&) override {
     return open(path, exclusive ? O_RDWR | O_CREAT : O_RDONLY, 0644);
   }
+  int flock(int, int) override { return 0; }
 
  private:
   struct File {

@@ -2,7 +2,8 @@
 // their readers: a table image read in its own layout (`aup replay`) and
 // loaded into each table of two modules by column name (`aup run`: the
 // bank's accounts and transfers, and tables.aup's number- and text-keyed
-// tables), a vars image, and the schema file. Each input is read as it is
+// tables) and of a schema of composite keys (num, text and mixed), a vars
+// image, and the schema file. Each input is read as it is
 // and resealed (header checksum, body length and body digest made to
 // match, per the magic it starts with), so mutations reach the decoders.
 // The files are in memory (fuzz::MemoryIo, emptied before each input).
@@ -18,11 +19,11 @@
 #include <string>
 #include <vector>
 
-#include "storage/codec.h"
 #include "runtime/durability.h"
 #include "tests/fuzz/fuzz_common.h"
 #include "storage/image.h"
 #include "storage/image_format.h"
+#include "storage/key_values.h"
 #include "storage/memory_tables.h"
 #include "storage/schema_file.h"
 
@@ -32,12 +33,36 @@ using namespace aup;
 using storage::Status;
 namespace imf = storage::image_format;
 
+// Tables with composite keys: (w, d, o) over num, num, num; (name, at)
+// over text, num; and (a, b) over two texts, declared after a field that
+// is not in the key, so key order is not field order.
+storage::Schema composite_keys() {
+  using storage::FieldSchema;
+  using storage::FieldType;
+  auto field = [](const char* name, FieldType t) { return FieldSchema{name, t, false, {}}; };
+  storage::Schema s;
+  s.tables.push_back(storage::TableSchema{"lines", "Line",
+                                          {field("w", FieldType::Num), field("d", FieldType::Num),
+                                           field("o", FieldType::Num), field("qty", FieldType::Num)},
+                                          {0, 1, 2}});
+  s.tables.push_back(storage::TableSchema{"events", "Event",
+                                          {field("name", FieldType::Text), field("at", FieldType::Num),
+                                           field("note", FieldType::Text)},
+                                          {0, 1}});
+  s.tables.push_back(storage::TableSchema{"pairs", "Pair",
+                                          {field("n", FieldType::Num), field("b", FieldType::Text),
+                                           field("a", FieldType::Text)},
+                                          {2, 1}});
+  return s;
+}
+
 const std::vector<storage::Schema>& schemas() {
   static const auto* all = [] {
     auto* v = new std::vector<storage::Schema>;
     for (const char* path : {"examples/bank/bank.aup", "tests/programs/tables.aup"}) {
       v->push_back(runtime::schema_of(*fuzz::compile_project_file(path)));
     }
+    v->push_back(composite_keys());
     return v;
   }();
   return *all;
@@ -76,9 +101,10 @@ void check_tree(const storage::TableSchema& t, vm::BTree& tree, uint64_t rows) {
   if (tree.size() != rows) fuzz::oracle_failed("a loaded image's row count is not its tree's");
   bool first = true;
   vm::Key last;
+  const vm::KeySpec spec = storage::key_spec(t);
   tree.for_each(tree.root(), [&](const vm::Key& k, const uint64_t* row) {
-    vm::Key held = storage::key_of_slot(t.fields[t.key_field].type, row[t.key_field]);
-    if (vm::key_cmp(k, held) != 0) fuzz::oracle_failed("a row is under a key other than its own");
+    vm::HeldKey held(spec, row);
+    if (vm::key_cmp(k, held.key()) != 0) fuzz::oracle_failed("a row is under a key other than its own");
     if (!first && !vm::key_less(last, k)) fuzz::oracle_failed("rows out of key order");
     first = false;
     last = k;

@@ -1,7 +1,9 @@
 // Fuzz target: log segment bytes (docs/store-format.md) through the log's
 // recovery: which entries are the log, whether the end is a torn tail (cut)
 // or damage (refused), and each entry's change records applied to the
-// bank's tables as `aup run` recovers them (and summarized as `aup replay
+// bank's tables (and a table of composite keys beside them, table 3 in a
+// record's target: `lines`, keyed (w, d, o) over num, text, num) as `aup
+// run` recovers them (and summarized as `aup replay
 // --entries` does: a payload that does not summarize must not apply).
 //
 // The input is one or more segments, each starting with the segment magic
@@ -29,9 +31,9 @@
 #include <string_view>
 #include <vector>
 
-#include "storage/codec.h"
 #include "runtime/durability.h"
 #include "tests/fuzz/fuzz_common.h"
+#include "storage/key_values.h"
 #include "storage/log.h"
 #include "storage/memory_tables.h"
 #include "storage/records.h"
@@ -45,9 +47,20 @@ namespace lf = storage::log_format;
 constexpr size_t kMaxSegments = 4;
 constexpr uint64_t kMaxSegmentBytes = 1 << 16;
 
+// The bank's schema and `lines`, whose key is not its fields' order.
+storage::Schema bank_and_lines(const vm::Module& bank) {
+  storage::Schema s = runtime::schema_of(bank);
+  auto field = [](const char* name, storage::FieldType t) { return storage::FieldSchema{name, t, false, {}}; };
+  s.tables.push_back(storage::TableSchema{"lines", "Line",
+                                          {field("qty", storage::FieldType::Num), field("w", storage::FieldType::Num),
+                                           field("d", storage::FieldType::Text), field("o", storage::FieldType::Num)},
+                                          {1, 2, 3}});
+  return s;
+}
+
 struct Bank {
   std::unique_ptr<vm::Module> module = fuzz::compile_project_file("examples/bank/bank.aup");
-  storage::Schema schema = runtime::schema_of(*module);
+  storage::Schema schema = bank_and_lines(*module);
   storage::SchemaMap map;  // the stored layout is the module's
   Bank() {
     map.target = &schema;
@@ -135,9 +148,10 @@ void check_tables(storage::MemoryTables& tables) {
     vm::BTree& tree = tables.table(t);
     bool first = true;
     vm::Key last;
+    const vm::KeySpec spec = storage::key_spec(ts);
     tree.for_each(tree.root(), [&](const vm::Key& k, const uint64_t* row) {
-      vm::Key held = storage::key_of_slot(ts.fields[ts.key_field].type, row[ts.key_field]);
-      if (vm::key_cmp(k, held) != 0) fuzz::oracle_failed("a row is under a key other than its own");
+      vm::HeldKey held(spec, row);
+      if (vm::key_cmp(k, held.key()) != 0) fuzz::oracle_failed("a row is under a key other than its own");
       if (!first && !vm::key_less(last, k)) fuzz::oracle_failed("rows out of key order");
       first = false;
       last = k;

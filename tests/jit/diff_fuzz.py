@@ -139,7 +139,8 @@ class Gen:
         self.in_return = False        # generating a return's value
         self.records = {}     # record -> [(field, type, default or None)]
         self.table_rec = {}   # table -> record
-        self.table_key = {}   # table -> key field
+        self.table_key = {}   # table -> its key fields, in key order (several: a composite key)
+        self.indexes = {}     # table -> [(index, [fields], unique)]
         self.vars = {}        # var -> type
         self.shapes = []      # object types in use
         self.helpers = []     # callable helpers, in order
@@ -182,9 +183,13 @@ class Gen:
             return "{" + ", ".join(f"{n}: {self.tsrc(t)}" for n, t in ty[1]) + "}"
         raise AssertionError(ty)
 
+    def key_types(self, table):
+        fields = dict((f, t) for f, t, _ in self.records[self.table_rec[table]])
+        return [fields[k] for k in self.table_key[table]]
+
     def key_type(self, table):
-        rname = self.table_rec[table]
-        return next(t for f, t, _ in self.records[rname] if f == self.table_key[table])
+        """The type of a table's key, or of its first field if composite."""
+        return self.key_types(table)[0]
 
     def fields_of(self, ty):
         """The fields a value of this type has, as [(name, type)]."""
@@ -214,8 +219,11 @@ class Gen:
         r = self.rng
         for i in range(r.randint(1, 3)):
             rname, tname = f"R{i}", f"t{i}"
-            key = r.choice(["id", "k", "key"])  # `key` as a field name: allowed
-            fields = [(key, r.choice([NUM, NUM, TEXT]), None)]
+            if r.random() < 0.4:  # a composite key of 2 or 3 fields
+                keys = [f"k{j}" for j in range(r.randint(2, 3))]
+            else:
+                keys = [r.choice(["id", "k", "key"])]  # `key` as a field name: allowed
+            fields = [(k, r.choice([NUM, NUM, TEXT]), None) for k in keys]
             for j in range(r.randint(1, 3)):
                 fty = r.choice(SCALARS)
                 default = self.literal(fty) if r.random() < 0.25 else None
@@ -223,7 +231,8 @@ class Gen:
             r.shuffle(fields)
             self.records[rname] = fields
             self.table_rec[tname] = rname
-            self.table_key[tname] = key
+            self.table_key[tname] = keys
+            self.indexes[tname] = self.declare_indexes(fields)
         # Value records may hold arrays, objects and other records.
         tabled = [rec(n) for n in self.records]
         self.shapes.append(("obj", (("a", NUM), ("b", r.choice(SCALARS)))))
@@ -240,6 +249,51 @@ class Gen:
         self.shapes.append(("obj", (("n", NUM), ("xs", arr(NUM)), ("v", r.choice(tabled + [rec("V0")])))))
         for i, ty in enumerate(r.sample(SCALARS, r.randint(1, 3))):
             self.vars[f"g{i}"] = ty
+
+    def declare_indexes(self, fields):
+        """Secondary indexes of one table: 0 to 2, over 1 to 3 of its num
+        and text fields (key fields too), some unique."""
+        r = self.rng
+        orderable = [f for f, t, _ in fields if t in (NUM, TEXT)]
+        out = []
+        for _ in range(r.choice([0, 1, 1, 2])):
+            chosen = r.sample(orderable, r.randint(1, min(3, len(orderable))))
+            out.append((self.fresh("ix"), chosen, r.random() < 0.3))
+        return out
+
+    def index_types(self, table, ix):
+        fields = dict((f, t) for f, t, _ in self.records[self.table_rec[table]])
+        return [fields[f] for f in ix[1]]
+
+    def index_view_expr(self, fn, table, d):
+        """A view over one of the table's indexes: all of it, a prefix of its
+        fields, or a prefix and a range in the next field."""
+        r = self.rng
+        ix = r.choice(self.indexes[table])
+        types = self.index_types(table, ix)
+        if r.random() < 0.2:
+            return f"{table}.{ix[0]}"
+        n = r.randint(1, len(types))
+        parts = [self.key_part(fn, ty, 0 if r.random() < 0.8 else max(d - 1, 0)) for ty in types[:n - 1]]
+        if r.random() < 0.5:
+            last = self.key_part(fn, types[n - 1], 0)
+            if ix[2] and n == len(types):  # every field of a unique index is a row, not a view
+                return f"{table}.{ix[0]}[{', '.join(parts)}]" if parts else f"{table}.{ix[0]}"
+            return f"{table}.{ix[0]}[{', '.join(parts + [last])}]"
+        if types[n - 1] == NUM:
+            lo, hi = r.choice(["0", "1", "(-5)", "3"]), r.choice(["3", "5", "100", "2"])
+        else:
+            lo, hi = r.choice(['""', '"a"', '"c"', '"k"']), r.choice(['"b"', '"k"', '"z"', '"é"'])
+        return f"{table}.{ix[0]}[{', '.join(parts + [f'{lo} .. {hi}'])}]"
+
+    def unique_row_expr(self, fn, table, d):
+        """The row a unique index finds by all its fields, or None."""
+        unique = [ix for ix in self.indexes[table] if ix[2]]
+        if not unique:
+            return None
+        ix = self.rng.choice(unique)
+        parts = [self.key_part(fn, ty, d) for ty in self.index_types(table, ix)]
+        return f"{table}.{ix[0]}[{', '.join(parts)}]"
 
     def literal(self, ty):
         r = self.rng
@@ -415,9 +469,11 @@ class Gen:
             (1, lambda: f"{table}.first"),
             (1, lambda: f"{table}.last"),
             (1, lambda: f"{table}.at({self.index(fn, d)})"),
+            (1, lambda: self.unique_row_expr(fn, table, d - 1)),
         ]
         if d > 0:
             opts.append((1, lambda: f"{self.view_expr(fn, table, d - 1)}.{r.choice(['first', 'last'])}"))
+            opts.append((1, lambda: f"{self.view_expr(fn, table, d - 1)}.at({self.index(fn, d - 1)})"))
 
     def arr_opts(self, fn, ty, d, opts):
         r = self.rng
@@ -479,8 +535,12 @@ class Gen:
         return self.expr(fn, NUM, d - 2)
 
     def key_expr(self, fn, table, d):
+        """Every field of the key: `k` or, composite, `k1, k2, ...`."""
+        return ", ".join(self.key_part(fn, ty, d) for ty in self.key_types(table))
+
+    def key_part(self, fn, ty, d):
         r = self.rng
-        if self.key_type(table) == NUM:
+        if ty == NUM:
             if d <= 0 or r.random() < 0.7:
                 return r.choice(["0", "1", "2", "3", "4", "5", "6", "7", "9", "(-0)", "0.5"])
             return self.expr(fn, NUM, d)
@@ -489,15 +549,24 @@ class Gen:
         return self.expr(fn, TEXT, d)
 
     def view_expr(self, fn, table, d):
+        """A key range; for a composite key also a prefix of its fields, or
+        a prefix and a range in the field after it."""
         r = self.rng
-        if self.key_type(table) == NUM:
+        if self.indexes.get(table) and r.random() < 0.4:
+            return self.index_view_expr(fn, table, d)
+        types = self.key_types(table)
+        prefix = r.randint(0, len(types) - 1)
+        parts = [self.key_part(fn, ty, 0 if r.random() < 0.8 else max(d - 1, 0)) for ty in types[:prefix]]
+        if prefix > 0 and r.random() < 0.4:
+            return f"{table}[{', '.join(parts)}]"
+        if types[prefix] == NUM:
             lo = r.choice(["0", "1", "2", "(-5)", "3"]) if r.random() < 0.7 else self.expr(fn, NUM, max(d - 1, 0))
             hi = r.choice(["3", "5", "8", "100", "2"]) if r.random() < 0.7 else self.expr(fn, NUM, max(d - 1, 0))
         else:
             keys = ['""', '"a"', '"b"', '"c"', '"k"', '"z"', '"zzz"', '"é"']
             lo = r.choice(keys) if r.random() < 0.8 else self.expr(fn, TEXT, max(d - 1, 0))
             hi = r.choice(keys) if r.random() < 0.8 else self.expr(fn, TEXT, max(d - 1, 0))
-        return f"{table}[{lo} .. {hi}]"
+        return f"{table}[{', '.join(parts + [f'{lo} .. {hi}'])}]"
 
     def callable(self, fn, h):
         if h.writes and not fn.writable:
@@ -649,7 +718,7 @@ class Gen:
         else:
             table = r.choice(list(self.table_rec))
             target = self.expr(fn, row(table), min(d, 1))
-        fields = [(f, t) for f, t, _ in self.records[self.table_rec[table]] if f != self.table_key[table]]
+        fields = [(f, t) for f, t, _ in self.records[self.table_rec[table]] if f not in self.table_key[table]]
         if not fields:
             return None
         f, fty = r.choice(fields)
@@ -841,7 +910,8 @@ class Gen:
         else:
             over = t
         x = self.fresh("r")
-        return self.loop(fn, d, f"for {x} in {over} {{", Local(x, row(t), fields_writable=fn.writable), t)
+        desc = " desc" if r.random() < 0.3 else ""
+        return self.loop(fn, d, f"for {x} in {over}{desc} {{", Local(x, row(t), fields_writable=fn.writable), t)
 
     def loop(self, fn, d, head, var, table):
         fn.loops += 1
@@ -931,12 +1001,13 @@ class Gen:
         """Returns a row reference: callers may write through it."""
         r = self.rng
         t = r.choice(list(self.table_rec))
-        k = self.fresh("p")
-        params = [(k, self.key_type(t))] + self.params(r.randint(0, 1), rows=False)
+        keys = [(self.fresh("p"), ty) for ty in self.key_types(t)]
+        params = keys + self.params(r.randint(0, 1), rows=False)
         fn = Fn("helper", False, row(t))
         self.param_locals(fn, params)
         lines = self.body(fn, r.randint(0, 2), 1, final_return=False)
-        lines.append(f"return {t}[{k}]" if r.random() < 0.7 else f"return {self.expr(fn, row(t), 1)}")
+        lookup = f"{t}[{', '.join(k for k, _ in keys)}]"
+        lines.append(f"return {lookup}" if r.random() < 0.7 else f"return {self.expr(fn, row(t), 1)}")
         self.add_helper(params, row(t), False, fn, lines)
 
     def helper_recursive(self):
@@ -1002,24 +1073,29 @@ class Gen:
         """One event per table that puts rows 0..n-1, so lookups often hit."""
         for t, rn in self.table_rec.items():
             ev = f"fill_{t}"
-            key = self.table_key[t]
-            if self.key_type(t) == NUM:
-                keyval = "i"
-                pre = []
-            else:
-                keyval = "names[i]"
-                pre = ["let names = [" + ", ".join(json.dumps(k, ensure_ascii=False) for k in TEXT_KEYS[:7]) + "]"]
+            keys = self.table_key[t]
+            types = self.key_types(t)
+            pre = ["let names = [" + ", ".join(json.dumps(k, ensure_ascii=False) for k in TEXT_KEYS[:7]) + "]"] \
+                if TEXT in types else []
+            # Row i's key: one field is i itself; a composite key's fields
+            # are i's digits in base 3, the last one i's rest, so the rows
+            # share prefixes and every key is distinct.
+            keyval = {}
+            for j, (k, ty) in enumerate(zip(keys, types)):
+                v = f"floor(i / {3 ** j}) % 3" if j < len(keys) - 1 else (f"floor(i / {3 ** j})" if j else "i")
+                keyval[k] = v if ty == NUM else f"names[{v}]"
             parts = []
             for f, ty, _ in self.records[rn]:
-                if f == key:
-                    parts.append(f"{f}: {keyval}")
+                if f in keyval:
+                    parts.append(f"{f}: {keyval[f]}")
                 elif ty == NUM:
                     parts.append(f"{f}: {ev}.base + i * 3")
                 elif ty == TEXT:
                     parts.append(f'{f}: "v" + text(i)')
                 else:
                     parts.append(f"{f}: i % 2 == 0")
-            limit = "names.count" if pre else "20"
+            # A text last field indexes `names` (7 of them) with i's rest.
+            limit = str(7 * 3 ** (len(keys) - 1)) if types[-1] == TEXT else "20"
             lines = pre + [f"for i in 0 .. min({ev}.n, {limit}) {{",
                            f"  {t}.put({rn} {{ {', '.join(parts)} }})", "}", f"return {t}.count"]
             self.events.append((ev, [("n", NUM), ("base", NUM)], lines))
@@ -1078,7 +1154,10 @@ class Gen:
                            for f, t, dflt in fields)
             out.append(f"record {rn} {{ {fs} }}")
         for t, rn in self.table_rec.items():
-            out.append(f"table {t}: {rn} key {self.table_key[t]}")
+            keys = self.table_key[t]
+            out.append(f"table {t}: {rn} key {keys[0] if len(keys) == 1 else '(' + ', '.join(keys) + ')'}")
+            for name, fields, unique in self.indexes[t]:
+                out.append(f"{'unique ' if unique else ''}index {name} on {t} ({', '.join(fields)})")
         for v, ty in self.vars.items():
             out.append(f"var {v}: {ty[0]} = {self.literal(ty)}")
         out.append("")

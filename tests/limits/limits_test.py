@@ -36,6 +36,7 @@ MAX_EXPR_DEPTH = 1024                # kMaxExprDepth, compiler/parser.h
 MAX_LOCALS = 200                     # kMaxLocals, compiler/checker.h
 MAX_PARAMS = 64                      # kMaxParams
 MAX_FIELDS = 255                     # kMaxFields
+MAX_KEY_FIELDS = 8                   # kMaxKeyFields, vm/key.h
 MAX_DECLS = 65535                    # kMaxDeclsPerKind
 MAX_BUILTIN_ARGS = 255               # kVariadic, stdlib/builtins.h
 MAX_REGISTERS = 256                  # kMaxRegisters, vm/bytecode.h
@@ -51,6 +52,7 @@ MAX_MODULE_BYTES = 256 * MIB         # kMaxFileBytes, vm/module_format.h
 MAX_TEMP_BYTES = 1024 * MIB          # kMaxTempBytes, vm/value.h
 DEFAULT_MAX_LINE = 16 * MIB          # --max-line
 DEFAULT_STEP_BUDGET = 10_000_000     # --step-budget
+MAX_HTTP_HEADER_BYTES = 16384        # kMaxHttpHeaderBytes, runtime/http.h
 
 
 class Failed(Exception):
@@ -404,6 +406,34 @@ def fields(env):
                         (", ".join("%s: num" % f for f in names), extra))
     env.check_refused(past_ty, "an object type has at most %d fields" % n, "object type fields one past")
     row("fields of a record, event, object (type)", n, "row, event, object, object arg", "exit 1 " + m1)
+
+
+def key_fields(env):
+    """A key of 8 fields (texts and numbers alternating) works as a key:
+    add, look up, a prefix view; 9 are refused where the ninth is named."""
+    n = MAX_KEY_FIELDS
+    names = ["k%d" % i for i in range(n + 1)]
+    types = ["text" if i % 2 else "num" for i in range(n + 1)]
+    rec = "record R { %s, v: num }\n" % ", ".join("%s: %s" % (f, t) for f, t in zip(names, types))
+    args = ", ".join("%s: %s" % (f, t) for f, t in zip(names[:n], types))
+    src = (rec + "table rs: R key (%s)\n" % ", ".join(names[:n]) +
+           "event put { %s, v: num }\n" % args +
+           "on put { rs.add(R { %s, k%d: %s, v: put.v }) }\n" % (", ".join("%s: put.%s" % (f, f) for f in names[:n]), n,
+                                                                   '""' if types[n] == "text" else "0") +
+           "query get(%s) { return rs[%s].v }\n" % (args, ", ".join(names[:n])) +
+           "query prefix(k0: num, k1: text) { return rs[k0, k1].count }\n")
+    at = env.write("key_fields_at.aup", src)
+    key = {f: (("t%d" % i) if t == "text" else i) for i, (f, t) in enumerate(zip(names[:n], types))}
+    other = dict(key, k7="other")
+    answers, _ = env.requests(at, [json.dumps({"event": "put", "args": dict(key, v=1)}),
+                                   json.dumps({"event": "put", "args": dict(other, v=2)}),
+                                   q("get", other), q("prefix", {"k0": 0, "k1": "t1"})])
+    ok_result(answers[0], "a row with a key of %d fields" % n)
+    want(ok_result(answers[2], "a lookup by %d key fields" % n) == 2, "key_fields: the row read back differs")
+    want(ok_result(answers[3], "a view over a key prefix") == 2, "key_fields: the prefix view's count differs")
+    past = env.write("key_fields_past.aup", rec + "table rs: R key (%s)\n" % ", ".join(names))
+    m = env.check_refused(past, "a key has at most %d fields" % n, "key fields one past")
+    row("fields of a key", n, "add, lookup, prefix view", "exit 1 " + m)
 
 
 def decls(env):
@@ -771,24 +801,30 @@ IO_THREADS = []
 
 
 class Server:
-    def __init__(self, env, module, extra=(), data=None):
+    def __init__(self, env, module, extra=(), data=None, http=False):
         extra = list(extra) + IO_THREADS
         self.sock_path = env.path("s%d.sock" % time.monotonic_ns())
         store = ["--memory"] if data is None else ["--data", data]
         self.err_path = env.path("server-%d.err" % time.monotonic_ns())
         self.err = open(self.err_path, "wb")
-        self.p = subprocess.Popen([env.aup, "run", module, "--listen", "unix:" + self.sock_path] + store +
-                                  list(extra), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.err)
+        listen = ["--listen", "unix:" + self.sock_path] + (["--listen", "http://:0"] if http else [])
+        self.p = subprocess.Popen([env.aup, "run", module] + listen + store + list(extra),
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.err)
         deadline = time.monotonic() + 60
-        while "aup: listening on" not in self.stderr():
+        while self.stderr().count("aup: listening on") < len(listen) // 2:
             if self.p.poll() is not None or time.monotonic() > deadline:
                 raise Failed("the server did not start: " + self.stderr())
             time.sleep(0.02)
+        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", self.stderr())
+        self.http_port = int(m.group(1)) if m else None
 
     def connect(self):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect(self.sock_path)
         return s
+
+    def connect_http(self):
+        return socket.create_connection(("127.0.0.1", self.http_port))
 
     def rss_kib(self):
         with open("/proc/%d/status" % self.p.pid) as f:
@@ -941,17 +977,200 @@ def max_output(env, mod):
         "1 MiB answer sent whole", "non-reading client: reading stops, +%.0f MiB held, others served" % grown_mib)
 
 
+# ---- over HTTP ----
+
+def http_exchange(s, request, timeout=30):
+    """Sends `request` (bytes) on `s` and reads what comes back until the
+    server has sent one whole response or closed: (status, body, closed)."""
+    if request:
+        s.sendall(request)
+    s.settimeout(timeout)
+    buf = b""
+    while True:
+        head_end = buf.find(b"\r\n\r\n")
+        if head_end >= 0:
+            m = re.search(rb"Content-Length: (\d+)", buf[:head_end])
+            want = head_end + 4 + int(m.group(1))
+            if len(buf) >= want:
+                status = int(buf.split(b" ", 2)[1])
+                closed = b"Connection: close" in buf[:head_end]
+                return status, buf[head_end + 4:want].decode(), closed
+        try:
+            chunk = s.recv(1 << 20)
+        except ConnectionResetError:
+            chunk = b""
+        if not chunk:
+            return None, buf.decode(errors="replace"), True
+        buf += chunk
+
+
+def http_get(path, extra=b""):
+    return b"GET " + path.encode() + b" HTTP/1.1\r\nHost: h\r\n" + extra + b"\r\n"
+
+
+def http_post(path, body, extra=b""):
+    body = body if isinstance(body, bytes) else body.encode()
+    return (b"POST " + path.encode() + b" HTTP/1.1\r\nHost: h\r\n" + extra +
+            b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+
+def peer_closed(s, timeout=10):
+    s.settimeout(timeout)
+    try:
+        return s.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def still_serves(srv, what):
+    c = srv.connect_http()
+    status, body, _ = http_exchange(c, http_get("/queries/total"))
+    c.close()
+    want(status == 200 and '"ok":true' in body, "%s: another client is not served: %s %s" % (what, status, body))
+
+
+def max_http_header(env):
+    srv = Server(env, env.bank, http=True)
+    try:
+        head = b"GET /queries/total HTTP/1.1\r\nX-Pad: "
+        at = head + b"a" * (MAX_HTTP_HEADER_BYTES - len(head) - 4) + b"\r\n\r\n"
+        past = head + b"a" * (MAX_HTTP_HEADER_BYTES - len(head) - 3) + b"\r\n\r\n"
+        c = srv.connect_http()
+        status, body, _ = http_exchange(c, at)
+        want(status == 200, "http headers at the bound: %s %s" % (status, short(body)))
+        status, body, closed = http_exchange(c, past)
+        want(status == 431 and closed and "longer than %d bytes" % MAX_HTTP_HEADER_BYTES in body,
+             "http headers one past: %s %s" % (status, short(body)))
+        want(peer_closed(c), "http headers one past: the connection stays open")
+        c.close()
+        still_serves(srv, "http headers")
+    finally:
+        rc = srv.stop()
+    want(rc == 0, "http headers: the server exited %d" % rc)
+    row("HTTP request line + headers (kMaxHttpHeaderBytes)", MAX_HTTP_HEADER_BYTES, "answered",
+        "431, closed, others served")
+
+
+def max_http_body(env):
+    limit = 4096
+    srv = Server(env, env.bank, ["--max-line", str(limit)], http=True)
+    try:
+        c = srv.connect_http()
+        at = "{}" + " " * (limit - 2)
+        status, body, _ = http_exchange(c, http_post("/queries/total", at))
+        want(status == 200 and '"ok":true' in body, "http body at the bound: %s %s" % (status, short(body)))
+        status, body, closed = http_exchange(c, http_post("/queries/total", at + " "))
+        want(status == 413 and closed and "at most %d" % limit in body,
+             "http body one past: %s %s" % (status, short(body)))
+        want(peer_closed(c), "http body one past: the connection stays open")
+        c.close()
+        # Chunked, so no Content-Length says so first: refused once past it.
+        c = srv.connect_http()
+        chunked = b"POST /queries/total HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+        chunked += b"%x\r\n" % (limit + 1) + b" " * (limit + 1) + b"\r\n0\r\n\r\n"
+        status, body, closed = http_exchange(c, chunked)
+        want(status == 413 and closed, "http chunked body one past: %s %s" % (status, short(body)))
+        c.close()
+        still_serves(srv, "http body")
+    finally:
+        rc = srv.stop()
+    want(rc == 0, "http body: the server exited %d" % rc)
+    row("HTTP body bytes (--max-line %d)" % limit, limit, "answered", "413, closed (chunked too), others served")
+
+
+def max_http_timeout(env):
+    """--http-timeout: a request that arrives whole within it is answered;
+    one that trickles (slowloris) is answered 408 and closed, and other
+    clients are served meanwhile."""
+    srv = Server(env, env.bank, ["--http-timeout", "2"], http=True)
+    try:
+        request = http_get("/queries/total")
+        c = srv.connect_http()
+        for i in range(0, len(request), 8):  # whole in about a second
+            c.sendall(request[i:i + 8])
+            time.sleep(1.0 * 8 / len(request))
+        status, body, _ = http_exchange(c, b"")
+        want(status == 200, "http timeout at the bound: %s %s" % (status, short(body)))
+        slow = srv.connect_http()
+        started = time.monotonic()
+        slow.sendall(b"GET /queries/total HTTP/1.1\r\n")
+        status = None
+        for i in range(40):  # a header byte every 0.2 s, for ever
+            if i == 3:
+                still_serves(srv, "http timeout")
+            try:
+                slow.sendall(b"X")
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            slow.settimeout(0.2)
+            try:
+                got = slow.recv(65536)
+            except socket.timeout:
+                continue
+            m = re.match(rb"HTTP/1.1 (\d+)", got)
+            status = int(m.group(1)) if m else None
+            break
+        took = time.monotonic() - started
+        want(status == 408 and 2 <= took < 5, "http timeout one past: status %s after %.1f s" % (status, took))
+        want(peer_closed(slow), "http timeout: the slow connection stays open")
+        slow.close()
+        c.close()
+    finally:
+        rc = srv.stop()
+    want(rc == 0, "http timeout: the server exited %d" % rc)
+    row("HTTP request time (--http-timeout 2)", 2, "whole in 1 s: answered",
+        "trickling: 408 after %.1f s, closed, others served" % took)
+
+
+def max_http_hostile(env):
+    """What is not HTTP is 400 and closed; what is, but asks for nothing
+    served, is 404 or 405 and the connection goes on; --max-connections
+    counts HTTP's and is answered 503 past it."""
+    srv = Server(env, env.bank, ["--max-connections", "3"], http=True)
+    try:
+        for junk in (b"\x00\x01\x02\r\n\r\n", b"GET / HTTP/1.1\r\nBad Header\r\n\r\n",
+                     b"POST /events/open HTTP/1.1\r\nContent-Length: -1\r\n\r\n", b'{"query":"total"}\n'):
+            c = srv.connect_http()
+            status, body, closed = http_exchange(c, junk)
+            want(status == 400 and closed and "bad_request" in body, "http junk %r: %s %s" % (junk, status, body))
+            c.close()
+        c = srv.connect_http()
+        for req, code in ((http_get("/nope"), 404), (http_get("/events/open"), 405),
+                          (http_post("/events/open", '{}, "id": 1'), 400), (http_get("/queries/total"), 200)):
+            status, body, closed = http_exchange(c, req)
+            want(status == code and not closed, "http %r: %s %s, wanted %d" % (req[:30], status, body, code))
+        held = [srv.connect_http(), srv.connect_http()]
+        for h in held:
+            want(http_exchange(h, http_get("/queries/total"))[0] == 200, "http connections: one not served")
+        extra = srv.connect_http()
+        status, body, closed = http_exchange(extra, b"")
+        want(status == 503 and "too many connections (the limit is 3)" in body,
+             "http connection one past the limit: %s %s" % (status, short(body)))
+        extra.close()
+        for h in held:
+            h.close()
+        c.close()
+        time.sleep(0.2)
+        still_serves(srv, "http hostile")
+    finally:
+        rc = srv.stop()
+    want(rc == 0, "http hostile: the server exited %d" % rc)
+    row("HTTP connections (--max-connections 3)", 3, "served; junk 400, bad routes 404/405",
+        "503 \"too many connections\"")
+
+
 def flag_ranges(env):
     """Every limit flag: its least value works, one below is refused (exit 2)
     with the range in the message; its greatest value works, one above is
     refused."""
     cases = [("--max-line", 64, 1 << 30), ("--step-budget", 1, 1 << 40), ("--max-batch", 1, 1000000),
              ("--max-connections", 1, 1000000), ("--max-pending", 1, 1000000), ("--max-output", 4096, 1 << 40),
-             ("--io-threads", 0, 64)]
+             ("--io-threads", 0, 64), ("--http-timeout", 1, 3600)]
     for flag, lo, hi in cases:
         for v in (lo, hi):
             if flag in SERVING_FLAGS:
-                want(serves(env, [flag, str(v)]), "%s %d: the server does not answer" % (flag, v))
+                want(serves(env, [flag, str(v)], http=flag == "--http-timeout"),
+                     "%s %d: the server does not answer" % (flag, v))
                 continue
             rc, out, err = env.run(["run", env.bank, "--memory", flag, str(v)], stdin=b'{"query":"total"}\n')
             want(rc == 0 and b'"ok":true' in out, "%s %d: exit %d %s" % (flag, v, rc, short(err)))
@@ -964,16 +1183,16 @@ def flag_ranges(env):
 
 # Flags that mean something only with --listen (aup run refuses them
 # without it), so their ends are run on a server.
-SERVING_FLAGS = ("--max-connections", "--max-pending", "--max-output", "--io-threads")
+SERVING_FLAGS = ("--max-connections", "--max-pending", "--max-output", "--io-threads", "--http-timeout")
 
 
-def serves(env, flags):
+def serves(env, flags, http=False):
     """Whether a server started with `flags` answers a query and stops with 0."""
     saved = IO_THREADS[:]
     if "--io-threads" in flags:
         IO_THREADS.clear()  # the flag under test stands in for this run's
     try:
-        srv = Server(env, env.bank, flags)
+        srv = Server(env, env.bank, flags, http=http)
     finally:
         IO_THREADS[:] = saved
     c = Client(srv)
@@ -1023,6 +1242,7 @@ def main():
         ("locals", lambda: locals_(env)),
         ("params", lambda: params(env)),
         ("fields", lambda: fields(env)),
+        ("key_fields", lambda: key_fields(env)),
         ("decls", lambda: decls(env)),
         ("shapes", lambda: shapes(env)),
         ("registers", lambda: registers(env)),
@@ -1044,6 +1264,10 @@ def main():
         ("max_line_socket", lambda: max_line_socket(env)),
         ("max_pending", lambda: max_pending(env)),
         ("max_output", runtime(max_output)),
+        ("max_http_header", lambda: max_http_header(env)),
+        ("max_http_body", lambda: max_http_body(env)),
+        ("max_http_timeout", lambda: max_http_timeout(env)),
+        ("max_http_hostile", lambda: max_http_hostile(env)),
         ("flag_ranges", lambda: flag_ranges(env)),
     ]
     try:

@@ -1,9 +1,12 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "runtime/json.h"
 
@@ -20,6 +23,19 @@ std::string parse_error(std::string_view text) {
 }
 
 TEST_SUITE("json") {
+  TEST_CASE("an object's member by key; none in other nodes") {
+    JsonDoc doc;
+    std::string error;
+    REQUIRE(doc.parse(R"({"a":[1,{"b":2}],"c":"x","a2":{}})", error));
+    uint32_t a = doc.member(doc.root(), "a");
+    REQUIRE(a != 0);
+    CHECK(doc.node(a).kind == JsonNode::Kind::Array);
+    CHECK(doc.node(doc.member(doc.root(), "c")).str == "x");
+    CHECK(doc.member(doc.root(), "b") == 0);  // only the object's own members
+    CHECK(doc.member(a, "b") == 0);           // an array has none
+    CHECK(doc.member(doc.member(doc.root(), "a2"), "a") == 0);
+  }
+
   TEST_CASE("scalars and raw text") {
     JsonDoc doc;
     std::string error;
@@ -111,6 +127,110 @@ TEST_SUITE("json") {
     }
   }
 
+  TEST_CASE("an integer written out that its binary64 does not hold is told apart; decimals and exponents are not") {
+    // Each literal as the parser reads it, then the rule of
+    // json_integer_rounded (docs/protocol.md, "Values").
+    auto rounded = [](std::string_view literal) {
+      JsonDoc doc;
+      std::string error;
+      REQUIRE_MESSAGE(doc.parse(literal, error), error);
+      REQUIRE(doc.node(0).finite);
+      return json_integer_rounded(doc.node(0).raw, doc.node(0).num);
+    };
+    const std::string dbl_max =
+        "17976931348623157081452742373170435679807056752584499659891747680315726078002853876058955"
+        "86327668781715404589535143824642343213268894641827684675467035375169860499105765512820762"
+        "45490090389328944075868508455133942304583236903222948165808559332123348274797826204144723"
+        "168738177180919299881250404026184124858368";
+    for (std::string_view held : {
+             "0", "-0", "1", "-1", "0.1", "19.99", "1e-400",      // ordinary numbers
+             "9007199254740991", "9007199254740992", "-9007199254740992",  // up to 2^53
+             "9007199254740994", "-9007199254740994", "9007199254740996",  // 2^53 + 2, + 4
+             "1e20", "100000000000000000000", "1e22",           // 10^20, 10^22: exact
+             "18446744073709551616", "123456789012345683968",   // 2^64, a binary64's digits
+             "9007199254740992.0", "9007199254740994.000",      // a fraction of zeros: still exact
+             "9007199254740993.5", "-9007199254740993.25",      // not integers: decimals, rounded
+             "9007199254740991.99999999",                       // reads as 2^53; a decimal
+             "9.007199254740993e15", "9007199254740993e0",      // exponents: read as the nearest
+             "90071992547409930e-1", "1e23", "1e308", "-1e308", "1.7976931348623157e308",
+             "9.9999999999999992e+22", "1.152921504606847e+18"}) {  // %.17g's 1e23, Python's 2^60
+      CAPTURE(held);
+      CHECK_FALSE(rounded(held));
+    }
+    CHECK_FALSE(rounded(dbl_max));
+    CHECK_FALSE(rounded("-" + dbl_max));
+    for (std::string_view lost : {
+             "9007199254740993", "-9007199254740993",           // 2^53 + 1, read as 2^53
+             "9007199254740995", "9007199254740997",            // between 2^53 + 2k and + 2k + 2
+             "9007199254740993.0", "-9007199254740993.000",     // the same with a fraction of zeros
+             "123456789012345678901", "18446744073709551615",   // 2^64 - 1
+             "100000000000000000000000",                        // 10^23 written out
+             "1152921504606847000"}) {  // 2^60 as JavaScript prints it: not 1152921504606846976
+      CAPTURE(lost);
+      CHECK(rounded(lost));
+    }
+    // Past the largest binary64 but rounding to it, and 10^308 written out.
+    std::string past_max = dbl_max;
+    past_max.back() = '9';
+    CHECK(rounded(past_max));
+    CHECK(rounded("1" + std::string(308, '0')));
+  }
+
+  TEST_CASE("a binary64's exact integer digits, checked against long multiplication") {
+    CHECK(json_exact_integer(0x1p53) == "9007199254740992");
+    CHECK(json_exact_integer(-1e22) == "-10000000000000000000000");
+    CHECK(json_exact_integer(1e23) == "99999999999999991611392");
+    CHECK(json_exact_integer(0x1p64) == "18446744073709551616");
+    CHECK(json_exact_integer(-0.0) == "-0");
+    CHECK(json_exact_integer(1e308).size() == 309);
+    // An independent computation: the 53-bit mantissa times 2^k in base
+    // 10^9 limbs, for random binary64 values of magnitude 2^53 or more.
+    auto by_hand = [](double d) {
+      int exp = 0;
+      double frac = std::frexp(std::fabs(d), &exp);  // d = frac * 2^exp, frac in [0.5, 1)
+      auto mantissa = static_cast<uint64_t>(std::ldexp(frac, 53));
+      std::vector<uint64_t> limbs{mantissa % 1000000000, mantissa / 1000000000 % 1000000000,
+                                  mantissa / 1000000000000000000};  // little-endian, base 10^9
+      for (int k = exp - 53; k > 0; k -= 20) {
+        uint64_t carry = 0;
+        for (uint64_t& l : limbs) {
+          uint64_t v = (l << std::min(k, 20)) + carry;
+          l = v % 1000000000;
+          carry = v / 1000000000;
+        }
+        while (carry) {
+          limbs.push_back(carry % 1000000000);
+          carry /= 1000000000;
+        }
+      }
+      while (limbs.size() > 1 && limbs.back() == 0) limbs.pop_back();
+      std::string out = d < 0 ? "-" + std::to_string(limbs.back()) : std::to_string(limbs.back());
+      for (size_t i = limbs.size() - 1; i-- > 0;) {
+        std::string part = std::to_string(limbs[i]);
+        out += std::string(9 - part.size(), '0') + part;
+      }
+      return out;
+    };
+    std::mt19937_64 rng(53);
+    int checked = 0;
+    while (checked < 3000) {
+      double d = std::bit_cast<double>(rng());
+      if (!std::isfinite(d) || std::fabs(d) < 0x1p53) continue;
+      ++checked;
+      std::string exact = json_exact_integer(d);
+      REQUIRE(exact == by_hand(d));
+      // Its own digits are held; one more in the last (odd) digit is not,
+      // since every binary64 from 2^53 on is even.
+      CHECK_FALSE(json_integer_rounded(exact, d));
+      std::string odd = exact;
+      odd.back() = static_cast<char>(odd.back() + 1);
+      JsonDoc doc;
+      std::string error;
+      REQUIRE(doc.parse(odd, error));
+      CHECK(json_integer_rounded(doc.node(0).raw, doc.node(0).num));
+    }
+  }
+
   TEST_CASE("bad input is refused with a position") {
     CHECK(parse_error("").find("unexpected end") != std::string::npos);
     CHECK(parse_error("{\"a\":1,}").find("expected a member name") != std::string::npos);
@@ -197,6 +317,21 @@ TEST_SUITE("json") {
     REQUIRE(doc.parse(R"([1])", error));
     CHECK(doc.node(0).kind == K::Array);
     CHECK(doc.node(1).num == 1);
+  }
+
+  TEST_CASE("JsonStrings: what lies outside strings, escapes and escaped quotes included") {
+    auto outside = [](std::string_view text) {
+      JsonStrings strings;
+      std::string kept;
+      for (char c : text) {
+        if (strings.outside(c)) kept += c;
+      }
+      return kept + (strings.in_string() ? "|open" : "");
+    };
+    CHECK(outside(R"({"a":[1,"x,y"]})") == "{:[1,]}");
+    CHECK(outside(R"(["\"]", "\\", 2])") == "[, , 2]");  // an escaped quote stays inside; \\ ends
+    CHECK(outside(R"("a" "b)") == " |open");
+    CHECK(outside("") == "");
   }
 }
 

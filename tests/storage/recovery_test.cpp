@@ -34,8 +34,19 @@ FieldSchema field(const char* name, FieldType t) { return FieldSchema{name, t, f
 // items (id, qty), keyed by id; one var, `count`.
 Schema items_schema() {
   Schema s;
-  s.tables.push_back(TableSchema{"items", "Item", {field("id", FieldType::Num), field("qty", FieldType::Num)}, 0});
+  s.tables.push_back(TableSchema{"items", "Item", {field("id", FieldType::Num), field("qty", FieldType::Num)}, {0}});
   s.vars.push_back(VarSchema{"count", FieldType::Num, {}});
+  return s;
+}
+
+// items_schema() and lines (qty, o, d, w), keyed (w, d, o): a composite
+// key of num, text, num, in another order than the fields.
+Schema with_lines() {
+  Schema s = items_schema();
+  s.tables.push_back(TableSchema{"lines", "Line",
+                                 {field("qty", FieldType::Num), field("o", FieldType::Num), field("d", FieldType::Text),
+                                  field("w", FieldType::Num)},
+                                 {3, 2, 1}});
   return s;
 }
 
@@ -61,6 +72,33 @@ struct Payload {
     e.varint(1);  // field 1, qty
     e.num(qty);
     return *this;
+  }
+  // lines (qty, o, d, w) keyed (w, d, o): table 1, target 2; a record's
+  // key is w, d, o in that order.
+  Payload& line_put(double w, const std::string& d, double o, double qty) {
+    line(1, w, d, o).num(qty);
+    return *this;
+  }
+  Payload& line_set_qty(double w, const std::string& d, double o, double qty) {
+    Encoder e = line(2, w, d, o);
+    e.varint(1);
+    e.varint(0);  // field 0, qty
+    e.num(qty);
+    return *this;
+  }
+  Payload& line_remove(double w, const std::string& d, double o) {
+    line(3, w, d, o);
+    return *this;
+  }
+  Encoder line(uint8_t op, double w, const std::string& d, double o) {
+    Encoder e(bytes);
+    e.varint(2);
+    e.varint(1);
+    e.u8(op);
+    e.num(w);
+    e.text(d);
+    e.num(o);
+    return e;
   }
   Payload& count(double n) {
     Encoder e(bytes);
@@ -450,7 +488,7 @@ TEST_SUITE("recovery") {
     hot.has_default = true;
     hot.default_value = Scalar{FieldType::Bool, 0, true, ""};
     module.tables[0].fields = {field("id", FieldType::Num), tag, field("qty", FieldType::Num), hot};
-    module.tables.push_back(TableSchema{"notes", "Note", {field("id", FieldType::Num)}, 0});
+    module.tables.push_back(TableSchema{"notes", "Note", {field("id", FieldType::Num)}, {0}});
     module.vars.insert(module.vars.begin(), VarSchema{"hits", FieldType::Num, Scalar{FieldType::Num, 7, false, ""}});
     REQUIRE(compare_schemas(items_schema(), module).refusals.empty());
 
@@ -466,6 +504,38 @@ TEST_SUITE("recovery") {
     // set of row 1's qty lands in the module's third column.
     CHECK(state_of(module, tables) == "items 1=new,11,true 2=new,20,true 3=new,30,true; notes; hits=7 count=4");
     CHECK(recovery.image_seq() == std::vector<uint64_t>{2, 0, 2});  // notes has no image
+  }
+
+  TEST_CASE("a table with a composite key recovers from its image and the log after it") {
+    using namespace std::string_literals;
+    TempDir dir;
+    SystemIo io;
+    {
+      Writer w(io, dir.path, with_lines());
+      w.entry(Payload().line_put(1, "a", 1, 10).line_put(1, "a\0"s, 1, 11).count(1));
+      w.entry(Payload().line_put(1, "a", 2, 12).line_put(2, "", 0, 13).put(7, 70).count(2));
+      w.table_image(0);
+      w.table_image(1);
+      w.vars_image();
+      w.entry(Payload().line_set_qty(1, "a", 1, 20).line_remove(2, "", 0).count(3));
+      w.entry(Payload().line_put(1, "a\0"s, 0, 14).count(4));
+    }
+    // Format 2 where a composite key is (the schema file, lines' image),
+    // format 1 elsewhere (items' image, as before composite keys).
+    CHECK(files::contents(dir.path + "/schema")[8] == 2);
+    CHECK(files::contents(table_image_path(dir.path, "lines"))[8] == 2);
+    CHECK(files::contents(table_image_path(dir.path, "items"))[8] == 1);
+    auto r = recover(io, dir.path);
+    REQUIRE_MESSAGE(r->log.ok(), r->log.message);
+    CHECK(r->heard.said("image 1: save 2, 4 rows"));
+    CHECK(r->schema == with_lines());
+    // In key order, (w, d, o): "a" before "a\0" before anything longer.
+    CHECK(r->state() == "items 7=70; lines 20=1,a,1 12=2,a,1 14=0,a\0,1 11=1,a\0,1; count=4"s);
+    // And the same once more, from the log alone (no image of lines).
+    std::filesystem::remove(table_image_path(dir.path, "lines"));
+    auto again = recover(io, dir.path);
+    REQUIRE_MESSAGE(again->log.ok(), again->log.message);
+    CHECK(again->state() == r->state());
   }
 }
 

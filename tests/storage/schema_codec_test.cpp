@@ -53,35 +53,49 @@ const TableSchema kAccounts{"accounts",
                              FieldSchema{"owner", FieldType::Text, true, text("nobody")},
                              FieldSchema{"balance", FieldType::Num, true, num(-2.5)},
                              FieldSchema{"closed", FieldType::Bool, true, boolean(false)}},
-                            0};
+                            {0}};
 
-std::vector<uint8_t> encoded(const TableSchema& t) {
+// A table schema in the form of `format`, by default the one it is written
+// in (table_format).
+std::vector<uint8_t> encoded(const TableSchema& t, uint32_t format = 0) {
   std::vector<uint8_t> out;
   Encoder e(out);
-  encode_table_schema(e, t);
+  encode_table_schema(e, t, format ? format : table_format(t));
   return out;
 }
 
 // The decoder's refusal of `bytes` as a table schema ("" if it decodes).
-std::string table_refusal(const std::vector<uint8_t>& bytes) {
+std::string table_refusal(const std::vector<uint8_t>& bytes, uint32_t format = kOneKeyFormat) {
   Decoder d(bytes.data(), bytes.size());
   TableSchema t;
-  bool ok = decode_table_schema(d, t);
+  bool ok = decode_table_schema(d, t, format);
   CHECK(ok == d.ok());
   return d.error();
 }
 
 // A table `t` (record `T`) whose field list the test writes itself: the
 // count, then `fields` as given, then the key.
-std::vector<uint8_t> raw_table(uint64_t count, const std::vector<uint8_t>& fields, uint64_t key) {
+// In format 2 the key is a count, then the fields in key order
+// (raw_table_keys); in format 1 one field number (raw_table).
+std::vector<uint8_t> raw_table_with(uint64_t count, const std::vector<uint8_t>& fields,
+                                    const std::vector<uint64_t>& key_varints) {
   std::vector<uint8_t> out;
   Encoder e(out);
   e.text("t");
   e.text("T");
   e.varint(count);
   e.raw(fields.data(), fields.size());
-  e.varint(key);
+  for (uint64_t v : key_varints) e.varint(v);
   return out;
+}
+std::vector<uint8_t> raw_table(uint64_t count, const std::vector<uint8_t>& fields, uint64_t key) {
+  return raw_table_with(count, fields, {key});
+}
+std::vector<uint8_t> raw_table_keys(uint64_t count, const std::vector<uint8_t>& fields,
+                                    const std::vector<uint64_t>& keys) {
+  std::vector<uint64_t> varints{keys.size()};
+  varints.insert(varints.end(), keys.begin(), keys.end());
+  return raw_table_with(count, fields, varints);
 }
 // One field's bytes: name, type byte, has-default byte (no default).
 std::vector<uint8_t> raw_field(const char* name, uint8_t type, uint8_t has_default = 0) {
@@ -102,21 +116,21 @@ TEST_SUITE("schema_codec") {
     std::vector<uint8_t> bytes = encoded(kAccounts);
     Decoder d(bytes.data(), bytes.size());
     TableSchema back;
-    REQUIRE(decode_table_schema(d, back));
+    REQUIRE(decode_table_schema(d, back, kOneKeyFormat));
     CHECK(d.done());
     CHECK(back == kAccounts);
     TableSchema text_key{"words", "Word", {FieldSchema{"n", FieldType::Num, false, {}},
-                                           FieldSchema{"w", FieldType::Text, false, {}}}, 1};
+                                           FieldSchema{"w", FieldType::Text, false, {}}}, {1}};
     bytes = encoded(text_key);
     Decoder d2(bytes.data(), bytes.size());
     TableSchema back2;
-    REQUIRE(decode_table_schema(d2, back2));
+    REQUIRE(decode_table_schema(d2, back2, kOneKeyFormat));
     CHECK(back2 == text_key);
   }
 
   TEST_CASE("the bytes of a table schema") {
     TableSchema t{"t", "T", {FieldSchema{"k", FieldType::Text, false, {}},
-                             FieldSchema{"n", FieldType::Num, true, num(1)}}, 0};
+                             FieldSchema{"n", FieldType::Num, true, num(1)}}, {0}};
     CHECK(encoded(t) == std::vector<uint8_t>{1, 't', 1, 'T', 2, 1, 'k', 2, 0, 1, 'n', 1, 1, 1, 4, 0});
   }
 
@@ -159,6 +173,63 @@ TEST_SUITE("schema_codec") {
     CHECK(table_refusal(raw_table(2, fields, 0)).empty());
   }
 
+  TEST_CASE("composite keys: format 2 writes the key's fields in key order, and they round trip") {
+    // lines (w, d, o, qty) keyed (o, w, d): key order is not field order.
+    TableSchema lines{"lines", "Line",
+                      {FieldSchema{"w", FieldType::Num, false, {}}, FieldSchema{"d", FieldType::Text, false, {}},
+                       FieldSchema{"o", FieldType::Num, false, {}}, FieldSchema{"qty", FieldType::Num, false, {}}},
+                      {2, 0, 1}};
+    CHECK(table_format(lines) == kKeyListFormat);
+    CHECK(table_format(kAccounts) == kOneKeyFormat);
+    CHECK(tables_format({kAccounts}) == kOneKeyFormat);
+    CHECK(tables_format({kAccounts, lines}) == kKeyListFormat);
+    std::vector<uint8_t> bytes = encoded(lines);
+    // ... the fields, then the key: 3 fields, 2, 0, 1.
+    REQUIRE(bytes.size() > 4);
+    CHECK(std::vector<uint8_t>(bytes.end() - 4, bytes.end()) == std::vector<uint8_t>{3, 2, 0, 1});
+    Decoder d(bytes.data(), bytes.size());
+    TableSchema back;
+    REQUIRE(decode_table_schema(d, back, kKeyListFormat));
+    CHECK(d.done());
+    CHECK(back == lines);
+    // A one-field key in format 2 (a file that also holds a composite key):
+    // a count of 1, then the field.
+    std::vector<uint8_t> one = encoded(kAccounts, kKeyListFormat);
+    std::vector<uint8_t> old = encoded(kAccounts, kOneKeyFormat);
+    CHECK(std::vector<uint8_t>(one.end() - 2, one.end()) == std::vector<uint8_t>{1, 0});
+    CHECK(std::vector<uint8_t>(one.begin(), one.end() - 2) == std::vector<uint8_t>(old.begin(), old.end() - 1));
+    Decoder d2(one.data(), one.size());
+    REQUIRE(decode_table_schema(d2, back, kKeyListFormat));
+    CHECK(back == kAccounts);
+  }
+
+  TEST_CASE("refused: a composite key no table could have, named by component at its byte") {
+    std::vector<uint8_t> fields = raw_field("a", 1) + raw_field("b", 3) + raw_field("c", 2);
+    // The key's count is at byte 17, after three fields of 4 bytes from 5;
+    // component i at byte 17 + i.
+    CHECK(table_refusal(raw_table_keys(3, fields, {}), kKeyListFormat) ==
+          "table `t`: a key of 0 fields (1 to 8) at byte 17");
+    CHECK(table_refusal(raw_table_keys(3, fields, std::vector<uint64_t>(9, 0)), kKeyListFormat) ==
+          "table `t`: a key of 9 fields (1 to 8) at byte 17");
+    CHECK(table_refusal(raw_table_keys(3, fields, {0, 3}), kKeyListFormat) ==
+          "table `t`: key component 2: field 3 of 3 fields at byte 19");
+    CHECK(table_refusal(raw_table_keys(3, fields, {2, 1}), kKeyListFormat) ==
+          "table `t`: key component 2: field `b` is a bool (a key is num or text) at byte 19");
+    CHECK(table_refusal(raw_table_keys(3, fields, {2, 0, 2}), kKeyListFormat) ==
+          "table `t`: key component 3: field `c` is component 1 too at byte 20");
+    // A one-field key in format 2 reads as it did in format 1.
+    CHECK(table_refusal(raw_table_keys(3, fields, {1}), kKeyListFormat) ==
+          "table `t`: key field `b` is a bool (a key is num or text) at byte 18");
+    CHECK(table_refusal(raw_table_keys(3, fields, {2, 0}), kKeyListFormat).empty());
+    // Cut short inside the key.
+    std::vector<uint8_t> whole = raw_table_keys(3, fields, {2, 0});
+    for (size_t n = 17; n < whole.size(); ++n) {
+      CAPTURE(n);
+      CHECK(!table_refusal(std::vector<uint8_t>(whole.begin(), whole.begin() + static_cast<long>(n)), kKeyListFormat)
+                 .empty());
+    }
+  }
+
   TEST_CASE("refused: a table cut short anywhere") {
     std::vector<uint8_t> bytes = encoded(kAccounts);
     for (size_t n = 0; n < bytes.size(); ++n) {
@@ -189,9 +260,11 @@ TEST_SUITE("schema_codec") {
     // test writes them: a bool key, and a field named twice. The schema
     // file did not check either before the codec was shared.
     TableSchema bool_key{"t", "T", {FieldSchema{"a", FieldType::Num, false, {}},
-                                    FieldSchema{"b", FieldType::Bool, false, {}}}, 1};
+                                    FieldSchema{"b", FieldType::Bool, false, {}}}, {1}};
     TableSchema twice{"t", "T", {FieldSchema{"a", FieldType::Num, false, {}},
-                                 FieldSchema{"a", FieldType::Text, false, {}}}, 0};
+                                 FieldSchema{"a", FieldType::Text, false, {}}}, {0}};
+    TableSchema key_twice{"t", "T", {FieldSchema{"a", FieldType::Num, false, {}},
+                                     FieldSchema{"b", FieldType::Text, false, {}}}, {1, 1}};
     struct Case {
       const TableSchema* table;
       size_t at;  // the refused byte, from the table schema's start
@@ -200,6 +273,7 @@ TEST_SUITE("schema_codec") {
     const Case cases[] = {
         {&bool_key, encoded(bool_key).size() - 1, "table `t`: key field `b` is a bool (a key is num or text)"},
         {&twice, 9, "field `a` named twice"},
+        {&key_twice, encoded(key_twice).size() - 1, "table `t`: key component 2: field `b` is component 1 too"},
     };
     for (const Case& c : cases) {
       CAPTURE(c.problem);

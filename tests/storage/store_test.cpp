@@ -7,15 +7,23 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <bit>
 #include <filesystem>
+#include <set>
+#include <functional>
+#include <memory>
 #include <random>
 #include <string>
 
 #include "tests/runtime/harness.h"
+#include "storage/backup.h"
 #include "storage/codec.h"
 #include "runtime/durability.h"
 #include "storage/image.h"
+#include "storage/key_values.h"
+#include "storage/live.h"
 #include "storage/memory_tables.h"
+#include "storage/recovery.h"
 #include "storage/schema_file.h"
 #include "storage/store.h"
 
@@ -191,20 +199,11 @@ SchemaMap identity_map(const Schema& s) {
   return m;
 }
 
-vm::RowLayout layout_of(const TableSchema& t) {
-  vm::RowLayout layout;
-  layout.slots = static_cast<uint32_t>(t.fields.size());
-  for (uint32_t f = 0; f < t.fields.size(); ++f) {
-    if (t.fields[f].type == FieldType::Text) layout.text_slots.push_back(f);
-  }
-  layout.text_key = t.fields[t.key_field].type == FieldType::Text;
-  return layout;
-}
 
 // An image of `t` (a text key, then a num) holding `keys`, each with n = 0.
 std::string write_words_image(Io& io, const std::string& dir, const TableSchema& t,
                               const std::vector<std::string>& keys) {
-  vm::BTree tree(layout_of(t));
+  vm::BTree tree(row_layout(t));
   for (const std::string& k : keys) {
     vm::TextObj* text = vm::heap_text(k);
     uint64_t row[2] = {reinterpret_cast<uint64_t>(text), 0};
@@ -213,6 +212,18 @@ std::string write_words_image(Io& io, const std::string& dir, const TableSchema&
   ImageWritten written;
   REQUIRE(write_table_image(io, dir, t, tree, tree.root(), 1, written).ok());
   return table_image_path(dir, t.name);
+}
+
+// The format version of a store file (an image or the schema file: the
+// 4 bytes at 8).
+int files_version(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  REQUIRE(f);
+  uint8_t head[12];
+  size_t n = std::fread(head, 1, sizeof head, f);
+  std::fclose(f);
+  REQUIRE(n == sizeof head);
+  return head[8] | head[9] << 8 | head[10] << 16 | head[11] << 24;
 }
 
 // Changes an 8-byte header field of an image and reseals the header, as
@@ -230,6 +241,51 @@ void patch_header_u64(const std::string& path, long at, uint64_t value) {
   std::fclose(f);
 }
 
+// Random batches of `line`'s requests to a store and to the same module in
+// memory, the store reopened about once in `reopen_one_in` batches: every
+// answer must be the memory's. Returns the store, open.
+std::unique_ptr<Durable> run_beside_memory(const std::string& module, const std::string& dir, Io& io,
+                                           testing::Running& memory, std::mt19937_64& rng, int batches,
+                                           uint64_t most_per_batch, uint64_t reopen_one_in,
+                                           const std::function<std::string(std::mt19937_64&)>& line) {
+  auto store = std::make_unique<Durable>(module, dir, io);
+  REQUIRE_MESSAGE(store->status().ok(), store->status().message);
+  for (int step = 0; step < batches; ++step) {
+    std::vector<std::string> lines;
+    for (uint64_t k = 0, n = 1 + rng() % most_per_batch; k < n; ++k) lines.push_back(line(rng));
+    std::vector<std::string> got = store->batch(lines);
+    for (size_t k = 0; k < lines.size(); ++k) REQUIRE(got[k] == memory.call(lines[k]) + "\n");
+    if (rng() % reopen_one_in == 0) {
+      store.reset();
+      store = std::make_unique<Durable>(module, dir, io);
+      REQUIRE_MESSAGE(store->status().ok(), store->status().message);
+    }
+  }
+  return store;
+}
+
+// The store took a checkpoint on the way, and opens again to what it held.
+void check_reopens_alike(std::unique_ptr<Durable> store, const std::string& module, const std::string& dir, Io& io) {
+  std::string before = store->dump();
+  CHECK(store->store().stats().checkpoints + store->report().images > 0);
+  store.reset();
+  Durable again(module, dir, io);
+  REQUIRE(again.status().ok());
+  CHECK(again.dump() == before);
+}
+
+// The log segment files in `dir`, by name.
+std::set<std::string> segment_files(const std::string& dir) {
+  std::set<std::string> names;
+  for (auto& e : fs::directory_iterator(dir)) {
+    std::string n = e.path().filename().string();
+    if (n.rfind("log-", 0) == 0) names.insert(n);
+  }
+  return names;
+}
+
+std::string put_line(int id) { return fmt::format(R"({{"event":"put","args":{{"id":{},"qty":{}}}}})", id, id % 90); }
+
 TEST_SUITE("store") {
   TEST_CASE("reopening after random event counts ends in the same state as one uninterrupted run") {
     for (uint64_t seed = 1; seed <= 5; ++seed) {
@@ -238,26 +294,13 @@ TEST_SUITE("store") {
       SystemIo io;
       testing::Running memory(kModule);
       std::mt19937_64 rng(seed);
-      auto store = std::make_unique<Durable>(kModule, dir.path, io);
-      REQUIRE_MESSAGE(store->status().ok(), store->status().message);
-      CHECK(store->report().created);
-      for (int step = 0; step < 1500; ++step) {
-        std::vector<std::string> lines;
-        for (uint64_t k = 0, n = 1 + rng() % 8; k < n; ++k) lines.push_back(random_line(rng));
-        std::vector<std::string> got = store->batch(lines);
-        for (size_t k = 0; k < lines.size(); ++k) REQUIRE(got[k] == memory.call(lines[k]) + "\n");
-        if (rng() % 60 == 0) {
-          store.reset();
-          store = std::make_unique<Durable>(kModule, dir.path, io);
-          REQUIRE_MESSAGE(store->status().ok(), store->status().message);
-        }
+      {
+        Durable created(kModule, dir.path, io);
+        REQUIRE_MESSAGE(created.status().ok(), created.status().message);
+        CHECK(created.report().created);
       }
-      std::string before = store->dump();
-      CHECK(store->store().stats().checkpoints + store->report().images > 0);
-      store.reset();
-      Durable again(kModule, dir.path, io);
-      REQUIRE(again.status().ok());
-      CHECK(again.dump() == before);
+      check_reopens_alike(run_beside_memory(kModule, dir.path, io, memory, rng, 1500, 8, 60, random_line), kModule,
+                          dir.path, io);
       // The log stayed bounded: old segments were released and reused.
       size_t segments = 0;
       for (auto& e : fs::directory_iterator(dir.path)) segments += e.path().filename().string().rfind("log-", 0) == 0;
@@ -451,6 +494,89 @@ on nop { }
     CHECK(d.status().message.find(path + " is damaged") != std::string::npos);
   }
 
+  TEST_CASE("live: a reader of the served store reads the newest durable save, and nothing written after it") {
+    TempDir dir;
+    SystemIo io;
+    Durable d(kModule, dir.path, io);
+    REQUIRE(d.status().ok());
+    for (int i = 0; i < 200; ++i) d.one(put_line(i));
+    LiveReader reader;
+    REQUIRE(reader.attach(io, dir.path).ok());
+    RecoveryReporter quiet;
+    RecoveryOptions ro;
+    ro.log.read_only = true;
+    Recovery recovery(io, dir.path, ro, quiet);
+    Schema stored;
+    REQUIRE(recovery.read_schema(stored).ok());
+    MemoryTables tables(stored);
+    REQUIRE(recovery.load_images(stored, stored, tables).ok());
+    LiveMark m;
+    REQUIRE(reader.read_mark(m).ok());
+    CHECK(m.state == LiveMark::State::Serving);
+    CHECK(m.seq == d.store().last_seq());
+    // The store goes on: entries past the cut, new segments, checkpoints.
+    std::set<std::string> before = segment_files(dir.path);
+    for (int i = 200; i < 400; ++i) d.one(put_line(i));
+    d.store().drain();
+    recovery.cut_log_at(m.segment, m.end);
+    Status st = recovery.read_log();
+    REQUIRE_MESSAGE(st.ok(), st.message);
+    CHECK(recovery.last_seq() == m.seq);
+    CHECK(tables.table(0).size() == 200);
+    CHECK(std::bit_cast<double>(tables.var(0)) == 200.0);  // ops
+    // While it read, no segment it might need was released or reused.
+    std::set<std::string> after = segment_files(dir.path);
+    for (const std::string& n : before) CHECK_MESSAGE(after.count(n) == 1, n);
+    CHECK(after.size() > before.size());
+  }
+
+  TEST_CASE("live: once the readers have gone, covered segments are released and reused again") {
+    TempDir dir;
+    SystemIo io;
+    Durable d(kModule, dir.path, io);
+    REQUIRE(d.status().ok());
+    size_t held = 0;
+    {
+      LiveReader reader;
+      REQUIRE(reader.attach(io, dir.path).ok());
+      for (int i = 0; i < 400; ++i) d.one(put_line(i));
+      d.store().drain();
+      held = segment_files(dir.path).size();
+    }
+    d.one(put_line(1));  // the first batch after the reader: the release held back happens
+    CHECK(segment_files(dir.path).size() < held);
+    CHECK(segment_files(dir.path).size() <= 8);
+    for (int i = 400; i < 800; ++i) d.one(put_line(i % 300));
+    d.store().drain();
+    CHECK(segment_files(dir.path).size() <= 8);  // and reuse goes on
+  }
+
+  TEST_CASE("backup: a copy of the served store holds its newest durable save and opens alike") {
+    TempDir dir, copy;
+    SystemIo io;
+    Durable d(kModule, dir.path, io);
+    REQUIRE(d.status().ok());
+    for (int i = 0; i < 300; ++i) d.one(put_line(i % 120));
+    BackupReport report;
+    Status st = backup(io, dir.path, copy.path, report, nullptr);
+    REQUIRE_MESSAGE(st.ok(), st.message);
+    CHECK(report.live);  // the Durable holds the store's LOCK
+    CHECK(report.holder == std::to_string(getpid()));
+    CHECK(report.seq == d.store().last_seq());
+    CHECK(report.rows == 120);
+    CHECK_FALSE(fs::exists(copy.path + ".partial"));
+    CHECK_FALSE(fs::exists(copy.path + "/LOCK"));
+    std::string served = d.dump();
+    Durable restored(kModule, copy.path, io);
+    REQUIRE(restored.status().ok());
+    CHECK(restored.dump() == served);
+    // A second backup to the same place is refused, naming it.
+    BackupReport again;
+    st = backup(io, dir.path, copy.path, again, nullptr);
+    CHECK(st.err == EEXIST);
+    CHECK(st.message == "--to " + copy.path + ": it exists; a backup makes a new directory");
+  }
+
   TEST_CASE("a missing log segment is detected, not silently skipped") {
     TempDir dir;
     SystemIo io;
@@ -467,13 +593,143 @@ on nop { }
     CHECK(d.status().message.find("missing log entries") != std::string::npos);
   }
 
+  // ---- composite keys -------------------------------------------------------------
+
+  TEST_CASE("a table with a composite key: reopening gives back the state of one uninterrupted run") {
+    // Keys (w, d, o) over num, text, num, with texts that are prefixes of
+    // one another and texts holding a 0x00 byte; rows put, changed and
+    // removed, the store reopened now and then (images and the log).
+    const char* module = R"(
+record Line { qty: num, d: text, w: num, o: num, note: text = "" }
+table lines: Line key (w, d, o)
+var ops: num = 0
+event put { w: num, d: text, o: num, qty: num }
+on put {
+  lines.put(Line { qty: put.qty, d: put.d, w: put.w, o: put.o })
+  ops = ops + 1
+}
+event bump { w: num, d: text, o: num }
+on bump {
+  if lines.has(bump.w, bump.d, bump.o) {
+    let l = lines[bump.w, bump.d, bump.o]
+    l.qty = l.qty + 1
+    l.note = l.note + "!"
+  }
+}
+event del { w: num, d: text, o: num }
+on del { if lines.has(del.w, del.d, del.o) { lines.remove(del.w, del.d, del.o) } }
+query district(w: num, d: text) { return lines[w, d].count }
+)";
+    const char* texts[] = {"", "a", "a\\u0000", "a\\u0000b", "ab", "b"};
+    auto line = [&](std::mt19937_64& rng) {
+      const char* events[] = {"put", "put", "bump", "del"};
+      const char* event = events[rng() % 4];
+      std::string args = fmt::format(R"("w":{},"d":"{}","o":{})", rng() % 3, texts[rng() % 6], rng() % 4);
+      if (std::string_view(event) == "put") args += fmt::format(R"(,"qty":{})", rng() % 100);
+      return fmt::format(R"({{"event":"{}","args":{{{}}}}})", event, args);
+    };
+    TempDir dir;
+    SystemIo io;
+    testing::Running memory(module);
+    std::mt19937_64 rng(7);
+    auto store = run_beside_memory(module, dir.path, io, memory, rng, 800, 6, 50, line);
+    for (const char* d : texts) {
+      std::string q = fmt::format(R"({{"query":"district","args":{{"w":1,"d":"{}"}}}})", d);
+      CHECK(store->one(q) == memory.call(q) + "\n");
+    }
+    check_reopens_alike(std::move(store), module, dir.path, io);
+  }
+
+  TEST_CASE("a migration that adds a table with a composite key: format 2 from then on, the old table's image stays 1") {
+    TempDir dir;
+    SystemIo io;
+    const char* v1 = R"(
+record A { id: num, name: text }
+table as: A key id
+event add { id: num, name: text }
+on add { as.add(A { id: add.id, name: add.name }) }
+)";
+    std::string v2 = std::string(v1) + R"(
+record L { w: num, d: text, qty: num }
+table ls: L key (d, w)
+event line { w: num, d: text, qty: num }
+on line { ls.put(L { w: line.w, d: line.d, qty: line.qty }) }
+query count(d: text) { return ls[d].count }
+)";
+    auto version = [&](const std::string& file) { return fs::exists(file) ? files_version(file) : -1; };
+    {
+      Durable d(v1, dir.path, io);
+      REQUIRE(d.status().ok());
+      d.one(R"({"event":"add","args":{"id":1,"name":"x"}})");
+    }
+    CHECK(version(dir.path + "/schema") == 1);
+    {
+      Durable d(v2, dir.path, io);
+      REQUIRE_MESSAGE(d.status().ok(), d.status().message);
+      CHECK(d.report().migrated == std::vector<std::string>{"new table `ls`"});
+      CHECK(d.one(R"({"event":"line","args":{"w":2,"d":"a","qty":5}})") == "{\"ok\":true}\n");
+      CHECK(d.one(R"({"event":"line","args":{"w":1,"d":"a","qty":6}})") == "{\"ok\":true}\n");
+    }
+    CHECK(version(dir.path + "/schema") == 2);
+    CHECK(version(table_image_path(dir.path, "ls")) == 2);
+    CHECK(version(table_image_path(dir.path, "as")) == 1);
+    Durable again(v2, dir.path, io);
+    REQUIRE_MESSAGE(again.status().ok(), again.status().message);
+    CHECK(again.report().migrated.empty());
+    CHECK(again.one(R"({"query":"count","args":{"d":"a"}})") == "{\"ok\":true,\"result\":2}\n");
+  }
+
+  TEST_CASE("a module that changes a table's key is refused, naming both keys") {
+    const char* stored = R"(
+record Line { w: num, d: text, o: num, qty: num }
+table lines: Line key (w, d, o)
+table singles: Line key w
+event add { w: num, d: text, o: num }
+on add { lines.add(Line { w: add.w, d: add.d, o: add.o, qty: 1 }) }
+)";
+    TempDir dir;
+    SystemIo io;
+    {
+      Durable d(stored, dir.path, io);
+      REQUIRE_MESSAGE(d.status().ok(), d.status().message);
+      CHECK(d.one(R"({"event":"add","args":{"w":1,"d":"x","o":2}})") == "{\"ok\":true}\n");
+    }
+    struct Change {
+      const char* keys;  // the module's `lines` and `singles` keys
+      std::vector<std::string> refusals;
+    };
+    const Change changes[] = {
+        {"key (w, o, d)\ntable singles: Line key w", {"table `lines`: the key was `(w, d, o)`, the module's is `(w, o, d)`"}},
+        {"key (w, d, qty)\ntable singles: Line key w", {"table `lines`: the key was `(w, d, o)`, the module's is `(w, d, qty)`"}},
+        {"key w\ntable singles: Line key (w, d)",
+         {"table `lines`: the key was `(w, d, o)`, the module's is `w`",
+          "table `singles`: the key was `w`, the module's is `(w, d)`"}},
+    };
+    for (const Change& c : changes) {
+      CAPTURE(c.keys);
+      std::string module = std::string(stored);
+      size_t at = module.find("key (w, d, o)\ntable singles: Line key w");
+      REQUIRE(at != std::string::npos);
+      module.replace(at, std::string("key (w, d, o)\ntable singles: Line key w").size(), c.keys);
+      // The handler must still compile against the module's key.
+      Durable d(module, dir.path, io);
+      REQUIRE_FALSE(d.status().ok());
+      const std::string& m = d.status().message;
+      CHECK(m.find("does not match the module") != std::string::npos);
+      for (const std::string& r : c.refusals) CHECK_MESSAGE(m.find(r) != std::string::npos, m);
+    }
+    // Refusing changed nothing: the store's own module still opens it.
+    Durable back(stored, dir.path, io);
+    CHECK(back.status().ok());
+  }
+
   // ---- fuzz findings (tests/fuzz): damage with valid checksums ----------------
 
   TEST_CASE("a change record that sets a row's key field is refused, not applied") {
     // log_fuzz: a `set` of the key field left the row under a key it no
     // longer held; later images and log records then carried the new key.
     Schema schema;
-    schema.tables.push_back(TableSchema{"t", "T", {num_field("id"), num_field("n")}, 0});
+    schema.tables.push_back(TableSchema{"t", "T", {num_field("id"), num_field("n")}, {0}});
     MemoryTables tables(schema);
     SchemaMap map = identity_map(schema);
     std::vector<uint64_t> covered(2, 0);
@@ -507,7 +763,7 @@ on nop { }
     TempDir dir;
     fs::create_directories(dir.path);
     SystemIo io;
-    TableSchema words{"words", "Word", {text_field("w"), num_field("n")}, 0};
+    TableSchema words{"words", "Word", {text_field("w"), num_field("n")}, {0}};
     std::string path = write_words_image(io, dir.path, words, {"a", "b"});
     patch_header_u64(path, 24, 3);  // the row count
     ImageRead info;
@@ -526,32 +782,32 @@ on nop { }
     TempDir dir;
     fs::create_directories(dir.path);
     SystemIo io;
-    TableSchema words{"words", "Word", {text_field("w"), num_field("n")}, 0};
+    TableSchema words{"words", "Word", {text_field("w"), num_field("n")}, {0}};
     std::string path = write_words_image(io, dir.path, words, {"a", "b"});
     // A target keyed by a field the image lacks.
-    TableSchema other{"other", "Other", {num_field("id"), text_field("w")}, 0};
-    vm::BTree tree(layout_of(other));
+    TableSchema other{"other", "Other", {num_field("id"), text_field("w")}, {0}};
+    vm::BTree tree(row_layout(other));
     ImageRead info;
     uint64_t rows = 0;
     Status st = load_table_image(io, path, other, tree, info, rows);
     REQUIRE_FALSE(st.ok());
     CHECK(st.message.find("lacks the key field") != std::string::npos);
     // A target keyed by the image's `n`, which both rows hold as 0.
-    TableSchema by_n{"by_n", "ByN", {num_field("n"), text_field("w")}, 0};
-    vm::BTree tree2(layout_of(by_n));
+    TableSchema by_n{"by_n", "ByN", {num_field("n"), text_field("w")}, {0}};
+    vm::BTree tree2(row_layout(by_n));
     ImageRead info2;
     st = load_table_image(io, path, by_n, tree2, info2, rows);
     REQUIRE_FALSE(st.ok());
     CHECK_MESSAGE(st.message.find("a key appears twice") != std::string::npos, st.message);
     // An image naming a column twice (both would load into `w`).
-    TableSchema twice{"twice", "Word", {text_field("w"), text_field("w")}, 0};
-    vm::BTree source(layout_of(twice));
+    TableSchema twice{"twice", "Word", {text_field("w"), text_field("w")}, {0}};
+    vm::BTree source(row_layout(twice));
     vm::TextObj* key = vm::heap_text("k");
     uint64_t row[2] = {reinterpret_cast<uint64_t>(key), reinterpret_cast<uint64_t>(vm::heap_text("v"))};
     REQUIRE(source.insert(vm::text_key(key), row));
     ImageWritten written;
     REQUIRE(write_table_image(io, dir.path, twice, source, source.root(), 1, written).ok());
-    vm::BTree tree3(layout_of(words));
+    vm::BTree tree3(row_layout(words));
     ImageRead info3;
     st = load_table_image(io, table_image_path(dir.path, "twice"), words, tree3, info3, rows);
     REQUIRE_FALSE(st.ok());

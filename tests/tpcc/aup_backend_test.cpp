@@ -139,7 +139,7 @@ Expected run_terminals(Backend& backend, uint32_t terminals, uint64_t per_termin
           } else if (std::holds_alternative<PaymentTx>(tx)) {
             ++each[t].payments;
           } else if (std::holds_alternative<DeliveryTx>(tx)) {
-            each[t].deliveries += static_cast<uint64_t>(r.values.at(0));
+            for (int64_t o : r.values) each[t].deliveries += o != 0 ? 1 : 0;
           }
         }
       } catch (...) {
@@ -173,27 +173,31 @@ std::string exception_text(const std::function<void()>& f) {
 TEST_SUITE("aup answers") {
   TEST_CASE("each transaction's answer becomes the values backend.h documents") {
     JsonLine a;
-    a.parse(R"({"id":7,"ok":true,"result":{"order":3001,"lines":2,"total":12345}})", "t");
+    a.parse(R"({"id":7,"ok":true,"result":{"order":3001,"lines":2,"total":12345,"brands":"GB"}})", "t");
     NewOrderTx no{1, 2, 3, {{1, 1, 5}, {2, 1, 5}}, false};
-    CHECK(tx_result(no, 7, a).values == std::vector<int64_t>{3001, 2, 12345});
+    CHECK(tx_result(no, 7, a).values == std::vector<int64_t>{3001, 2, 12345, 2});
+    a.parse(R"({"id":7,"ok":true,"result":{"order":3001,"lines":2,"total":12345,"brands":"G"}})", "t");
+    CHECK_THROWS_WITH_AS(tx_result(no, 7, a), doctest::Contains("1 brands for 2 lines"), std::runtime_error);
 
-    a.parse(R"({"id":8,"ok":true,"result":{"balance":-1000,"credit":"BC"}})", "t");
-    TxResult pay = tx_result(PaymentTx{1, 1, 1, 1, 1, 1000}, 8, a);
+    a.parse(R"({"id":8,"ok":true,"result":{"c":17,"balance":-1000,"credit":"BC"}})", "t");
+    TxResult pay = tx_result(PaymentTx{1, 1, 1, 1, 0, 1000, "BARBARBAR"}, 8, a);
     CHECK(pay.outcome == Outcome::committed);
-    CHECK(pay.values == std::vector<int64_t>{-1000, 1});
+    CHECK(pay.values == std::vector<int64_t>{17, -1000, 1});
 
-    a.parse(R"({"id":9,"ok":true,"result":{"balance":5,"order":12,"entry":1700000000000,"carrier":0,"lines":[)"
-            R"({"id":1,"order":1,"number":1,"item":44,"supply":1,"delivery":0,"quantity":5,"amount":700},)"
-            R"({"id":2,"order":1,"number":2,"item":45,"supply":2,"delivery":1700000000001,)"
+    a.parse(R"({"id":9,"ok":true,"result":{"c":1,"balance":5,"order":12,"entry":1700000000000,"carrier":0,)"
+            R"("lines":[{"w":1,"d":1,"o":12,"number":1,"item":44,"supply":1,"delivery":0,"quantity":5,"amount":700},)"
+            R"({"w":1,"d":1,"o":12,"number":2,"item":45,"supply":2,"delivery":1700000000001,)"
             R"("quantity":6,"amount":800}]}})",
             "t");
-    CHECK(tx_result(OrderStatusTx{1, 1, 1}, 9, a).values ==
-          std::vector<int64_t>{5, 12, 0, 44, 1, 5, 700, 0, 45, 2, 6, 800, 1});
+    CHECK(tx_result(OrderStatusTx{1, 1, 1, ""}, 9, a).values ==
+          std::vector<int64_t>{1, 5, 12, 0, 44, 1, 5, 700, 0, 45, 2, 6, 800, 1});
 
-    a.parse(R"({"id":10,"ok":true,"result":{"delivered":true,"order":2101}})", "t");
-    CHECK(tx_result(DeliveryTx{1, 1, 3}, 10, a).values == std::vector<int64_t>{1, 2101});
-    a.parse(R"({"id":11,"ok":true,"result":{"delivered":false,"order":0}})", "t");
-    CHECK(tx_result(DeliveryTx{1, 1, 3}, 11, a).values == std::vector<int64_t>{0, 0});
+    a.parse(R"({"id":10,"ok":true,"result":{"orders":[2101,0,2101,2102,2101,2101,2101,2101,2101,2101]}})", "t");
+    CHECK(tx_result(DeliveryTx{1, 3}, 10, a).values ==
+          std::vector<int64_t>{2101, 0, 2101, 2102, 2101, 2101, 2101, 2101, 2101, 2101});
+    a.parse(R"({"id":11,"ok":true,"result":{"orders":[0,0]}})", "t");
+    CHECK_THROWS_WITH_AS(tx_result(DeliveryTx{1, 3}, 11, a), doctest::Contains("2 districts delivered, not 10"),
+                         std::runtime_error);
 
     a.parse(R"({"id":12,"ok":true,"result":{"low_stock":4}})", "t");
     CHECK(tx_result(StockLevelTx{1, 1, 15}, 12, a).values == std::vector<int64_t>{4});
@@ -235,7 +239,7 @@ TEST_SUITE("aup answers") {
     CHECK_THROWS_WITH_AS(tx_result(sl, 1, a), doctest::Contains("expected the answer to request 1"),
                          std::runtime_error);
     a.parse(R"({"id":1,"ok":true,"result":{"balance":1,"credit":"XX"}})", "payment");
-    CHECK_THROWS_WITH_AS(tx_result(PaymentTx{1, 1, 1, 1, 1, 1}, 1, a), doctest::Contains("neither GC nor BC"),
+    CHECK_THROWS_WITH_AS(tx_result(PaymentTx{1, 1, 1, 1, 1, 1, ""}, 1, a), doctest::Contains("neither GC nor BC"),
                          std::runtime_error);
     CHECK_THROWS_WITH_AS(a.parse("{\"id\":1,", "payment"), doctest::Contains("aup: payment: not JSON"),
                          std::runtime_error);
@@ -244,20 +248,31 @@ TEST_SUITE("aup answers") {
   TEST_CASE("dump rows: columns in order, whole numbers, credit as text") {
     const TableSpec& customers = table_specs()[table_index("customers")];
     DumpRowReader reader(customers);
-    Row row = reader.read(R"({"id":33001,"w":1,"d":1,"c":1,"discount":1234,"credit":"BC","balance":-1000,)"
-                          R"("ytd_payment":1000,"payment_cnt":1,"delivery_cnt":0,"last_order":110000001})");
+    std::string line = R"({"w":1,"d":2,"c":3,"first":"Xy7","middle":"OE","last":"BARBARBAR",)"
+                       R"("street_1":"s1","street_2":"s2","city":"c","state":"ST","zip":"123411111",)"
+                       R"("phone":"0123456789012345","since":1700000000000,"credit":"BC","credit_lim":5000000,)"
+                       R"("discount":1234,"balance":-1000,"ytd_payment":1000,"payment_cnt":1,"delivery_cnt":0)";
+    for (int piece = 1; piece <= 10; ++piece) line += ",\"data_" + std::to_string(piece) + "\":\"p\"";
+    Row row = reader.read(line + "}");
     REQUIRE(row.size() == customers.columns.size());
-    CHECK(std::get<int64_t>(row[0]) == 33001);
-    CHECK(std::get<std::string>(row[5]) == "BC");
-    CHECK(std::get<int64_t>(row[6]) == -1000);
+    CHECK(std::get<int64_t>(row[2]) == 3);
+    CHECK(std::get<std::string>(row[3]) == "Xy7");
+    CHECK(std::get<std::string>(row[5]) == "BARBARBAR");
+    CHECK(std::get<std::string>(row[13]) == "BC");
+    CHECK(std::get<int64_t>(row[16]) == -1000);
+    // A flag reads as 0 or 1.
+    const TableSpec& items_spec = table_specs()[table_index("items")];
+    Row item = DumpRowReader(items_spec)
+                   .read(R"({"id":1,"image":2,"name":"n","price":5,"data":"xORIGINALx","original":true})");
+    CHECK(item.back() == Value{int64_t{1}});
     const TableSpec& items = table_specs()[table_index("items")];
     DumpRowReader item_reader(items);
-    CHECK_THROWS_WITH_AS(item_reader.read(R"({"id":1,"image":0,"price":5})"), doctest::Contains("expected `price`"),
+    CHECK_THROWS_WITH_AS(item_reader.read(R"({"id":1,"price":5,"image":0,"name":"n","data":"d","original":false})"),
+                         doctest::Contains("expected `image`"), std::runtime_error);
+    CHECK_THROWS_WITH_AS(item_reader.read(R"({"id":1,"image":5})"), doctest::Contains("2 fields, the table has 6"),
                          std::runtime_error);
-    CHECK_THROWS_WITH_AS(item_reader.read(R"({"id":1,"price":5})"), doctest::Contains("2 fields, the table has 3"),
-                         std::runtime_error);
-    CHECK_THROWS_WITH_AS(item_reader.read(R"({"id":1,"price":5.5,"image":0})"), doctest::Contains("not a whole number"),
-                         std::runtime_error);
+    CHECK_THROWS_WITH_AS(item_reader.read(R"({"id":1,"image":5.5,"name":"n","price":5,"data":"d","original":false})"),
+                         doctest::Contains("not a whole number"), std::runtime_error);
   }
 }
 
@@ -325,8 +340,9 @@ TEST_SUITE("aup backend") {
   TEST_CASE("a Payment's answer matches the dump; the dump is in key order, column for column") {
     Backend& b = *loaded().backend;
     const int64_t c = 7;
-    TxResult pay = b.terminal(0)->execute(PaymentTx{1, 2, 1, 2, c, 12'345});
-    REQUIRE(pay.values.size() == 2);
+    TxResult pay = b.terminal(0)->execute(PaymentTx{1, 2, 1, 2, c, 12'345, ""});
+    REQUIRE(pay.values.size() == 3);
+    CHECK(pay.values[0] == c);
     TableCounts counts = b.counts();
     State s = b.dump();
     CHECK(counts_of(s).rows == counts.rows);
@@ -337,19 +353,36 @@ TEST_SUITE("aup backend") {
       bool ordered = true, shaped = true;
       for (size_t i = 0; i < rows.size(); ++i) {
         shaped = shaped && rows[i].size() == spec.columns.size();
-        ordered = ordered && (i == 0 || std::get<int64_t>(rows[i - 1][0]) < std::get<int64_t>(rows[i][0]));
+        ordered = ordered && (i == 0 || key_less(spec, rows[i - 1], rows[i]));
       }
       CHECK(shaped);
       CHECK(ordered);
     }
     const std::vector<Row>& customers = s.tables[table_index("customers")].rows;
     auto row = std::find_if(customers.begin(), customers.end(),
-                            [&](const Row& r) { return std::get<int64_t>(r[0]) == customer_key(1, 2, c); });
+                            [&](const Row& r) { return r[0] == Value{1} && r[1] == Value{2} && r[2] == Value{c}; });
     REQUIRE(row != customers.end());
-    CHECK(std::get<int64_t>((*row)[6]) == pay.values[0]);                 // balance
-    CHECK(std::get<std::string>((*row)[5]) == (pay.values[1] ? "BC" : "GC"));  // credit
+    const TableSpec& spec = table_specs()[table_index("customers")];
+    auto column = [&](std::string_view name) {
+      size_t i = 0;
+      while (i < spec.columns.size() && spec.columns[i].name != name) ++i;
+      return i;
+    };
+    CHECK(std::get<int64_t>(row->at(column("balance"))) == pay.values[1]);
+    CHECK(std::get<std::string>(row->at(column("credit"))) == (pay.values[2] ? "BC" : "GC"));
     // After dump() the server starts again when it is needed.
     CHECK(b.counts().rows == counts.rows);
+    // By name: customer 1 is the only BARBARBAR among 1..1000; with the
+    // NURand names of 1001..3000 the one found has that name.
+    TxResult named = b.terminal(0)->execute(PaymentTx{1, 2, 1, 2, 0, 100, last_name(0)});
+    REQUIRE(named.values.size() == 3);
+    const State dumped = b.dump();
+    const std::vector<Row>& after = dumped.tables[table_index("customers")].rows;
+    auto found = std::find_if(after.begin(), after.end(), [&](const Row& r) {
+      return r[0] == Value{1} && r[1] == Value{2} && r[2] == Value{named.values[0]};
+    });
+    REQUIRE(found != after.end());
+    CHECK(std::get<std::string>(found->at(column("last"))) == last_name(0));
   }
 
   TEST_CASE("close, then a new backend on the same directory sees the same rows (durable)") {

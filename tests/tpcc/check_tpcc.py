@@ -9,8 +9,7 @@ queries), RESPONSES the lines aup answered, SUMMARY the generator's
 
 The model is an independent transcription of the TPC-C transaction
 profiles (clause 2) and consistency conditions (clause 3.3.2) with the
-module's deviations (integer cents, one district per Delivery, the
-customer's last order for Order-Status). Every response must be ok and
+module's representation (integer cents, rates in ten-thousandths). Every response must be ok and
 equal to the model's result, except New-Orders with an unused item, which
 must fail with code `failed` and message `item number is not valid`.
 The number of those must equal the generator's count. Exit status 0 when
@@ -24,26 +23,6 @@ from collections import deque
 
 ROLLBACK_MESSAGE = "item number is not valid"
 MAX_REPORTS = 20  # enough to see a pattern; the count says the rest
-
-
-def district_key(w, d):
-    return w * 10 + d
-
-
-def customer_key(w, d, c):
-    return district_key(w, d) * 3000 + c
-
-
-def order_key(w, d, o):
-    return district_key(w, d) * 10_000_000 + o
-
-
-def line_key(order, n):
-    return order * 16 + n
-
-
-def stock_key(w, i):
-    return w * 100_000 + i
 
 
 def c_round(x):
@@ -62,44 +41,60 @@ class Model:
         self.now = now
         self.items = {}
         self.warehouses = {}
-        self.districts = {}
-        self.customers = {}
-        self.orders = {}
-        self.waiting = {}  # district key -> deque of order keys, ascending
-        self.lines = {}  # order key -> [line dict, ...] by number
-        self.stock = {}
+        self.districts = {}  # (w, d)
+        self.customers = {}  # (w, d, c)
+        self.names = {}  # (w, d, last) -> [(first, c), ...]
+        self.orders = {}  # (w, d, o)
+        self.latest = {}  # (w, d, c) -> the customer's greatest order number
+        self.waiting = {}  # (w, d) -> deque of order numbers, ascending
+        self.lines = {}  # (w, d, o) -> [line dict, ...] by number
+        self.stock = {}  # (w, item)
         self.next_history = 1
 
     # ---- load events: the rows as given ----------------------------------
 
+    def load_row(self, event, r):
+        if event in ("load_items", "load_stock"):
+            assert r["original"] == ("ORIGINAL" in r["data"]), "a row's original flag must match its data"
+        if event == "load_items":
+            self.items[r["id"]] = r
+        elif event == "load_warehouses":
+            self.warehouses[r["id"]] = dict(r)
+        elif event == "load_districts":
+            self.districts[(r["w"], r["d"])] = dict(r)
+        elif event == "load_customers":
+            self.customers[(r["w"], r["d"], r["c"])] = dict(r)
+            self.names.setdefault((r["w"], r["d"], r["last"]), []).append((r["first"], r["c"]))
+        elif event == "load_history":
+            self.next_history = max(self.next_history, r["id"] + 1)
+        elif event == "load_orders":
+            self.orders[(r["w"], r["d"], r["o"])] = dict(r)
+            k = (r["w"], r["d"], r["customer"])
+            self.latest[k] = max(self.latest.get(k, 0), r["o"])
+        elif event == "load_new_orders":
+            assert (r["w"], r["d"], r["o"]) in self.orders
+            q = self.waiting.setdefault((r["w"], r["d"]), deque())
+            assert not q or q[-1] < r["o"], "new orders are loaded in ascending order"
+            q.append(r["o"])
+        elif event == "load_order_lines":
+            self.lines.setdefault((r["w"], r["d"], r["o"]), []).append(dict(r))
+        elif event == "load_stock":
+            self.stock[(r["w"], r["item"])] = dict(r)
+        else:
+            raise ValueError(event)
+
     def load(self, event, rows):
         for r in rows:
-            if event == "load_items":
-                self.items[r["id"]] = r
-            elif event == "load_warehouses":
-                self.warehouses[r["id"]] = dict(r)
-            elif event == "load_districts":
-                self.districts[r["id"]] = dict(r)
-            elif event == "load_customers":
-                self.customers[r["id"]] = dict(r, last_order=0)
-            elif event == "load_history":
-                self.next_history = max(self.next_history, r["id"] + 1)
-            elif event == "load_orders":
-                self.orders[r["id"]] = dict(r)
-                cust = self.customers[customer_key(r["w"], r["d"], r["customer"])]
-                cust["last_order"] = max(cust["last_order"], r["id"])
-            elif event == "load_new_orders":
-                o = self.orders[r["id"]]
-                q = self.waiting.setdefault(district_key(o["w"], o["d"]), deque())
-                assert not q or q[-1] < r["id"], "new orders are loaded in ascending order"
-                q.append(r["id"])
-            elif event == "load_order_lines":
-                self.lines.setdefault(r["order"], []).append(dict(r))
-            elif event == "load_stock":
-                self.stock[r["id"]] = dict(r)
-            else:
-                raise ValueError(event)
+            self.load_row(event, r)
         return {"rows": len(rows)}
+
+    def customer(self, w, d, c, last):
+        """By number, or (c 0) by last name: sorted by first name, the one
+        at position ceil(n / 2), counting from 1 (clause 2.5.2.2)."""
+        if c == 0:
+            named = sorted(self.names[(w, d, last)])
+            c = named[(len(named) + 1) // 2 - 1][1]
+        return self.customers[(w, d, c)]
 
     # ---- the transactions -------------------------------------------------
 
@@ -109,23 +104,27 @@ class Model:
         # so the order's only effect is none at all.
         if any(l["item"] not in self.items for l in lines):
             raise Rollback()
-        w, d = a["w"], a["d"]
+        w, d, c = a["w"], a["d"], a["c"]
         warehouse = self.warehouses[w]
-        district = self.districts[district_key(w, d)]
-        customer = self.customers[customer_key(w, d, a["c"])]
+        district = self.districts[(w, d)]
+        customer = self.customers[(w, d, c)]
         o = district["next_order"]
         district["next_order"] = o + 1
-        key = order_key(w, d, o)
         all_local = int(all(l["supply"] == w for l in lines))
-        self.orders[key] = {"id": key, "w": w, "d": d, "o": o, "customer": a["c"], "entry": self.now,
-                            "carrier": 0, "lines": len(lines), "all_local": all_local}
-        self.waiting.setdefault(district_key(w, d), deque()).append(key)
-        customer["last_order"] = key
+        self.orders[(w, d, o)] = {"w": w, "d": d, "o": o, "customer": c, "entry": self.now,
+                                  "carrier": 0, "lines": len(lines), "all_local": all_local}
+        self.waiting.setdefault((w, d), deque()).append(o)
+        self.latest[(w, d, c)] = o
         total = 0
+        brands = ""
         rows = []
         for n, l in enumerate(lines, 1):
-            price = self.items[l["item"]]["price"]
-            s = self.stock[stock_key(l["supply"], l["item"])]
+            item = self.items[l["item"]]
+            price = item["price"]
+            s = self.stock[(l["supply"], l["item"])]
+            # "B" when both data hold ORIGINAL (clause 2.4.2.2), read from
+            # the texts here, not from the rows' flags.
+            brands += "B" if "ORIGINAL" in item["data"] and "ORIGINAL" in s["data"] else "G"
             q = l["quantity"]
             s["quantity"] = s["quantity"] - q if s["quantity"] >= q + 10 else s["quantity"] - q + 91
             s["ytd"] += q
@@ -133,56 +132,62 @@ class Model:
             if l["supply"] != w:
                 s["remote_cnt"] += 1
             amount = q * price
-            rows.append({"id": line_key(key, n), "order": key, "number": n, "item": l["item"],
-                         "supply": l["supply"], "delivery": 0, "quantity": q, "amount": amount})
+            rows.append({"w": w, "d": d, "o": o, "number": n, "item": l["item"],
+                         "supply": l["supply"], "delivery": 0, "quantity": q, "amount": amount,
+                         "dist_info": s["dist_%02d" % d]})
             total += amount
-        self.lines[key] = rows
+        self.lines[(w, d, o)] = rows
         rates = (10_000 - customer["discount"]) * (10_000 + warehouse["tax"] + district["tax"])
         # aup computes in binary64: total * rates is exact (< 2^53), and
         # Python's int / int is the correctly rounded quotient, as is IEEE's.
-        return {"order": o, "lines": len(lines), "total": c_round(float(total * rates) / 100_000_000)}
+        return {"order": o, "lines": len(lines), "total": c_round(float(total * rates) / 100_000_000),
+                "brands": brands}
 
     def payment(self, a):
         amount = a["amount"]
         self.warehouses[a["w"]]["ytd"] += amount
-        self.districts[district_key(a["w"], a["d"])]["ytd"] += amount
-        c = self.customers[customer_key(a["c_w"], a["c_d"], a["c"])]
+        self.districts[(a["w"], a["d"])]["ytd"] += amount
+        c = self.customer(a["c_w"], a["c_d"], a["c"], a["last"])
         c["balance"] -= amount
         c["ytd_payment"] += amount
         c["payment_cnt"] += 1
         self.next_history += 1
-        return {"balance": c["balance"], "credit": c["credit"]}
+        return {"c": c["c"], "balance": c["balance"], "credit": c["credit"]}
 
     def order_status(self, a):
-        c = self.customers[customer_key(a["w"], a["d"], a["c"])]
-        o = self.orders[c["last_order"]]
-        return {"balance": c["balance"], "order": o["o"], "entry": o["entry"], "carrier": o["carrier"],
-                "lines": self.lines.get(o["id"], [])}
+        w, d = a["w"], a["d"]
+        c = self.customer(w, d, a["c"], a["last"])
+        o = self.orders[(w, d, self.latest[(w, d, c["c"])])]
+        return {"c": c["c"], "balance": c["balance"], "order": o["o"], "entry": o["entry"],
+                "carrier": o["carrier"], "lines": self.lines.get((w, d, o["o"]), [])}
 
-    def delivery(self, a):
-        q = self.waiting.get(district_key(a["w"], a["d"]))
+    def deliver_district(self, w, d, carrier):
+        q = self.waiting.get((w, d))
         if not q:
-            return {"delivered": False, "order": 0}
-        key = q.popleft()
-        o = self.orders[key]
-        o["carrier"] = a["carrier"]
+            return 0
+        number = q.popleft()
+        o = self.orders[(w, d, number)]
+        o["carrier"] = carrier
         total = 0
-        for l in self.lines.get(key, []):
+        for l in self.lines.get((w, d, number), []):
             l["delivery"] = self.now
             total += l["amount"]
-        c = self.customers[customer_key(a["w"], a["d"], o["customer"])]
+        c = self.customers[(w, d, o["customer"])]
         c["balance"] += total
         c["delivery_cnt"] += 1
-        return {"delivered": True, "order": o["o"]}
+        return number
+
+    def delivery(self, a):
+        return {"orders": [self.deliver_district(a["w"], d, a["carrier"]) for d in range(1, 11)]}
 
     def stock_level(self, a):
         w, d = a["w"], a["d"]
-        nxt = self.districts[district_key(w, d)]["next_order"]
+        nxt = self.districts[(w, d)]["next_order"]
         items = set()
         for o in range(nxt - 20, nxt):
-            for l in self.lines.get(order_key(w, d, o), []):
+            for l in self.lines.get((w, d, o), []):
                 items.add(l["item"])
-        low = sum(1 for i in items if self.stock[stock_key(w, i)]["quantity"] < a["threshold"])
+        low = sum(1 for i in items if self.stock[(w, i)]["quantity"] < a["threshold"])
         return {"low_stock": low}
 
 

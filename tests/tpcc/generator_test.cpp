@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bench/tpcc/generator.h"
@@ -174,6 +176,14 @@ std::vector<Transaction> stream(const RunConfig& config, uint32_t terminal, int 
   return out;
 }
 
+// Whether `name` is one of the 1,000 syllable names.
+bool is_last_name(const std::string& name) {
+  for (int64_t n = 0; n < 1000; ++n) {
+    if (last_name(n) == name) return true;
+  }
+  return false;
+}
+
 double share(int64_t part, int64_t whole) { return static_cast<double>(part) / static_cast<double>(whole); }
 
 // ---- the PRNG ---------------------------------------------------------------------
@@ -276,8 +286,23 @@ TEST_SUITE("rng") {
       CHECK(c.item <= kNurandItemA);
       CHECK(nurand_constants(seed).item == c.item);
       customers.insert(c.customer);
+      // C_LAST's run constant differs from the load's by 65..119, never
+      // 96 or 112 (clause 2.1.6.1).
+      const int64_t delta = std::abs(c.last_run - c.last_load);
+      CHECK((c.last_load >= 0 && c.last_load <= kNurandLastA && c.last_run >= 0 && c.last_run <= kNurandLastA));
+      CHECK((delta >= 65 && delta <= 119 && delta != 96 && delta != 112));
     }
     CHECK(customers.size() > 40);
+  }
+
+  TEST_CASE("last names are three syllables, one per digit (clause 4.3.2.3)") {
+    CHECK(last_name(0) == "BARBARBAR");
+    CHECK(last_name(371) == "PRICALLYOUGHT");
+    CHECK(last_name(999) == "EINGEINGEING");
+    CHECK(last_name(40) == "BARPRESBAR");
+    std::set<std::string> all;
+    for (int64_t n = 0; n < 1000; ++n) all.insert(last_name(n));
+    CHECK(all.size() == 1000);
   }
 }
 
@@ -329,18 +354,18 @@ TEST_SUITE("load") {
     CHECK(sink.row_count["stock"] == 200'000);
     // Keys are unique across warehouses (sorted vectors: sets of 600,000
     // keys are slow under the sanitizers).
-    auto unique_ids = [](auto const& rows) {
-      std::vector<int64_t> ids;
-      ids.reserve(rows.size());
-      for (const auto& r : rows) ids.push_back(r.id);
-      std::sort(ids.begin(), ids.end());
-      return std::adjacent_find(ids.begin(), ids.end()) == ids.end();
+    auto unique_keys = [](auto const& rows, auto key) {
+      std::vector<decltype(key(rows.front()))> keys;
+      keys.reserve(rows.size());
+      for (const auto& r : rows) keys.push_back(key(r));
+      std::sort(keys.begin(), keys.end());
+      return std::adjacent_find(keys.begin(), keys.end()) == keys.end();
     };
-    CHECK(unique_ids(sink.stock_));
-    CHECK(unique_ids(sink.order_lines_));
-    CHECK(unique_ids(sink.customers_));
-    CHECK(unique_ids(sink.orders_));
-    CHECK(unique_ids(sink.history_));
+    CHECK(unique_keys(sink.stock_, [](const StockRow& r) { return std::tuple(r.w, r.item); }));
+    CHECK(unique_keys(sink.order_lines_, [](const OrderLineRow& r) { return std::tuple(r.w, r.d, r.o, r.number); }));
+    CHECK(unique_keys(sink.customers_, [](const CustomerRow& r) { return std::tuple(r.w, r.d, r.c); }));
+    CHECK(unique_keys(sink.orders_, [](const OrderRow& r) { return std::tuple(r.w, r.d, r.o); }));
+    CHECK(unique_keys(sink.history_, [](const HistoryRow& r) { return r.id; }));
     CHECK(sink.history_.front().id == 1);
     CHECK(sink.history_.back().id == 60'000);
   }
@@ -353,19 +378,27 @@ TEST_SUITE("load") {
     RecordingSink sink(true);
     generate_load(config, sink);
 
+    int64_t original_items = 0;
     for (size_t i = 0; i < sink.items_.size(); ++i) {
       const ItemRow& r = sink.items_[i];
       REQUIRE(r.id == static_cast<int64_t>(i) + 1);
       REQUIRE((r.price >= 100 && r.price <= 10'000));
       REQUIRE((r.image >= 1 && r.image <= 10'000));
+      REQUIRE((r.name.size() >= 14 && r.name.size() <= 24));
+      REQUIRE((r.data.size() >= 26 && r.data.size() <= 50));
+      REQUIRE(r.original == (r.data.find("ORIGINAL") != std::string::npos));
+      original_items += r.original;
     }
+    CHECK(std::abs(share(original_items, 100'000) - 0.10) < 0.01);
+    const Address& wa = sink.warehouses_.at(0).address;
+    CHECK((wa.street_1.size() >= 10 && wa.street_1.size() <= 20 && wa.state.size() == 2));
+    CHECK((wa.zip.size() == 9 && wa.zip.substr(4) == "11111"));
     REQUIRE(sink.warehouses_.size() == 1);
     CHECK(sink.warehouses_[0].id == 1);
     CHECK(sink.warehouses_[0].ytd == 30'000'000);
     CHECK((sink.warehouses_[0].tax >= 0 && sink.warehouses_[0].tax <= 2000));
     int64_t district_ytd = 0;
     for (const DistrictRow& r : sink.districts_) {
-      CHECK(r.id == district_key(r.w, r.d));
       CHECK(r.ytd == 3'000'000);
       CHECK(r.next_order == 3001);
       CHECK((r.tax >= 0 && r.tax <= 2000));
@@ -374,16 +407,33 @@ TEST_SUITE("load") {
     CHECK(district_ytd == sink.warehouses_[0].ytd);  // consistency condition 1
 
     int64_t bad_credit = 0;
+    std::map<std::string, int64_t> names_in_district_1;
     for (const CustomerRow& r : sink.customers_) {
-      REQUIRE(r.id == customer_key(r.w, r.d, r.c));
+      REQUIRE((r.first.size() >= 8 && r.first.size() <= 16));
+      REQUIRE(std::all_of(r.first.begin(), r.first.end(), [](char ch) { return std::isalnum(ch) != 0; }));
+      // Customers 1..1000 carry the names of 0..999 in turn (clause 4.3.3.1).
+      if (r.c <= 1000) REQUIRE(r.last == last_name(r.c - 1));
+      if (r.d == 1) ++names_in_district_1[r.last];
       REQUIRE((r.discount >= 0 && r.discount <= 5000));
       REQUIRE((r.credit == "GC" || r.credit == "BC"));
       REQUIRE(r.balance == -1000);
       REQUIRE(r.ytd_payment == 1000);
       REQUIRE(r.payment_cnt == 1);
       REQUIRE(r.delivery_cnt == 0);
+      REQUIRE(r.middle == "OE");
+      REQUIRE(r.credit_lim == 5'000'000);
+      REQUIRE(r.since == 1234);
+      REQUIRE((r.data.size() >= 300 && r.data.size() <= 500));
+      REQUIRE((r.phone.size() == 16 && r.phone.find_first_not_of("0123456789") == std::string::npos));
+      REQUIRE(r.address.zip.substr(4) == "11111");
       bad_credit += r.credit == "BC";
     }
+    // Every one of the 1,000 names, the NURand ones (customers 1001..3000)
+    // bunched: some name has more than the 3 a uniform draw would give.
+    CHECK(names_in_district_1.size() == 1000);
+    int64_t most = 0;
+    for (const auto& [name, n] : names_in_district_1) most = std::max(most, n);
+    CHECK(most > 6);
     CHECK(share(bad_credit, 30'000) > 0.09);
     CHECK(share(bad_credit, 30'000) < 0.11);
 
@@ -391,14 +441,15 @@ TEST_SUITE("load") {
       REQUIRE(r.amount == 1000);
       REQUIRE(r.date == 1234);
       REQUIRE((r.w == r.c_w && r.d == r.c_d));
+      REQUIRE((r.data.size() >= 12 && r.data.size() <= 24));
     }
 
     // Orders: one per customer per district, carriers on delivered orders.
-    std::map<int64_t, std::set<int64_t>> customers_of_district;
-    std::map<int64_t, int64_t> lines_of_order;
+    using OrderKey = std::tuple<int64_t, int64_t, int64_t>;
+    std::map<std::pair<int64_t, int64_t>, std::set<int64_t>> customers_of_district;
+    std::map<OrderKey, int64_t> lines_of_order;
     int64_t line_total = 0;
     for (const OrderRow& r : sink.orders_) {
-      REQUIRE(r.id == order_key(r.w, r.d, r.o));
       REQUIRE(r.entry == 1234);
       REQUIRE(r.all_local == 1);
       REQUIRE((r.lines >= 5 && r.lines <= 15));
@@ -407,8 +458,8 @@ TEST_SUITE("load") {
       } else {
         REQUIRE(r.carrier == 0);
       }
-      customers_of_district[district_key(r.w, r.d)].insert(r.customer);
-      lines_of_order[r.id] = r.lines;
+      customers_of_district[{r.w, r.d}].insert(r.customer);
+      lines_of_order[{r.w, r.d, r.o}] = r.lines;
       line_total += r.lines;
     }
     for (const auto& [district, set] : customers_of_district) {
@@ -417,26 +468,25 @@ TEST_SUITE("load") {
       CHECK(*set.rbegin() == 3000);
     }
 
-    std::set<int64_t> waiting;
-    for (const NewOrderRow& r : sink.new_orders_) waiting.insert(r.id);
+    std::set<OrderKey> waiting;
+    for (const NewOrderRow& r : sink.new_orders_) waiting.insert({r.w, r.d, r.o});
     CHECK(waiting.size() == 9000);
     for (int64_t d = 1; d <= 10; ++d) {
-      CHECK(waiting.count(order_key(1, d, 2100)) == 0);
-      CHECK(waiting.count(order_key(1, d, 2101)) == 1);
-      CHECK(waiting.count(order_key(1, d, 3000)) == 1);
+      CHECK(waiting.count({1, d, 2100}) == 0);
+      CHECK(waiting.count({1, d, 2101}) == 1);
+      CHECK(waiting.count({1, d, 3000}) == 1);
     }
 
     // Order lines: O_OL_CNT of them per order, numbered 1..n (condition 4).
     CHECK(static_cast<int64_t>(sink.order_lines_.size()) == line_total);
-    std::map<int64_t, int64_t> seen_lines;
+    std::map<OrderKey, int64_t> seen_lines;
     for (const OrderLineRow& r : sink.order_lines_) {
-      REQUIRE(r.id == line_key(r.order, r.number));
-      REQUIRE(r.number == ++seen_lines[r.order]);
+      REQUIRE(r.number == ++seen_lines[{r.w, r.d, r.o}]);
       REQUIRE((r.item >= 1 && r.item <= 100'000));
       REQUIRE(r.supply == 1);
       REQUIRE(r.quantity == 5);
-      const int64_t o = r.order % 10'000'000;
-      if (o < 2101) {
+      REQUIRE(r.dist_info.size() == 24);
+      if (r.o < 2101) {
         REQUIRE(r.delivery == 1234);
         REQUIRE(r.amount == 0);
       } else {
@@ -446,11 +496,15 @@ TEST_SUITE("load") {
     }
     for (const auto& [order, n] : lines_of_order) REQUIRE(seen_lines[order] == n);
 
+    int64_t original_stock = 0;
     for (const StockRow& r : sink.stock_) {
-      REQUIRE(r.id == stock_key(r.w, r.item));
       REQUIRE((r.quantity >= 10 && r.quantity <= 100));
       REQUIRE((r.ytd == 0 && r.order_cnt == 0 && r.remote_cnt == 0));
+      for (const std::string& dist : r.dist) REQUIRE(dist.size() == 24);
+      REQUIRE(r.original == (r.data.find("ORIGINAL") != std::string::npos));
+      original_stock += r.original;
     }
+    CHECK(std::abs(share(original_stock, 100'000) - 0.10) < 0.01);
   }
 
   TEST_CASE("the rows depend on the seed, not on the batch size") {
@@ -471,13 +525,14 @@ TEST_SUITE("load") {
   TEST_CASE("LoadRequestWriter makes one load event per batch, ids counting up") {
     std::vector<std::string> lines;
     LoadRequestWriter writer([&lines](const std::string& l) { lines.push_back(l); }, 5);
-    std::vector<ItemRow> items{{1, 250, 7}, {2, 9999, 1}};
+    std::vector<ItemRow> items{{1, 7, "Ab", 250, "xyORIGINAL", true}, {2, 1, "Cd", 9999, "z", false}};
     writer.items(items);
-    writer.new_orders(std::vector<NewOrderRow>{{110'002'101}});
+    writer.new_orders(std::vector<NewOrderRow>{{1, 2, 2101}});
     REQUIRE(lines.size() == 2);
     CHECK(lines[0] ==
-          R"({"event":"load_items","args":{"rows":[{"id":1,"price":250,"image":7},{"id":2,"price":9999,"image":1}]},"id":5})");
-    CHECK(lines[1] == R"({"event":"load_new_orders","args":{"rows":[{"id":110002101}]},"id":6})");
+          R"({"event":"load_items","args":{"rows":[{"id":1,"image":7,"name":"Ab","price":250,"data":"xyORIGINAL",)"
+          R"("original":true},{"id":2,"image":1,"name":"Cd","price":9999,"data":"z","original":false}]},"id":5})");
+    CHECK(lines[1] == R"({"event":"load_new_orders","args":{"rows":[{"w":1,"d":2,"o":2101}]},"id":6})");
     CHECK(writer.next_id() == 7);
   }
 }
@@ -568,6 +623,8 @@ TEST_SUITE("transactions") {
     }
     CHECK(std::abs(share(counts.remote_order_lines, counts.order_lines) - 0.01) < 0.002);
     CHECK(std::abs(share(counts.remote_payments, counts.per_kind[1]) - 0.15) < 0.01);
+    // 60% of Payments and Order-Statuses name a last name (sd about 0.003).
+    CHECK(std::abs(share(counts.by_name, counts.per_kind[1] + counts.per_kind[2]) - 0.60) < 0.015);
   }
 
   TEST_CASE("Payment, Order-Status, Delivery and Stock-Level inputs") {
@@ -578,14 +635,13 @@ TEST_SUITE("transactions") {
     for (const Transaction& tx : stream(RunConfig{2, 5}, terminal, 10'000)) {
       if (const auto* p = std::get_if<PaymentTx>(&tx)) {
         REQUIRE((p->amount >= 100 && p->amount <= 500'000));
-        REQUIRE((p->c >= 1 && p->c <= 3000));
+        REQUIRE(((p->c >= 1 && p->c <= 3000 && p->last.empty()) || (p->c == 0 && is_last_name(p->last))));
       } else if (const auto* os = std::get_if<OrderStatusTx>(&tx)) {
         REQUIRE(os->w == home.w);
         REQUIRE((os->d >= 1 && os->d <= 10));
-        REQUIRE((os->c >= 1 && os->c <= 3000));
+        REQUIRE(((os->c >= 1 && os->c <= 3000 && os->last.empty()) || (os->c == 0 && is_last_name(os->last))));
       } else if (const auto* dl = std::get_if<DeliveryTx>(&tx)) {
         REQUIRE(dl->w == home.w);
-        REQUIRE((dl->d >= 1 && dl->d <= 10));
         REQUIRE((dl->carrier >= 1 && dl->carrier <= 10));
       } else if (const auto* sl = std::get_if<StockLevelTx>(&tx)) {
         REQUIRE(sl->w == home.w);
@@ -610,12 +666,13 @@ TEST_SUITE("transactions") {
   TEST_CASE("RunCounts counts kinds, rollbacks and remote inputs") {
     RunCounts counts;
     counts.add(NewOrderTx{1, 2, 3, {{5, 1, 1}, {6, 2, 1}, {kUnusedItem, 1, 1}}, true});
-    counts.add(PaymentTx{1, 2, 2, 3, 4, 500});
-    counts.add(DeliveryTx{1, 2, 3});
-    CHECK(counts.total() == 3);
+    counts.add(PaymentTx{1, 2, 2, 3, 4, 500, ""});
+    counts.add(OrderStatusTx{1, 2, 0, "BARBARBAR"});
+    counts.add(DeliveryTx{1, 3});
+    CHECK(counts.total() == 4);
     CHECK(counts.json() ==
-          R"({"transactions":3,"new_order":1,"payment":1,"order_status":0,"delivery":1,"stock_level":0,)"
-          R"("rollbacks":1,"order_lines":3,"remote_order_lines":1,"remote_payments":1})");
+          R"({"transactions":4,"new_order":1,"payment":1,"order_status":1,"delivery":1,"stock_level":0,)"
+          R"("rollbacks":1,"order_lines":3,"remote_order_lines":1,"remote_payments":1,"by_name":1})");
   }
 }
 
@@ -626,48 +683,64 @@ TEST_SUITE("json") {
     CHECK(request_json(NewOrderTx{1, 2, 3, {{5, 1, 4}, {kUnusedItem, 2, 10}}, true}, 7) ==
           R"({"event":"new_order","args":{"w":1,"d":2,"c":3,"lines":[{"item":5,"supply":1,"quantity":4},)"
           R"({"item":100001,"supply":2,"quantity":10}]},"id":7})");
-    CHECK(request_json(PaymentTx{1, 2, 3, 4, 5, 12345}, 8) ==
-          R"({"event":"payment","args":{"w":1,"d":2,"c_w":3,"c_d":4,"c":5,"amount":12345},"id":8})");
-    CHECK(request_json(OrderStatusTx{1, 2, 3}, 9) ==
-          R"({"query":"order_status","args":{"w":1,"d":2,"c":3},"id":9})");
-    CHECK(request_json(DeliveryTx{1, 2, 3}, 10) ==
-          R"({"event":"delivery","args":{"w":1,"d":2,"carrier":3},"id":10})");
+    CHECK(request_json(PaymentTx{1, 2, 3, 4, 5, 12345, ""}, 8) ==
+          R"({"event":"payment","args":{"w":1,"d":2,"c_w":3,"c_d":4,"c":5,"last":"","amount":12345},"id":8})");
+    CHECK(request_json(PaymentTx{1, 2, 3, 4, 0, 12345, "OUGHTPRIBAR"}, 8) ==
+          R"({"event":"payment","args":{"w":1,"d":2,"c_w":3,"c_d":4,"c":0,"last":"OUGHTPRIBAR","amount":12345},"id":8})");
+    CHECK(request_json(OrderStatusTx{1, 2, 3, ""}, 9) ==
+          R"({"query":"order_status","args":{"w":1,"d":2,"c":3,"last":""},"id":9})");
+    CHECK(request_json(DeliveryTx{1, 3}, 10) == R"({"event":"delivery","args":{"w":1,"carrier":3},"id":10})");
     CHECK(request_json(StockLevelTx{1, 2, 15}, 11) ==
           R"({"query":"stock_level","args":{"w":1,"d":2,"threshold":15},"id":11})");
   }
 
-  TEST_CASE("key formulas are the module's") {
-    CHECK(district_key(1, 1) == 11);
-    CHECK(district_key(999, 10) == 10'000);
-    CHECK(customer_key(1, 1, 1) == 33'001);
-    CHECK(customer_key(2, 10, 3000) == 93'000);
-    CHECK(order_key(2, 3, 5) == 230'000'005);
-    CHECK(line_key(order_key(1, 1, 3000), 15) == 1'760'048'015);
-    CHECK(stock_key(3, 100'000) == 400'000);
-    // The largest key stays an exact binary64 integer (below 2^53).
-    CHECK(line_key(order_key(kMaxWarehouses, 10, 9'999'999), 15) < (int64_t{1} << 53));
-    // The module folds keys with exactly these functions.
+  TEST_CASE("the module's tables have the spec's composite keys") {
     const std::string module = read_module();
-    for (const char* fn : {"fn district_key(w: num, d: num): num { return w * 10 + d }",
-                           "fn customer_key(w: num, d: num, c: num): num { return district_key(w, d) * 3000 + c }",
-                           "fn order_key(w: num, d: num, o: num): num { return district_key(w, d) * 10_000_000 + o }",
-                           "fn line_key(order: num, n: num): num { return order * 16 + n }",
-                           "fn stock_key(w: num, i: num): num { return w * 100_000 + i }"}) {
-      CHECK_MESSAGE(module.find(fn) != std::string::npos, fn);
+    for (const char* table : {"table districts: District key (w, d)", "table customers: Customer key (w, d, c)",
+                              "table orders: Order key (w, d, o)", "table new_orders: NewOrder key (w, d, o)",
+                              "table order_lines: OrderLine key (w, d, o, number)",
+                              "table stock: Stock key (w, item)"}) {
+      CHECK_MESSAGE(module.find(table) != std::string::npos, table);
     }
   }
 
   TEST_CASE("rows carry exactly the fields of the module's records") {
     const std::string module = read_module();
-    check_row_fields(module, "Item", ItemRow{1, 2, 3});
-    check_row_fields(module, "Warehouse", WarehouseRow{1, 2, 3});
-    check_row_fields(module, "District", DistrictRow{11, 1, 1, 2, 3, 3001});
-    check_row_fields(module, "Customer", CustomerRow{33'001, 1, 1, 1, 5, "GC", -1000, 1000, 1, 0});
-    check_row_fields(module, "History", HistoryRow{1, 1, 1, 1, 1, 1, 0, 1000});
-    check_row_fields(module, "Order", OrderRow{110'000'001, 1, 1, 1, 1, 0, 1, 5, 1});
-    check_row_fields(module, "NewOrder", NewOrderRow{110'002'101});
-    check_row_fields(module, "OrderLine", OrderLineRow{1'760'000'017, 110'000'001, 1, 1, 1, 0, 5, 0});
-    check_row_fields(module, "Stock", StockRow{100'001, 1, 1, 10, 0, 0, 0});
+    const Address address{"Street1abc", "Street2abc", "Cityabcdef", "AB", "123411111"};
+    check_row_fields(module, "Item", ItemRow{1, 2, "Name", 3, "Data", false});
+    check_row_fields(module, "Warehouse", WarehouseRow{1, "Name", address, 2, 3});
+    check_row_fields(module, "District", DistrictRow{1, 1, "Name", address, 2, 3, 3001});
+    CustomerRow customer{};
+    customer.first = "Ab3";
+    customer.last = "BARBARBAR";
+    customer.credit = "GC";
+    customer.data = std::string(420, 'x');
+    check_row_fields(module, "Customer", customer);
+    check_row_fields(module, "History", HistoryRow{1, 1, 1, 1, 1, 1, 0, 1000, "Data"});
+    check_row_fields(module, "Order", OrderRow{1, 1, 1, 1, 0, 1, 5, 1});
+    check_row_fields(module, "NewOrder", NewOrderRow{1, 1, 2101});
+    check_row_fields(module, "OrderLine", OrderLineRow{1, 1, 1, 1, 1, 1, 0, 5, 0, "Dist"});
+    check_row_fields(module, "Stock", StockRow{1, 1, 10, {}, 0, 0, 0, "Data", true});
+  }
+
+  TEST_CASE("C_DATA goes as ten 50-character pieces; a payment entry is one piece") {
+    CustomerRow customer{};
+    customer.credit = "BC";
+    customer.data = std::string(420, 'x') + "END";
+    std::string json;
+    append_json(json, customer);
+    CHECK(json.find(R"("data_1":")" + std::string(50, 'x') + "\"") != std::string::npos);
+    CHECK(json.find(R"("data_9":")" + std::string(20, 'x') + "END\"") != std::string::npos);
+    CHECK(json.find(R"("data_10":"")") != std::string::npos);
+    const std::string entry = payment_entry(7, 3, 1, 2, 1, 12'305);
+    CHECK(entry.size() == 50);
+    CHECK(entry.substr(0, 18) == "7 3 1 2 1 123.05 |");
+    CHECK(entry.find_first_not_of(' ', 18) == std::string::npos);
+    CHECK(payment_entry(3000, 10, 999, 10, 999, 500'000).substr(0, 31) == "3000 10 999 10 999 5000.00 |   ");
+    // The module builds the same text.
+    const std::string module = read_module();
+    CHECK(module.find("fn payment_entry(c: num, c_d: num, c_w: num, d: num, w: num, amount: num): text") !=
+          std::string::npos);
   }
 
   TEST_CASE("requests carry exactly the arguments the module declares") {
@@ -675,9 +748,9 @@ TEST_SUITE("json") {
     struct Case { std::string declaration; Transaction tx; };
     std::vector<Case> cases{
         {"event new_order", NewOrderTx{1, 2, 3, {{5, 1, 4}}, false}},
-        {"event payment", PaymentTx{1, 2, 1, 2, 5, 100}},
-        {"query order_status", OrderStatusTx{1, 2, 3}},
-        {"event delivery", DeliveryTx{1, 2, 3}},
+        {"event payment", PaymentTx{1, 2, 1, 2, 5, 100, ""}},
+        {"query order_status", OrderStatusTx{1, 2, 3, ""}},
+        {"event delivery", DeliveryTx{1, 3}},
         {"query stock_level", StockLevelTx{1, 2, 15}},
     };
     for (const Case& c : cases) {

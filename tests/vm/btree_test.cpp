@@ -14,7 +14,7 @@ namespace aup::vm {
 namespace {
 
 // Rows of two slots: the key (as a double) and a payload.
-RowLayout two_slots() { return RowLayout{2, {}, false}; }
+RowLayout two_slots() { return RowLayout{2, {}, KeySpec{{0}, 0}}; }
 
 void check_against(const BTree& t, const std::map<double, double>& m) {
   REQUIRE(t.size() == m.size());
@@ -239,7 +239,7 @@ TEST_SUITE("btree") {
   }
 
   TEST_CASE("text keys order by bytes and keep their texts alive") {
-    RowLayout layout{2, {0}, true};
+    RowLayout layout{2, {0}, KeySpec{{0}, 1}};
     BTree t(layout);
     std::map<std::string, int> m;
     std::mt19937_64 rng(5);

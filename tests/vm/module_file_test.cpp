@@ -62,7 +62,7 @@ std::vector<uint8_t> file_of(const std::vector<Part>& parts) {
     b.varint(p.payload.size());
     b.raw(p.payload.data(), p.payload.size());
   }
-  std::vector<uint8_t> file = {'A', 'U', 'P', 'M', 1, 0, 0, 0};
+  std::vector<uint8_t> file = {'A', 'U', 'P', 'M', module_format::kVersion, 0, 0, 0};
   bytes::Writer f(file);
   f.fixed64(body.size());
   f.fixed64(XXH3_64bits(body.data(), body.size()));
@@ -137,7 +137,7 @@ TEST_SUITE("module_file") {
     Module back;
     std::string error;
     REQUIRE_FALSE(decode_module(bytes, back, error));
-    CHECK(error.find("built by a newer aup: module format 2, this aup reads format 1") != std::string::npos);
+    CHECK(error.find("built by a newer aup: module format 4, this aup reads format 3") != std::string::npos);
     std::string elf = "\x7f" "ELF................................";
     REQUIRE_FALSE(decode_module(std::span(reinterpret_cast<const uint8_t*>(elf.data()), elf.size()), back, error));
     CHECK(error.find("not an aup module") != std::string::npos);
@@ -208,13 +208,17 @@ TEST_SUITE("module_file") {
     f.code.back() = last;
     CHECK(verify_module(*m, error));
   }
-  TEST_CASE("the bank module's bytes are unchanged (format 1; the JIT cache keys on them)") {
-    // Written by the encoder before its sections became a table (commit
-    // 25adfb9's vm/module_file.cpp). If bank.aup or the compiler's output
-    // changes on purpose, this changes with it; the format must not.
+  TEST_CASE("the bank module's bytes are unchanged (format 3; the JIT cache keys on them)") {
+    // Format 1's were first written by the encoder before its sections
+    // became a table (commit 25adfb9's vm/module_file.cpp): 1968 bytes.
+    // Format 2 (composite keys) adds a key field count to each of the two
+    // tables and renumbers the opcodes after TITER (KEY, KEYPFX); format 3
+    // (indexes) appends an empty INDEXES section (3 bytes). If
+    // bank.aup or the compiler's output changes on purpose, this changes
+    // with it; the format must not.
     std::vector<uint8_t> bytes = bank_file();
-    CHECK(bytes.size() == 1968);
-    CHECK(XXH3_64bits(bytes.data(), bytes.size()) == 0x4124a48c74c05639ull);
+    CHECK(bytes.size() == 1973);
+    CHECK(XXH3_64bits(bytes.data(), bytes.size()) == 0x8f956da9ceb4118aull);
   }
 
   TEST_CASE("a small module's every section is the bytes docs/module-format.md describes") {
@@ -226,7 +230,7 @@ TEST_SUITE("module_file") {
     two.num = 2;
     m.records.push_back(RecordDesc{"R", true, {FieldDesc{"a", kTypeNum, true, two}}});
     m.shapes.push_back(ShapeDesc{{"s"}, {kTypeText}});
-    m.tables.push_back(TableDesc{"t", 0, 0});
+    m.tables.push_back(TableDesc{"t", 0, {0}});
     Constant yes;
     yes.kind = Constant::Kind::Bool;
     yes.boolean = true;
@@ -245,20 +249,22 @@ TEST_SUITE("module_file") {
     f.code = {0x04030201};
     f.lines = {{0, 7, 3}, {1, 8, 1}};
     m.functions.push_back(std::move(f));
+    m.indexes.push_back(IndexDesc{"i", 0, {0}, true});
     const std::vector<uint8_t> body = {
         1, 6, 5, 'm', '.', 'a', 'u', 'p',                                 // SOURCE
         2, 11, 5, 0, 0, 1, 0, 2, 0, 3, 0, 4, 0,                           // TYPES: code, index
         3, 18, 1, 1, 'R', 1, 1, 1, 'a', 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0x40,  // RECORDS: a = 2.0
         4, 5, 1, 1, 1, 's', 2,                                            // SHAPES
-        5, 5, 1, 1, 't', 0, 0,                                            // TABLES: record, key
+        5, 6, 1, 1, 't', 0, 1, 0,                                         // TABLES: record, key fields
         6, 6, 1, 1, 'v', 3, 2, 1,                                         // VARS: bool true
         7, 5, 1, 1, 'e', 0, 0,                                            // EVENTS: record, handler
         8, 28, 1, 1, 'e', 0, 0, 1, 1, 'x', 4, 0, 2, 1, 1, 2, 'h', 'i',    // FUNCTIONS: ..., constants
         1, 1, 2, 3, 4, 2, 0, 7, 3, 1, 8, 1,                               // code, lines (pc delta, line, col)
+        9, 7, 1, 1, 'i', 0, 1, 1, 0,                                      // INDEXES: table, unique, fields
     };
     std::vector<uint8_t> bytes = encode_module(m);
     REQUIRE(bytes.size() == module_format::kHeaderBytes + body.size());
-    CHECK(std::vector<uint8_t>(bytes.begin(), bytes.begin() + 8) == std::vector<uint8_t>{'A', 'U', 'P', 'M', 1, 0, 0, 0});
+    CHECK(std::vector<uint8_t>(bytes.begin(), bytes.begin() + 8) == std::vector<uint8_t>{'A', 'U', 'P', 'M', 3, 0, 0, 0});
     CHECK(bytes::get_u64(bytes.data() + 8) == body.size());
     CHECK(bytes::get_u64(bytes.data() + 16) == XXH3_64bits(body.data(), body.size()));
     CHECK(std::vector<uint8_t>(bytes.begin() + module_format::kHeaderBytes, bytes.end()) == body);
@@ -273,13 +279,13 @@ TEST_SUITE("module_file") {
   TEST_CASE("refused: a body shorter than the header promises") {
     std::vector<uint8_t> bytes = bank_file();
     bytes.pop_back();
-    CHECK(refusal(bytes) == "truncated: the header promises 1944 bytes of body, the file has 1943");
+    CHECK(refusal(bytes) == "truncated: the header promises 1949 bytes of body, the file has 1948");
   }
 
   TEST_CASE("refused: bytes after the body") {
     std::vector<uint8_t> bytes = bank_file();
     bytes.push_back(0);
-    CHECK(refusal(bytes) == "damaged: 1 byte follows the 1944-byte body");
+    CHECK(refusal(bytes) == "damaged: 1 byte follows the 1949-byte body");
   }
 
   TEST_CASE("refused: no magic") {
@@ -292,10 +298,10 @@ TEST_SUITE("module_file") {
     std::vector<uint8_t> bytes = bank_file();
     bytes[4] = 7;
     CHECK(refusal(bytes) ==
-          "built by a newer aup: module format 7, this aup reads format 1 (rebuild it with `aup build`)");
+          "built by a newer aup: module format 7, this aup reads format 3 (rebuild it with `aup build`)");
     bytes[4] = 0;
     CHECK(refusal(bytes) == "damaged: module format 0 does not exist");
-    bytes[4] = 1;
+    bytes[4] = 2;
     bytes[7] = 1;
     CHECK(refusal(bytes) == "damaged: unknown flags in the header");
   }
@@ -309,7 +315,7 @@ TEST_SUITE("module_file") {
   TEST_CASE("the test's own reading of the sections gives back the file") {
     std::vector<uint8_t> bytes = bank_file();
     std::vector<Part> parts = sections_of(bytes);
-    REQUIRE(parts.size() == 8);
+    REQUIRE(parts.size() == 9);
     for (size_t i = 0; i < parts.size(); ++i) CHECK(parts[i].tag == i + 1);
     CHECK(file_of(parts) == bytes);
   }
@@ -412,12 +418,133 @@ TEST_SUITE("module_file") {
                                         types.at + types.payload.size() - 1));
   }
 
+  TEST_CASE("refused: an older format (another instruction set), saying to rebuild it") {
+    // Format 1 had no KEY and KEYPFX, so its opcodes after TITER meant
+    // other instructions, and a table's key was one field number.
+    std::vector<uint8_t> bytes = bank_file();
+    bytes[4] = 1;
+    CHECK(refusal(bytes) == "built by an older aup: module format 1, this aup reads format 3 (rebuild it from its "
+                            ".aup source with this aup's `aup build`)");
+  }
+
+  TEST_CASE("a table's key fields are written in key order and read back") {
+    auto m = compile(AUP_SOURCE_DIR "/examples/bank/bank.aup");
+    // accounts: id, owner, balance; as the key (balance, id, owner).
+    m->tables[0].key_fields = {2, 0, 1};
+    std::string error;
+    REQUIRE_MESSAGE(verify_module(*m, error), error);
+    Module back;
+    REQUIRE_MESSAGE(decode_module(encode_module(*m), back, error), error);
+    CHECK(back.tables[0].key_fields == std::vector<uint32_t>{2, 0, 1});
+  }
+
+  TEST_CASE("refused: a table's key that no table can have") {
+    auto m = compile(AUP_SOURCE_DIR "/examples/bank/bank.aup");
+    TableDesc& t = m->tables[0];
+    const RecordDesc& r = m->records[t.record];
+    const std::vector<uint32_t> good = t.key_fields;
+    auto refused = [&](std::vector<uint32_t> key) {
+      t.key_fields = std::move(key);
+      std::string why = refusal(encode_module(*m));
+      t.key_fields = good;
+      return why;
+    };
+    std::string name = t.name;
+    CHECK(refused({}) == fmt::format("damaged: table `{}`: a key of 0 fields (1 to 8)", name));
+    CHECK(refused(std::vector<uint32_t>(9, 0)) == fmt::format("damaged: table `{}`: a key of 9 fields (1 to 8)", name));
+    auto past = static_cast<uint32_t>(r.fields.size());
+    CHECK(refused({0, past}) ==
+          fmt::format("damaged: table `{}`: key field {} (component 2 of the key) out of range", name, past));
+    CHECK(refused({0, 1, 0}) ==
+          fmt::format("damaged: table `{}`: key field `{}` is in the key twice", name, r.fields[0].name));
+    // accounts: id, owner, balance, opened, closed (a bool).
+    REQUIRE(r.fields[4].type == kTypeBool);
+    CHECK(refused({0, 4}) == fmt::format("damaged: table `{}`: key field `closed` is not num or text", name));
+  }
+
+  TEST_CASE("refused: KEY and KEYPFX with components or registers out of range") {
+    auto m = compile(AUP_SOURCE_DIR "/examples/bank/bank.aup");
+    Function& f = m->functions[0];
+    std::string where = fmt::format("`{}` pc 0", f.name);
+    uint32_t top = f.frame_size - 1;  // the frame's last register
+    Instr saved = f.code[0];
+    auto refused = [&](Instr i) {
+      f.code[0] = i;
+      std::string error;
+      bool ok = verify_module(*m, error);
+      f.code[0] = saved;
+      return ok ? std::string("accepted") : error;
+    };
+    CHECK(refused(make_abc(Op::KEY, 0, 0, 0)) == where + " (KEY): 0 key components (1 to 8)");
+    CHECK(refused(make_abc(Op::KEYPFX, 0, 0, 9)) == where + " (KEYPFX): 9 key components (1 to 8)");
+    CHECK(refused(make_abc(Op::KEY, 0, 4, 2)) == where + " (KEY): text mask 0x4 beyond 2 components");
+    CHECK(refused(make_abc(Op::KEY, top, 0, 2)) == where + " (KEY): register out of the frame");
+    CHECK(refused(make_abc(Op::KEYPFX, top, 0, 1)) == where + " (KEYPFX): register out of the frame");
+    // Within bounds: the last components end at the frame's last register,
+    // KEYPFX's second result one below it.
+    CHECK(refused(make_abc(Op::KEY, top - 1, 3, 2)) == "accepted");
+    CHECK(refused(make_abc(Op::KEYPFX, top - 1, 1, 1)) == "accepted");
+    CHECK(refused(make_abc(Op::KEY, top, 1, 1)) == "accepted");
+  }
+
   TEST_CASE("refused: bytes after the last section") {
     std::vector<Part> parts = sections_of(bank_file());
-    parts.push_back(Part{9, 0, {1, 2, 3}});
+    parts.push_back(Part{10, 0, {1, 2, 3}});
     std::vector<uint8_t> bytes = file_of(parts);
     size_t extra_at = sections_of(bytes).back().at - 2;
     CHECK(refusal(bytes) == fmt::format("damaged: unknown bytes after the last section at byte {}", extra_at));
+  }
+  TEST_CASE("a module's indexes are written and read back; format 2, without them, is still read") {
+    auto m = compile(AUP_SOURCE_DIR "/examples/bank/bank.aup");
+    m->indexes.push_back(IndexDesc{"by_owner", 0, {1, 2}, false});
+    m->indexes.push_back(IndexDesc{"by_owner_id", 0, {1}, true});
+    std::string error;
+    Module back;
+    REQUIRE_MESSAGE(decode_module(encode_module(*m), back, error), error);
+    REQUIRE(back.indexes.size() == 2);
+    CHECK(back.indexes[0].name == "by_owner");
+    CHECK(back.indexes[0].fields == std::vector<uint32_t>{1, 2});
+    CHECK_FALSE(back.indexes[0].unique);
+    CHECK(back.indexes[1].unique);
+    // Format 2: the same body without section 9, and version 2 in the header.
+    std::vector<Part> parts = sections_of(bank_file());
+    REQUIRE(parts.back().tag == 9);
+    parts.pop_back();
+    std::vector<uint8_t> old = file_of(parts);
+    old[4] = 2;
+    Module two;
+    REQUIRE_MESSAGE(decode_module(old, two, error), error);
+    CHECK(two.indexes.empty());
+    CHECK(two.tables.size() == m->tables.size());
+  }
+
+  TEST_CASE("refused: an index no table can have, and IGET of a non-unique index") {
+    auto m = compile(AUP_SOURCE_DIR "/examples/bank/bank.aup");
+    auto refused = [&](IndexDesc x) {
+      m->indexes = {std::move(x)};
+      std::string error;
+      bool ok = verify_module(*m, error);
+      m->indexes.clear();
+      return ok ? std::string("accepted") : error;
+    };
+    CHECK(refused(IndexDesc{"i", 0, {1}, false}) == "accepted");
+    CHECK(refused(IndexDesc{"i", 9, {1}, false}) == "index `i`: table out of range");
+    CHECK(refused(IndexDesc{"i", 0, {}, false}) == "index `i`: 0 fields (1 to 8)");
+    CHECK(refused(IndexDesc{"i", 0, std::vector<uint32_t>(9, 1), false}) == "index `i`: 9 fields (1 to 8)");
+    CHECK(refused(IndexDesc{"i", 0, {1, 99}, false}) == "index `i`: field 99 out of range");
+    CHECK(refused(IndexDesc{"i", 0, {1, 1}, false}) == "index `i`: field `owner` twice");
+    CHECK(refused(IndexDesc{"i", 0, {4}, false}) == "index `i`: field `closed` is not num or text");
+    m->indexes = {IndexDesc{"i", 0, {1}, false}};
+    Function& f = m->functions[0];
+    Instr saved = f.code[0];
+    f.code[0] = make_abx(Op::IGET, 0, 0);
+    std::string error;
+    CHECK_FALSE(verify_module(*m, error));
+    CHECK(error == fmt::format("`{}` pc 0 (IGET): index is not unique", f.name));
+    f.code[0] = make_abx(Op::IVIEW, 0, 1);
+    CHECK_FALSE(verify_module(*m, error));
+    CHECK(error == fmt::format("`{}` pc 0 (IVIEW): index out of range", f.name));
+    f.code[0] = saved;
   }
 }
 

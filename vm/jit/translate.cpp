@@ -210,7 +210,8 @@ class Translator {
     uint32_t buffer = 1;
     for (Instr i : f.code) {
       if (op_of(i) == Op::CALL) buffer = std::max(buffer, passed_registers(m_.functions[bx_of(i)]));
-      if (op_of(i) == Op::CALLB) buffer = std::max(buffer, c_of(i));
+      if (op_of(i) == Op::CALLB || op_of(i) == Op::KEY) buffer = std::max(buffer, c_of(i));
+      if (op_of(i) == Op::KEYPFX) buffer = std::max(buffer, std::max(c_of(i), 2u));
     }
     args_ = b_.CreateAlloca(i64_, u32(buffer), "args");
     item_ = b_.CreateAlloca(i64_, nullptr, "item");
@@ -361,6 +362,15 @@ class Translator {
       case Op::TLAST: set(A, checked(call("tend", i64_, {ctx_, u32(BX), u32(1)}), pc)); break;
       case Op::TVIEW: set(A, call("tview", i64_, {ctx_, u32(BX), reg(A), reg(A + 1)})); break;
       case Op::TITER: set(A, call("titer", i64_, {ctx_, u32(BX)})); break;
+      case Op::KEY:
+      case Op::KEYPFX: {
+        bool prefix = op_of(i) == Op::KEYPFX;
+        for (uint32_t k = 0; k < C; ++k) b_.CreateStore(reg(A + k), b_.CreateInBoundsGEP(i64_, args_, {u64(k)}));
+        checked(call("make_key", i32_, {ctx_, args_, u32(B), u32(C), u32(prefix)}), pc);
+        set(A, b_.CreateLoad(i64_, args_));
+        if (prefix) set(A + 1, b_.CreateLoad(i64_, b_.CreateInBoundsGEP(i64_, args_, {u64(1)})));
+        break;
+      }
 
       case Op::RGET: {
         llvm::Value* row = checked(call("row_read", ptr_, {ctx_, reg(B)}), pc);
@@ -376,6 +386,12 @@ class Translator {
       case Op::VEMPTY: set_bool(A, b_.CreateICmpNE(call("vempty", i32_, {ctx_, reg(B)}), u32(0))); break;
       case Op::VITER: set(A, call("viter", i64_, {ctx_, reg(B)})); break;
       case Op::VARR: set(A, call("varr", i64_, {ctx_, reg(B)})); break;
+      case Op::VAT: set(A, checked(call("vat", i64_, {ctx_, reg(B), reg(C)}), pc)); break;
+      case Op::IVIEW: set(A, call("iview", i64_, {ctx_, u32(BX), reg(A), reg(A + 1)})); break;
+      case Op::IALL: set(A, call("iall", i64_, {ctx_, u32(BX)})); break;
+      case Op::IGET: set(A, checked(call("iget", i64_, {ctx_, u32(BX), reg(A), reg(A + 1)}), pc)); break;
+      case Op::TITERD: set(A, call("titerd", i64_, {ctx_, u32(BX)})); break;
+      case Op::VITERD: set(A, call("viterd", i64_, {ctx_, reg(B)})); break;
 
       case Op::NEWREC: set(A, call("newrec", i64_, {ctx_, u32(BX)})); break;
       case Op::NEWOBJ: set(A, call("newobj", i64_, {ctx_, u32(BX)})); break;

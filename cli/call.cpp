@@ -1,0 +1,86 @@
+#include "cli/call.h"
+
+#include <fmt/format.h>
+
+#include <csignal>
+
+#include "cli/client.h"
+#include "compiler/driver.h"
+#include "runtime/json.h"
+
+namespace aup::cli {
+
+namespace {
+
+using runtime::JsonDoc;
+using runtime::JsonNode;
+
+std::chrono::milliseconds to_ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+}
+
+// The request line for `words`: a raw JSON request as it is, else the
+// short form checked against the server's schema.
+bool request_line(Client& client, const std::vector<std::string>& words, double timeout_seconds, std::string& line,
+                  std::string& error) {
+  if (words.size() == 1 && !words[0].empty() && words[0].front() == '{') {
+    line = words[0];  // the server checks it
+    return true;
+  }
+  Schema schema;
+  std::string json;
+  return fetch_schema(client, timeout_seconds, schema, json, error) && build_request(schema, words, line, error);
+}
+
+}  // namespace
+
+Answer read_answer(std::string_view line) {
+  Answer a;
+  JsonDoc doc;
+  std::string why;
+  if (!doc.parse(line, why) || doc.node(doc.root()).kind != JsonNode::Kind::Object) {
+    a.error = "the answer is not a JSON object: " + (why.empty() ? std::string(line) : why);
+    return a;
+  }
+  a.parsed = true;
+  uint32_t ok = doc.member(doc.root(), "ok");
+  a.ok = ok && doc.node(ok).kind == JsonNode::Kind::True;
+  if (uint32_t r = doc.member(doc.root(), "result")) a.result = doc.node(r).raw;
+  if (uint32_t e = doc.member(doc.root(), "error"); e && doc.node(e).kind == JsonNode::Kind::Object) {
+    uint32_t code = doc.member(e, "code"), message = doc.member(e, "message");
+    a.error = fmt::format("{}: {}", code ? doc.node(code).str : "?", message ? doc.node(message).str : "");
+  } else if (!a.ok) {
+    a.error = "the request failed";
+  }
+  return a;
+}
+
+bool fetch_schema(Client& client, double timeout_seconds, Schema& schema, std::string& json, std::string& error) {
+  std::string line;
+  if (!client.exchange("{\"schema\":{}}", to_ms(timeout_seconds), line, error)) return false;
+  Answer a = read_answer(line);
+  if (!a.ok) {
+    error = a.parsed ? "the server refused a schema request (" + a.error + ")" : a.error;
+    return false;
+  }
+  json = a.result;
+  return parse_schema(json, schema, error);
+}
+
+int call(const CallOptions& o, std::FILE* out, std::FILE* err) {
+  std::signal(SIGPIPE, SIG_IGN);  // a server gone mid-request is an error to report, not a signal
+  Client client;
+  std::string error, line, answer;
+  if (!client.connect(o.address, error) || !request_line(client, o.words, o.timeout_seconds, line, error) ||
+      !client.exchange(line, to_ms(o.timeout_seconds), answer, error)) {
+    fmt::print(err, "aup call: {}\n", error);
+    return kExitUsage;
+  }
+  fmt::print(out, "{}\n", answer);
+  Answer a = read_answer(answer);
+  if (a.ok) return kExitOk;
+  fmt::print(err, "aup call: {}\n", a.error);
+  return a.parsed ? kExitErrors : kExitUsage;
+}
+
+}  // namespace aup::cli

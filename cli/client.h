@@ -1,0 +1,57 @@
+// A client's end of the line protocol (docs/protocol.md): one connection to
+// a running `aup run --listen` server, a request line out, its answer line
+// back. Over HTTP (`http://HOST:PORT`) the request line goes out as the
+// request for its route and the answer line is the response's body
+// (runtime/http.h), so callers see the same lines either way. Blocking, one request at a time: what `aup call` and `aup shell`
+// need, not a load generator (bench/server has that). `aup shell MODULE`
+// talks the same protocol to an `aup run` child over pipes, so a store
+// opened by the shell goes through the same request pipeline as any.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/http.h"
+
+namespace aup::cli {
+
+class Client {
+ public:
+  Client() = default;
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Connects to `address` as --listen spells it (unix:PATH, HOST:PORT,
+  // :PORT, http://HOST:PORT); false with a message that names the address
+  // and the reason.
+  bool connect(const std::string& address, std::string& error);
+  // Starts `argv` (an `aup run` on stdin) as a child and talks to it over
+  // its stdin and stdout; its stderr is ours. The child ends when this
+  // does (its stdin closes: it commits, answers and exits).
+  bool spawn(const std::vector<std::string>& argv, std::string& error);
+  // Sends `line` (a newline is added) and reads its answer line (without
+  // the newline); false with a message when the connection fails, closes
+  // before the answer, or `timeout` passes without one.
+  bool exchange(const std::string& line, std::chrono::milliseconds timeout, std::string& answer, std::string& error);
+
+ private:
+  bool read_line(std::chrono::milliseconds timeout, std::string& answer, std::string& error);
+  bool send_all(const std::string& bytes, std::string& error);
+  // Reads more of the answer within `deadline`: false with a message.
+  bool read_more(std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds timeout,
+                 std::string& error);
+
+  int read_fd_ = -1;
+  int write_fd_ = -1;  // the same socket as read_fd_, or the child's stdin
+  int child_ = -1;
+  std::string address_;
+  std::string buffered_;  // bytes read and not yet taken as an answer
+  // HTTP: the Host header, and the reader of the server's responses.
+  std::string http_host_;
+  std::unique_ptr<runtime::HttpAnswerReader> http_;
+};
+
+}  // namespace aup::cli

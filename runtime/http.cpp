@@ -1,0 +1,457 @@
+#include "runtime/http.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+#include "runtime/json.h"
+#include "runtime/reply.h"
+
+namespace aup::runtime {
+
+// ---- statuses ------------------------------------------------------------------------
+
+namespace {
+
+struct CodeStatus {
+  std::string_view code;
+  int status;
+};
+// docs/protocol.md, "HTTP": keep the two in step.
+constexpr CodeStatus kCodeStatus[] = {
+    {"bad_request", 400}, {"bad_args", 400},   {"bad_number", 400},   {"unknown_event", 404},
+    {"unknown_query", 404}, {"not_found", 404}, {"duplicate", 409},    {"stale_row", 409},
+    {"failed", 422},      {"out_of_range", 422}, {"not_finite", 422}, {"budget", 422},
+    {"unavailable", 503},
+};
+
+}  // namespace
+
+int http_status_for_code(std::string_view code) {
+  for (const CodeStatus& c : kCodeStatus) {
+    if (c.code == code) return c.status;
+  }
+  return 500;
+}
+
+int http_status_of_answer(std::string_view answer) {
+  constexpr std::string_view kOk = R"({"ok":true)", kFailed = R"({"ok":false,"error":{"code":")";
+  if (answer.substr(0, kOk.size()) == kOk) return 200;
+  // reply.h writes exactly this prefix when there is no id; codes are
+  // plain words, so the code ends at the next quote.
+  assert(answer.substr(0, kFailed.size()) == kFailed);
+  if (answer.substr(0, kFailed.size()) != kFailed) return 500;
+  std::string_view rest = answer.substr(kFailed.size());
+  return http_status_for_code(rest.substr(0, rest.find('"')));
+}
+
+std::string_view http_reason(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 413: return "Content Too Large";
+    case 422: return "Unprocessable Content";
+    case 431: return "Request Header Fields Too Large";
+    case 503: return "Service Unavailable";
+    default: return "Internal Server Error";
+  }
+}
+
+void append_http_head(std::string& out, const HttpResponseHead& head, size_t body_bytes) {
+  char digits[24];
+  out += "HTTP/1.1 ";
+  out.append(digits, std::to_chars(digits, digits + sizeof digits, head.status).ptr);
+  out += ' ';
+  out += http_reason(head.status);
+  out += "\r\nContent-Type: application/json\r\nContent-Length: ";
+  out.append(digits, std::to_chars(digits, digits + sizeof digits, body_bytes).ptr);
+  if (head.close) out += "\r\nConnection: close";
+  if (head.keep_alive_header) out += "\r\nConnection: keep-alive";
+  if (!head.allow.empty()) {
+    out += "\r\nAllow: ";
+    out += head.allow;
+  }
+  out += "\r\n\r\n";
+}
+
+// ---- the server's framer -------------------------------------------------------------
+
+namespace {
+
+// Each read asks for at least this much room; the buffer is twice that.
+constexpr size_t kReadBytes = 16 * 1024;
+
+// Whether `body` is at most one JSON value (or nothing), judged only by
+// its structure: no `,` or `:` outside brackets and strings, brackets that
+// never close more than they opened. What makes it a valid value is left
+// to the Service's one parse; this only makes sure the body cannot add
+// keys to the request line around it (`{}, "id": 1`) or close it early.
+bool one_json_value(std::string_view body) {
+  JsonStrings strings;
+  int depth = 0;
+  for (char c : body) {
+    if (!strings.outside(c)) continue;
+    if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth < 0) return false;
+    } else if ((c == ',' || c == ':') && depth == 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A path as a message shows it: printable ASCII as it is, any other byte
+// as \xNN, so an answer stays valid UTF-8 whatever the client sent.
+std::string shown(std::string_view path) {
+  std::string out;
+  for (unsigned char c : path) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("\\x{:02x}", c);
+    }
+  }
+  return out;
+}
+
+bool blank(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; });
+}
+
+}  // namespace
+
+HttpFramer::HttpFramer(size_t max_body_bytes, std::chrono::milliseconds timeout)
+    : max_body_bytes_(max_body_bytes), timeout_(timeout), buf_(2 * kReadBytes) {
+  http_parser_init(&parser_, HTTP_REQUEST);
+  parser_.data = this;
+  http_parser_settings_init(&settings_);
+  settings_.on_message_begin = on_message_begin;
+  settings_.on_url = on_url;
+  settings_.on_headers_complete = on_headers_complete;
+  settings_.on_body = on_body;
+  settings_.on_message_complete = on_message_complete;
+}
+
+void HttpFramer::make_room() {
+  if (buf_.size() - end_ >= kReadBytes) return;
+  std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
+  end_ -= begin_;
+  begin_ = 0;
+}
+
+ssize_t HttpFramer::read_from(int fd) {
+  make_room();
+  ssize_t n = ::read(fd, buf_.data() + end_, buf_.size() - end_);
+  if (n < 0) return -errno;
+  if (n == 0) {
+    eof_ = true;
+    return 0;
+  }
+  end_ += static_cast<size_t>(n);
+  parse_ahead();
+  return n;
+}
+
+size_t HttpFramer::feed(std::string_view bytes) {
+  make_room();
+  size_t n = std::min(bytes.size(), buf_.size() - end_);
+  std::memcpy(buf_.data() + end_, bytes.data(), n);
+  end_ += n;
+  parse_ahead();
+  return n;
+}
+
+HttpFramer::Piece HttpFramer::next(std::string_view& request, std::string& answer) {
+  if (!have_) return Piece::None;
+  std::swap(handed_, next_);
+  have_ = false;
+  owed_.push_back(handed_.head);
+  parse_ahead();
+  if (handed_.answer) {
+    answer.swap(handed_.text);
+    return Piece::Answer;
+  }
+  request = handed_.text;
+  return Piece::Request;
+}
+
+void HttpFramer::frame(std::string_view answer, std::string& out) {
+  // One response for each piece handed out, in order.
+  assert(!owed_.empty());
+  HttpResponseHead head = owed_.front();
+  owed_.pop_front();
+  if (head.status == 0) head.status = http_status_of_answer(answer);
+  append_http_head(out, head, answer.size());
+  out += answer;
+}
+
+bool HttpFramer::expire(std::chrono::steady_clock::time_point now) {
+  if (!in_message_ || have_ || stop_ || now - started_ < timeout_) return false;
+  refuse(408, fmt::format("the request did not arrive whole within {} s", timeout_.count() / 1000), true);
+  return true;
+}
+
+// Runs the parser over what is buffered until a piece is ready or the
+// bytes run out. The parser pauses itself at the end of a request's
+// headers (to route it and bound its body) and at the end of the request.
+void HttpFramer::parse_ahead() {
+  while (!have_ && !stop_ && begin_ < end_) {
+    bool in_headers = !headers_seen_;
+    size_t n = http_parser_execute(&parser_, &settings_, buf_.data() + begin_, end_ - begin_);
+    begin_ += n;
+    http_errno e = HTTP_PARSER_ERRNO(&parser_);
+    // Paused at the end of the headers, the parser leaves their last LF to
+    // read again when it goes on: it is the headers' byte all the same.
+    if (in_headers) header_bytes_ += n + (e == HPE_PAUSED && paused_at_headers_ ? 1 : 0);
+    if (in_headers && header_bytes_ > kMaxHttpHeaderBytes) {
+      refuse(431, fmt::format("the request's headers are longer than {} bytes", kMaxHttpHeaderBytes), true);
+    } else if (e == HPE_PAUSED) {
+      http_parser_pause(&parser_, 0);
+      if (paused_at_headers_) headers_done();
+      if (paused_at_end_) message_done();
+      paused_at_headers_ = paused_at_end_ = false;
+    } else if (e != HPE_OK) {
+      if (body_too_long_) {
+        refuse(413, fmt::format("the body is longer than {} bytes (--max-line)", max_body_bytes_), true);
+      } else if (e == HPE_HEADER_OVERFLOW) {
+        refuse(431, fmt::format("the request's headers are longer than {} bytes", kMaxHttpHeaderBytes), true);
+      } else {
+        refuse(400, fmt::format("not an HTTP/1.1 request: {}", http_errno_description(e)), true);
+      }
+    }
+  }
+  if (begin_ == end_) begin_ = end_ = 0;
+}
+
+int HttpFramer::on_message_begin(http_parser* p) {
+  auto* f = static_cast<HttpFramer*>(p->data);
+  f->in_message_ = true;
+  f->started_ = std::chrono::steady_clock::now();
+  f->url_.clear();
+  f->next_.text.clear();
+  f->refuse_status_ = 0;
+  f->args_ = false;
+  f->body_bytes_ = 0;
+  f->body_too_long_ = false;
+  return 0;
+}
+
+int HttpFramer::on_url(http_parser* p, const char* at, size_t n) {
+  auto* f = static_cast<HttpFramer*>(p->data);
+  // Bounded by the header limit: parse_ahead refuses past it.
+  if (f->url_.size() + n <= kMaxHttpHeaderBytes) f->url_.append(at, n);
+  return 0;
+}
+
+int HttpFramer::on_headers_complete(http_parser* p) {
+  auto* f = static_cast<HttpFramer*>(p->data);
+  f->paused_at_headers_ = true;
+  http_parser_pause(p, 1);
+  return 0;
+}
+
+int HttpFramer::on_body(http_parser* p, const char* at, size_t n) {
+  auto* f = static_cast<HttpFramer*>(p->data);
+  f->body_bytes_ += n;
+  if (f->body_bytes_ > f->max_body_bytes_) {
+    f->body_too_long_ = true;
+    return 1;  // stops the parser: refused, 413
+  }
+  if (f->args_) f->next_.text.append(at, n);  // else dropped: a refused request's, or /schema's
+  return 0;
+}
+
+int HttpFramer::on_message_complete(http_parser* p) {
+  auto* f = static_cast<HttpFramer*>(p->data);
+  f->paused_at_end_ = true;
+  http_parser_pause(p, 1);
+  return 0;
+}
+
+// The request line and headers are in: route it, and refuse a body that
+// says it is over the limit before reading any of it.
+void HttpFramer::headers_done() {
+  headers_seen_ = true;
+  if ((parser_.flags & F_CONTENTLENGTH) && parser_.content_length > max_body_bytes_) {
+    refuse(413, fmt::format("the body is {} bytes; at most {} are taken (--max-line)", parser_.content_length,
+                            max_body_bytes_),
+           true);
+    return;
+  }
+  http_parser_url u;
+  http_parser_url_init(&u);
+  if (http_parser_parse_url(url_.data(), url_.size(), 0, &u) != 0 || !(u.field_set & (1 << UF_PATH))) {
+    refuse_status_ = 400;
+    refuse_message_ = fmt::format("`{}` is not a path", shown(url_));
+    return;
+  }
+  if (u.field_set & (1 << UF_QUERY)) {
+    refuse_status_ = 400;
+    refuse_message_ = "arguments go in the body, as a JSON object, not in the query string";
+    return;
+  }
+  route(std::string_view(url_).substr(u.field_data[UF_PATH].off, u.field_data[UF_PATH].len));
+}
+
+// POST /events/NAME, GET|POST /queries/NAME, GET /schema: the start of the
+// request line (the body and its end come with the body), or a refusal.
+void HttpFramer::route(std::string_view path) {
+  auto method = static_cast<http_method>(parser_.method);
+  auto name_after = [&](std::string_view prefix, std::string_view& name) {
+    if (path.substr(0, prefix.size()) != prefix) return false;
+    name = path.substr(prefix.size());
+    return !name.empty() && name.find('/') == std::string_view::npos;
+  };
+  std::string_view name;
+  bool event = name_after("/events/", name);
+  bool query = !event && name_after("/queries/", name);
+  bool schema = path == "/schema";
+  allow_ = event ? "POST" : query ? "GET, POST" : "GET";
+  bool allowed = event ? method == HTTP_POST : query ? method == HTTP_GET || method == HTTP_POST : method == HTTP_GET;
+  if (!event && !query && !schema) {
+    refuse_status_ = 404;
+    refuse_message_ = fmt::format("no route {} {}: the routes are POST /events/NAME, GET or POST /queries/NAME "
+                                  "and GET /schema",
+                                  http_method_str(method), shown(path));
+  } else if (!allowed) {
+    refuse_status_ = 405;
+    refuse_message_ = fmt::format("{} takes {}, not {}", shown(path), allow_, http_method_str(method));
+  } else if (schema) {
+    next_.text = R"({"schema":{})";
+  } else {
+    next_.text = event ? R"({"event":)" : R"({"query":)";
+    json_append_string(next_.text, name);
+    next_.text += ",\"args\":";
+    args_ = true;
+  }
+}
+
+// The request is whole: its request line is finished (or its refusal
+// formed), and it is the next piece.
+void HttpFramer::message_done() {
+  in_message_ = false;
+  headers_seen_ = false;
+  header_bytes_ = 0;
+  bool keep_alive = http_should_keep_alive(&parser_) != 0 && !parser_.upgrade;
+  if (refuse_status_ != 0) {
+    refuse(refuse_status_, refuse_message_, !keep_alive);
+    if (refuse_status_ == 405) next_.head.allow = allow_;
+    return;
+  }
+  std::string& line = next_.text;
+  if (args_) {  // an event's or query's: the body is its args
+    size_t body_at = line.size() - body_bytes_;
+    std::string_view body = std::string_view(line).substr(body_at);
+    if (!one_json_value(body)) {
+      refuse(400, "the body must be one JSON value: the arguments, as an object", !keep_alive);
+      return;
+    }
+    if (blank(body)) line += "{}";
+  }
+  line += '}';
+  next_.answer = false;
+  next_.head = HttpResponseHead{};
+  next_.head.status = 0;  // from the answer's code
+  next_.head.close = !keep_alive;
+  next_.head.keep_alive_header = keep_alive && parser_.http_major == 1 && parser_.http_minor == 0;
+  have_ = true;
+  stop_ = !keep_alive;
+}
+
+void HttpFramer::refuse(int status, std::string_view message, bool close) {
+  next_.text.clear();
+  append_error(next_.text, {}, "bad_request", message);
+  next_.answer = true;
+  next_.head = HttpResponseHead{};
+  next_.head.status = status;
+  next_.head.close = close;
+  have_ = true;
+  stop_ = close;
+  in_message_ = false;
+  headers_seen_ = false;
+  header_bytes_ = 0;
+}
+
+// ---- the client side ----------------------------------------------------------------
+
+bool http_request_for_line(std::string_view line, std::string_view host, std::string& out, std::string& error) {
+  JsonDoc doc;
+  if (!doc.parse(line, error)) return false;
+  if (doc.node(doc.root()).kind != JsonNode::Kind::Object) {
+    error = "a request is a JSON object";
+    return false;
+  }
+  if (doc.member(doc.root(), "id")) {
+    error = "a request over HTTP has no `id` (its answer is the response to it)";
+    return false;
+  }
+  std::string path, body;
+  const char* method = "POST";
+  uint32_t args = doc.member(doc.root(), "args");
+  if (args) body = doc.node(args).raw;
+  if (uint32_t e = doc.member(doc.root(), "event"); e && doc.node(e).kind == JsonNode::Kind::String) {
+    path = "/events/" + std::string(doc.node(e).str);
+  } else if (uint32_t q = doc.member(doc.root(), "query"); q && doc.node(q).kind == JsonNode::Kind::String) {
+    path = "/queries/" + std::string(doc.node(q).str);
+  } else if (doc.member(doc.root(), "schema") && !args) {
+    path = "/schema";
+    method = "GET";
+  } else {
+    error = "over HTTP a request is an `event` or a `query` (a string), with its `args`, or `schema`";
+    return false;
+  }
+  out += fmt::format("{} {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                     method, path, host, body.size());
+  out += body;
+  return true;
+}
+
+HttpAnswerReader::HttpAnswerReader() {
+  http_parser_init(&parser_, HTTP_RESPONSE);
+  parser_.data = this;
+  http_parser_settings_init(&settings_);
+  settings_.on_body = on_body;
+  settings_.on_message_complete = on_message_complete;
+}
+
+int HttpAnswerReader::on_body(http_parser* p, const char* at, size_t n) {
+  static_cast<HttpAnswerReader*>(p->data)->body_.append(at, n);
+  return 0;
+}
+
+int HttpAnswerReader::on_message_complete(http_parser* p) {
+  auto* r = static_cast<HttpAnswerReader*>(p->data);
+  r->done_.emplace_back(static_cast<int>(p->status_code), std::move(r->body_));
+  r->body_.clear();
+  return 0;
+}
+
+bool HttpAnswerReader::feed(std::string_view bytes, std::string& error) {
+  size_t n = http_parser_execute(&parser_, &settings_, bytes.data(), bytes.size());
+  if (HTTP_PARSER_ERRNO(&parser_) != HPE_OK || n != bytes.size()) {
+    error = fmt::format("not an HTTP response: {}", http_errno_description(HTTP_PARSER_ERRNO(&parser_)));
+    return false;
+  }
+  return true;
+}
+
+bool HttpAnswerReader::next(int& status, std::string& body) {
+  if (done_.empty()) return false;
+  status = done_.front().first;
+  body = std::move(done_.front().second);
+  done_.pop_front();
+  return true;
+}
+
+}  // namespace aup::runtime

@@ -1,0 +1,173 @@
+// The request protocol over HTTP/1.1 (`aup run --listen http://HOST:PORT`,
+// docs/protocol.md, "HTTP"): another framing of the same requests, served
+// by the same pipeline (pipeline.h) as the line protocol.
+//
+//   POST /events/NAME          body: the event's args (JSON; empty: {})
+//   GET|POST /queries/NAME     body: the query's args (JSON; empty: {})
+//   GET /schema
+//
+// Each complete HTTP request becomes the request line the Service takes
+// (`{"event":"NAME","args":BODY}`), and each answer line, once the
+// Committer has formed it, goes back as the body of an HTTP/1.1 response
+// whose status says what the answer's code says (http_status_for_code).
+// Answers leave in request order, so pipelined requests need nothing more.
+// Parsing is Debian's http-parser (libhttp-parser), never by hand.
+//
+// Limits: the request line and headers together at most
+// kMaxHttpHeaderBytes (431 and close); a body at most --max-line (413 and
+// close: the body is not read); a request must arrive whole within the
+// timeout of its first byte (408 and close: a client that trickles its
+// headers or body holds a connection that long at most). A request the
+// parser refuses is answered 400 and the connection closed: after it the
+// byte stream cannot be trusted to be where a request starts.
+#pragma once
+
+#include <http_parser.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace aup::runtime {
+
+// The request line and every header, as sent (CRLFs included). curl sends
+// about 100 bytes; 16 KiB is what Node and many proxies allow.
+inline constexpr size_t kMaxHttpHeaderBytes = 16 * 1024;
+inline constexpr uint32_t kDefaultHttpTimeoutSeconds = 10;
+
+// The one table from an answer's error code to its HTTP status
+// (docs/protocol.md): 200 for ok, then 400, 404, 409, 422, 503; 500 for a
+// code the table does not know (none the Service writes).
+int http_status_for_code(std::string_view code);
+// The status for a formed answer line (`{"ok":true...` or
+// `{"ok":false,"error":{"code":"..."`; HTTP requests carry no id).
+int http_status_of_answer(std::string_view answer);
+std::string_view http_reason(int status);
+
+// One response: `body` is the answer line, newline included.
+struct HttpResponseHead {
+  int status = 200;
+  bool close = false;            // `Connection: close`; the last on the connection
+  bool keep_alive_header = false;  // an HTTP/1.0 client that asked to keep the connection
+  std::string_view allow;        // a 405's `Allow` header, else empty
+};
+void append_http_head(std::string& out, const HttpResponseHead& head, size_t body_bytes);
+
+// Cuts what one connection sends into requests. One read buffer, reused;
+// what the parser takes is copied out (the path, the body into the request
+// line), so the buffer never grows. At most one request is parsed ahead
+// of the one handed out, so ready() is exact and back-pressure holds: a
+// connection not taken from is neither parsed nor read.
+class HttpFramer {
+ public:
+  HttpFramer(size_t max_body_bytes, std::chrono::milliseconds timeout);
+  HttpFramer(const HttpFramer&) = delete;
+  HttpFramer& operator=(const HttpFramer&) = delete;
+
+  // One read(2) into the free space: the bytes read, 0 at end of input,
+  // or -errno. feed() is the same for bytes in hand (tests, fuzzing): it
+  // takes what fits and returns how many.
+  ssize_t read_from(int fd);
+  size_t feed(std::string_view bytes);
+
+  enum class Piece : uint8_t { None, Request, Answer };
+  // The next piece: a Request (`request` views the request line, valid
+  // until the next call), or an Answer the framer formed itself (a refused
+  // request: `answer` is its answer line). Either way one response is owed,
+  // and frame() writes the responses in the order of the pieces.
+  Piece next(std::string_view& request, std::string& answer);
+  bool ready() const { return have_; }
+  // No more requests: the peer closed its end, or the last request was
+  // handed out (`Connection: close`, HTTP/1.0, or a refusal that closes).
+  bool eof() const { return eof_ || (stop_ && !have_); }
+  void set_eof() { eof_ = true; }
+
+  // Appends the response to the oldest piece handed out: `answer` its
+  // answer line.
+  void frame(std::string_view answer, std::string& out);
+  // Whether the response frame() writes next is the last (close after it).
+  bool closing_next() const { return !owed_.empty() && owed_.front().close; }
+
+  // A request begun more than the timeout before `now` and not complete is
+  // refused (408, close): true when this call did so (next() then gives it).
+  bool expire(std::chrono::steady_clock::time_point now);
+
+ private:
+  struct Pending {
+    std::string text;  // the request line, or a refusal's answer line
+    bool answer = false;
+    HttpResponseHead head;
+  };
+  static int on_message_begin(http_parser* p);
+  static int on_url(http_parser* p, const char* at, size_t n);
+  static int on_headers_complete(http_parser* p);
+  static int on_body(http_parser* p, const char* at, size_t n);
+  static int on_message_complete(http_parser* p);
+  void parse_ahead();
+  void headers_done();
+  void message_done();
+  void route(std::string_view path);
+  void refuse(int status, std::string_view message, bool close);
+  void make_room();
+
+  size_t max_body_bytes_;
+  std::chrono::milliseconds timeout_;
+  std::vector<char> buf_;
+  size_t begin_ = 0, end_ = 0;
+  bool eof_ = false;
+  http_parser parser_;
+  http_parser_settings settings_;
+  // The message being parsed.
+  std::string url_;
+  size_t header_bytes_ = 0;
+  size_t body_bytes_ = 0;
+  bool in_message_ = false;
+  bool args_ = false;  // the body is the request's args (an event's or a query's)
+  bool headers_seen_ = false;
+  bool body_too_long_ = false;
+  bool paused_at_headers_ = false, paused_at_end_ = false;
+  std::chrono::steady_clock::time_point started_;
+  int refuse_status_ = 0;  // refused at its headers; its body is read and dropped
+  std::string refuse_message_;
+  std::string_view allow_;
+  // The next piece, parsed ahead; `handed_` holds the one handed out.
+  Pending next_, handed_;
+  bool have_ = false;
+  bool stop_ = false;  // the piece parsed ahead is the connection's last
+  std::deque<HttpResponseHead> owed_;  // responses owed, in order
+};
+
+// ---- the client side (aup call, aup shell, bench/server) ----
+
+// The HTTP request for a request line of the line protocol: an event is
+// POST /events/NAME, a query POST /queries/NAME, the schema GET /schema,
+// the args as the body. False with a message for a line HTTP cannot carry
+// (not JSON, an `id`: answers over HTTP are matched by their order).
+bool http_request_for_line(std::string_view line, std::string_view host, std::string& out, std::string& error);
+
+// Reads HTTP responses from the bytes a server sends.
+class HttpAnswerReader {
+ public:
+  HttpAnswerReader();
+  HttpAnswerReader(const HttpAnswerReader&) = delete;
+  HttpAnswerReader& operator=(const HttpAnswerReader&) = delete;
+  // False with a message when the bytes are not HTTP responses.
+  bool feed(std::string_view bytes, std::string& error);
+  // The next whole response: its status and body.
+  bool next(int& status, std::string& body);
+
+ private:
+  static int on_body(http_parser* p, const char* at, size_t n);
+  static int on_message_complete(http_parser* p);
+  http_parser parser_;
+  http_parser_settings settings_;
+  std::string body_;
+  std::deque<std::pair<int, std::string>> done_;
+};
+
+}  // namespace aup::runtime

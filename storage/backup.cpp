@@ -1,0 +1,267 @@
+#include "storage/backup.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "storage/live.h"
+#include "storage/log.h"
+#include "storage/memory_tables.h"
+#include "storage/recovery.h"
+
+namespace aup::storage {
+
+namespace {
+
+constexpr size_t kChunkBytes = size_t{1} << 20;
+
+// A file of the source, open for reading.
+struct Source {
+  std::string name;
+  int fd = -1;
+  uint64_t size = 0;
+};
+
+// The source files a backup copies, closed when it ends.
+class Sources {
+ public:
+  explicit Sources(Io& io) : io_(io) {}
+  ~Sources() {
+    for (Source& s : files_) io_.close(s.fd);
+  }
+  Sources(const Sources&) = delete;
+  Sources& operator=(const Sources&) = delete;
+
+  // Opens the schema file and the images.
+  Status open(const std::string& dir);
+  const std::vector<Source>& files() const { return files_; }
+
+ private:
+  Io& io_;
+  std::vector<Source> files_;
+};
+
+// Whether `name` is a file a backup copies as it is: the schema file or an
+// image (not one being written, `.new`). The log is copied as its reader
+// finds it.
+bool copied(std::string_view name) {
+  if (name == "schema" || name == "image.vars") return true;
+  return name.rfind("image-", 0) == 0 && (name.size() < 10 || name.substr(name.size() - 4) != ".new");
+}
+
+Status Sources::open(const std::string& dir) {
+  std::vector<std::string> names;
+  if (int rc = io_.list_dir(dir, names); rc < 0) {
+    return Status::error(fmt::format("cannot list {}: {}", dir, std::strerror(-rc)), -rc);
+  }
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    Source s;
+    s.name = name;
+    if (!copied(name)) continue;
+    std::string path = dir + "/" + name;
+    s.fd = io_.open(path, O_RDONLY, 0);
+    if (s.fd < 0) return Status::error(fmt::format("cannot open {}: {}", path, std::strerror(-s.fd)), -s.fd);
+    int64_t size = io_.file_size(s.fd);
+    if (size < 0) {
+      io_.close(s.fd);
+      return Status::error(fmt::format("cannot read {}: {}", path, std::strerror(static_cast<int>(-size))),
+                           static_cast<int>(-size));
+    }
+    s.size = static_cast<uint64_t>(size);
+    files_.push_back(s);
+  }
+  return Status::good();
+}
+
+Status sync_directory(Io& io, const std::string& dir) {
+  int dfd = io.open(dir, O_RDONLY | O_DIRECTORY, 0);
+  int rc = dfd < 0 ? dfd : io.fsync(dfd);
+  if (dfd >= 0) io.close(dfd);
+  if (rc < 0) return Status::error(fmt::format("cannot sync the directory {}: {}", dir, std::strerror(-rc)), -rc);
+  return Status::good();
+}
+
+// Copies the first `bytes` of `s` into the new file `to`, allocated to
+// `alloc` bytes (a segment's whole size: the rest reads as zeros), synced.
+class Copier {
+ public:
+  Copier(Io& io, BackupReport& report, const BackupProgress& progress)
+      : io_(io), report_(report), progress_(progress), buf_(kChunkBytes) {}
+
+  Status copy(const Source& s, const std::string& from, const std::string& to, uint64_t bytes, uint64_t alloc) {
+    int fd = io_.open(to, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) return Status::error(fmt::format("cannot create {}: {}", to, std::strerror(-fd)), -fd);
+    Status st = fill(s, from, fd, to, bytes, alloc);
+    if (int rc = st.ok() ? io_.fsync(fd) : 0; rc < 0) {
+      st = Status::error(fmt::format("cannot sync {}: {}", to, std::strerror(-rc)), -rc);
+    }
+    io_.close(fd);
+    if (!st.ok()) return st;
+    ++report_.files;
+    io_.point("backup.copied");
+    return Status::good();
+  }
+
+ private:
+  Status fill(const Source& s, const std::string& from, int fd, const std::string& to, uint64_t bytes,
+              uint64_t alloc) {
+    if (alloc > 0) {
+      if (int rc = io_.fallocate(fd, 0, static_cast<off_t>(alloc)); rc < 0) {
+        return Status::error(fmt::format("cannot allocate {} bytes for {}: {}", alloc, to, std::strerror(-rc)), -rc);
+      }
+    }
+    for (uint64_t at = 0; at < bytes;) {
+      size_t want = static_cast<size_t>(std::min<uint64_t>(kChunkBytes, bytes - at));
+      ssize_t got = io_.pread(s.fd, buf_.data(), want, static_cast<off_t>(at));
+      if (got <= 0) {
+        int e = got < 0 ? static_cast<int>(-got) : EIO;  // a source shorter than it was: it changed
+        return Status::error(fmt::format("cannot read {}: {}", from, std::strerror(e)), e);
+      }
+      for (ssize_t done = 0; done < got;) {
+        ssize_t w = io_.pwrite(fd, buf_.data() + done, static_cast<size_t>(got - done),
+                               static_cast<off_t>(at + static_cast<uint64_t>(done)));
+        if (w <= 0) {
+          int e = w < 0 ? static_cast<int>(-w) : EIO;
+          return Status::error(fmt::format("cannot write {}: {}", to, std::strerror(e)), e);
+        }
+        done += w;
+      }
+      at += static_cast<uint64_t>(got);
+      report_.bytes += static_cast<uint64_t>(got);
+      if (progress_) progress_(report_.bytes);
+    }
+    return Status::good();
+  }
+
+  Io& io_;
+  BackupReport& report_;
+  const BackupProgress& progress_;
+  std::vector<uint8_t> buf_;
+};
+
+// Recovers the copy (read-only: every digest, the chain) and counts its rows.
+// Recovery of the copy, read-only: it refuses the first damage (every
+// digest and the chain are checked), so only a torn tail is heard here.
+Status verify(Io& io, const std::string& to, uint64_t want_seq, bool live, BackupReport& report) {
+  RecoveryOptions ro;
+  ro.log.read_only = true;
+  RecoveryReporter quiet;
+  Recovery recovery(io, to, ro, quiet);
+  Schema stored;
+  Status st = recovery.read_schema(stored);
+  if (!st.ok()) return st;
+  MemoryTables tables(stored);
+  st = recovery.load_images(stored, stored, tables);
+  if (st.ok()) st = recovery.read_log();
+  if (!st.ok()) return Status::error("the copy does not verify: " + st.message, st.err);
+  if (live && recovery.last_seq() != want_seq) {
+    return Status::error(fmt::format("the copy holds save {}, not save {} it was cut at", recovery.last_seq(), want_seq));
+  }
+  report.seq = recovery.last_seq();
+  report.rows = 0;
+  for (uint32_t t = 0; t < stored.tables.size(); ++t) report.rows += tables.table(t).size();
+  return Status::good();
+}
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+// Refuses a destination that exists, or a partial one a stopped backup left.
+Status check_destination(const std::string& to, const std::string& partial) {
+  if (exists(to)) {
+    return Status::error(fmt::format("--to {}: it exists; a backup makes a new directory", to), EEXIST);
+  }
+  if (exists(partial)) {
+    return Status::error(fmt::format("{} exists: a backup that did not finish; remove it first", partial), EEXIST);
+  }
+  return Status::good();
+}
+
+// The copy's files, in order: the schema and the images (open before the
+// cut), then the segments up to it.
+Status copy_store(Io& io, ReadAccess& access, const std::string& dir, const std::string& partial, Copier& copier,
+                  uint64_t& cut_seq) {
+  Sources fixed(io);
+  Status st = fixed.open(dir);
+  if (!st.ok()) return st;
+  if (std::none_of(fixed.files().begin(), fixed.files().end(), [](const Source& s) { return s.name == "schema"; })) {
+    return Status::error(fmt::format("{} holds no store (no schema file)", dir), ENOENT);
+  }
+  uint64_t cut_segment = UINT64_MAX, cut_end = UINT64_MAX;
+  if (access.live()) {
+    LiveMark m;
+    st = access.cut(m);
+    if (!st.ok()) return st;
+    cut_segment = m.segment;
+    cut_end = m.end;
+    cut_seq = m.seq;
+  }
+  // The log's chain as the one reader finds it (up to the cut when
+  // served): each segment up to the end of its last entry, so neither a
+  // torn tail nor a free segment is copied.
+  Log::Options lo;
+  lo.read_only = true;
+  lo.cut_segment = cut_segment;
+  lo.cut_end = cut_end;
+  std::unique_ptr<Log> log;
+  LogOpenReport opened;
+  st = Log::open(io, dir, lo, [](const LogEntry&) { return Status::good(); }, log, opened);
+  if (!st.ok()) return st;
+  if (::mkdir(partial.c_str(), 0755) != 0) {
+    return Status::error(fmt::format("cannot create {}: {}", partial, std::strerror(errno)), errno);
+  }
+  for (const Source& s : fixed.files()) {
+    st = copier.copy(s, dir + "/" + s.name, partial + "/" + s.name, s.size, 0);
+    if (!st.ok()) return st;
+  }
+  for (const Log::Segment& seg : log->segments()) {
+    Source s{fmt::format("log-{}", seg.number), seg.fd, seg.size};
+    st = copier.copy(s, dir + "/" + s.name, partial + "/" + s.name, seg.used, seg.size);
+    if (!st.ok()) return st;
+  }
+  return sync_directory(io, partial);
+}
+
+}  // namespace
+
+Status backup(Io& io, const std::string& dir, const std::string& to, BackupReport& report,
+              const BackupProgress& progress) {
+  std::string partial = to + ".partial";
+  Status st = check_destination(to, partial);
+  if (!st.ok()) return st;
+  ReadAccess access(io);
+  st = access.take(dir);
+  if (!st.ok()) return st;
+  report.live = access.live();
+  report.holder = access.holder();
+  Copier copier(io, report, progress);
+  uint64_t cut_seq = 0;
+  st = copy_store(io, access, dir, partial, copier, cut_seq);
+  if (!st.ok()) {
+    std::error_code ignored;  // a refusal, not a crash: nothing half-made is left behind
+    std::filesystem::remove_all(partial, ignored);
+    return st;
+  }
+  io.point("backup.before_rename");
+  if (int rc = io.rename(partial, to); rc < 0) {
+    return Status::error(fmt::format("cannot rename {} to {}: {}", partial, to, std::strerror(-rc)), -rc);
+  }
+  std::string parent = std::filesystem::path(to).parent_path().string();
+  st = sync_directory(io, parent.empty() ? "." : parent);
+  if (!st.ok()) return st;
+  io.point("backup.after_rename");
+  return verify(io, to, cut_seq, report.live, report);
+}
+
+}  // namespace aup::storage

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""`aup backup --data DIR --to DEST` (cli/backup.cpp, storage/backup.h): a
+stopped store, refusals, a crash at each named point and a failed write,
+then the soak: a loaded server with `aup backup` in a loop beside it, the
+backups killed at random moments and the server killed and restarted
+between. Every finished backup must verify, open as a store and hold every
+deposit answered before it started and none that was never sent; every
+killed one must leave DEST absent (DEST.partial being recognisably
+incomplete) or complete; the source is only read.
+
+usage: backup_test.py AUP ROOT [--seconds S]
+"""
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime"))
+import replay_live_test as live  # noqa: E402  (its Server, Load, Totals and MODULE)
+
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    if len(failures) <= 20:
+        print("FAIL:", msg, flush=True)
+
+
+def run(aup, *args, env=None, **kw):
+    return subprocess.run([aup, *args], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, **(env or {})), **kw)
+
+
+def rows_of(aup, data):
+    r = run(aup, "replay", "--data", data, "--dump", "accounts")
+    if r.returncode != 0:
+        fail(f"replay --dump {data}: exit {r.returncode}: {r.stderr}")
+        return {}
+    return {row["id"]: row["n"] for row in map(json.loads, r.stdout.splitlines())}
+
+
+def stopped_store(aup, tmp, module):
+    data = os.path.join(tmp, "stopped")
+    lines = [json.dumps({"event": "open", "args": {"id": a}}) for a in range(1, 5)]
+    lines += [json.dumps({"event": "deposit", "args": {"id": 1 + k % 4}}) for k in range(400)]
+    r = run(aup, "run", module, "--data", data, "--segment-size", "4096", "--image-min", "512", "--log-min", "2048",
+            input="\n".join(lines) + "\n")
+    assert r.returncode == 0, r.stderr
+    want = rows_of(aup, data)
+    dest = os.path.join(tmp, "copy")
+    r = run(aup, "backup", "--data", data, "--to", dest)
+    if r.returncode != 0 or not r.stdout.startswith(f"backed up {data} to {dest}: save ") or "verified" not in r.stdout:
+        fail(f"backup of a stopped store: exit {r.returncode}: {r.stdout}{r.stderr}")
+    if rows_of(aup, dest) != want:
+        fail(f"the copy's rows differ from the source's: {rows_of(aup, dest)} != {want}")
+    # The copy opens as a store (restoring is opening it) and takes events.
+    r = run(aup, "run", module, "--data", dest, input='{"event":"deposit","args":{"id":1}}\n')
+    if r.returncode != 0 or '"ok":true' not in r.stdout:
+        fail(f"the copy does not open as a store: {r.stdout}{r.stderr}")
+    # Refusals: an existing --to, a partial one left by a stopped backup, no store.
+    for to, words in ((dest, "it exists; a backup makes a new directory"),):
+        r = run(aup, "backup", "--data", data, "--to", to)
+        if r.returncode != 2 or words not in r.stderr:
+            fail(f"backup --to an existing directory: exit {r.returncode}: {r.stderr}")
+    os.mkdir(os.path.join(tmp, "left.partial"))
+    r = run(aup, "backup", "--data", data, "--to", os.path.join(tmp, "left"))
+    if r.returncode != 2 or "a backup that did not finish; remove it first" not in r.stderr:
+        fail(f"backup beside a partial one: exit {r.returncode}: {r.stderr}")
+    r = run(aup, "backup", "--data", os.path.join(tmp, "none"), "--to", os.path.join(tmp, "x"))
+    if r.returncode != 2 or "cannot list" not in r.stderr:
+        fail(f"backup of no store: exit {r.returncode}: {r.stderr}")
+    return data, want
+
+
+def crashes(aup, tmp, data, want):
+    """A crash at every point: DEST absent with DEST.partial, or complete."""
+    points = [f"backup.copied:{n}" for n in range(1, 5)] + ["backup.before_rename:1", "backup.after_rename:1"]
+    for point in points:
+        dest = os.path.join(tmp, "crash-" + point.replace(":", "-"))
+        r = run(aup, "backup", "--data", data, "--to", dest, env={"AUP_FAULTS": "crash:" + point})
+        if r.returncode == 0:
+            fail(f"crash at {point}: the backup finished")
+        if point.startswith("backup.after_rename"):
+            if not os.path.isdir(dest) or rows_of(aup, dest) != want:
+                fail(f"crash at {point}: the renamed copy is not complete")
+        elif os.path.exists(dest) or not os.path.isdir(dest + ".partial"):
+            fail(f"crash at {point}: DEST {'exists' if os.path.exists(dest) else 'absent'}, "
+                 f"DEST.partial {'there' if os.path.isdir(dest + '.partial') else 'missing'}")
+    # A write that fails: refused, nothing half-made left, the source as it was.
+    dest = os.path.join(tmp, "nospace")
+    r = run(aup, "backup", "--data", data, "--to", dest, env={"AUP_FAULTS": "fail:pwrite:2:ENOSPC"})
+    if r.returncode != 2 or "cannot write" not in r.stderr or os.path.exists(dest) or os.path.exists(dest + ".partial"):
+        fail(f"a failed write: exit {r.returncode}: {r.stderr}; left {os.listdir(tmp)}")
+    if rows_of(aup, data) != want or run(aup, "replay", "--data", data, "--verify").returncode != 0:
+        fail("the source changed under the backups")
+
+
+def soak(aup, tmp, module, seconds, rng):
+    data, sock = os.path.join(tmp, "served"), os.path.join(tmp, "s")
+    server = live.Server(aup, module, data, sock)
+    for a in range(1, live.ACCOUNTS + 1):
+        assert live.call(sock, {"event": "open", "args": {"id": a}})["ok"]
+    totals = live.Totals()
+    finished = killed = kills = 0
+    end = time.time() + seconds
+    while time.time() < end:
+        load = live.Load(sock)
+        load.start()
+        life_end = time.time() + rng.uniform(0.5, 1.5)
+        while time.time() < life_end:
+            dest = os.path.join(tmp, f"b{finished + killed}")
+            acked_before = totals.now(load)[1]
+            p = subprocess.Popen([aup, "backup", "--data", data, "--to", dest], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+            if rng.random() < 0.3:  # kill it at a random moment
+                time.sleep(rng.uniform(0, 0.02))
+                p.kill()
+            out, err = p.communicate(timeout=60)
+            sent = totals.now(load)[0]
+            if p.returncode == 0:
+                finished += 1
+                rows = rows_of(aup, dest)
+                for a in range(1, live.ACCOUNTS + 1):
+                    if not acked_before[a - 1] <= rows.get(a, -1) <= sent[a - 1]:
+                        fail(f"backup {dest}: account {a} has {rows.get(a)}, answered before "
+                             f"{acked_before[a - 1]}, sent {sent[a - 1]}")
+            elif p.returncode < 0:
+                killed += 1
+                if os.path.exists(dest) and run(aup, "replay", "--data", dest, "--verify").returncode != 0:
+                    fail(f"a killed backup left {dest} that does not verify")
+            else:
+                fail(f"backup beside the server: exit {p.returncode}: {out}{err}")
+            shutil.rmtree(dest, ignore_errors=True)
+            shutil.rmtree(dest + ".partial", ignore_errors=True)
+        server.kill()
+        kills += 1
+        totals.end_life(load)
+        server = live.Server(aup, module, data, sock)
+    server.kill()
+    rows = rows_of(aup, data)
+    for a in range(1, live.ACCOUNTS + 1):
+        if rows.get(a, -1) < totals.acked[a - 1]:
+            fail(f"the source lost answered deposits: account {a} has {rows.get(a)}, {totals.acked[a - 1]} answered")
+    print(f"{finished} backups finished and {killed} killed beside the server, {kills} server kills")
+    if finished == 0:
+        fail("no backup finished beside the server")
+
+
+def main():
+    aup = os.path.abspath(sys.argv[1])
+    seconds = float(sys.argv[sys.argv.index("--seconds") + 1]) if "--seconds" in sys.argv else 8.0
+    with tempfile.TemporaryDirectory(prefix="aup-backup-") as tmp:
+        module = os.path.join(tmp, "live.aup")
+        with open(module, "w") as f:
+            f.write(live.MODULE)
+        data, want = stopped_store(aup, tmp, module)
+        crashes(aup, tmp, data, want)
+        soak(aup, tmp, module, seconds, random.Random(11))
+    if failures:
+        print(f"{len(failures)} failure(s)")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""HTTP (docs/protocol.md, "HTTP"): the examples over curl and over
+`aup call`, answers compared byte for byte with the line protocol's.
+
+Every event and query of examples/bank (the demo's requests, then the
+queries the demo leaves out, and requests each error code answers), and
+every event and query of examples/tpcc (from its schema: loads of one row
+each, every id 1, then each transaction and query with sample arguments) run
+on a fresh `aup run --memory --fixed-time` four ways: over stdin (the
+reference), over a unix socket, over HTTP with curl (one curl per request,
+and the queries again pipelined over one kept connection), and with `aup
+call` over HTTP and over the unix socket. Each answer must be the
+reference's, and each HTTP status the one the code's row of the table
+gives. Both ways of serving (--io-threads 0 and 2) are run.
+
+usage: http_cli_test.py AUP SOURCE_ROOT
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+FAILURES = []
+STATUS = {"bad_request": 400, "bad_args": 400, "bad_number": 400, "unknown_event": 404, "unknown_query": 404,
+          "not_found": 404, "duplicate": 409, "stale_row": 409, "failed": 422, "out_of_range": 422,
+          "not_finite": 422, "budget": 422, "unavailable": 503}
+FIXED = ["--memory", "--fixed-time", "1700000000000"]
+
+
+def fail(msg):
+    FAILURES.append(msg)
+    print("FAIL: " + msg, flush=True)
+
+
+def requests(root):
+    """The demo's requests without their ids, then the rest of the bank's
+    queries and requests that fail in each way a client can make them."""
+    out = []
+    with open(os.path.join(root, "examples/bank/demo.ndjson")) as f:
+        for line in f:
+            r = json.loads(line)
+            r.pop("id", None)
+            out.append(r)
+    out += [{"query": "accounts_all"}, {"query": "transfers_made"}, {"query": "recent", "args": {"n": 2}},
+            {"event": "open", "args": {"id": 1, "owner": "dup"}},     # duplicate
+            {"event": "deposit", "args": {"id": 1, "amount": "x"}},   # bad_args
+            {"event": "deposit", "args": {"id": 1, "amount": -5}},    # failed (the bank refuses it)
+            {"event": "nope", "args": {}}, {"query": "nope"}]
+    return out
+
+
+def sample(type_text, records, depth=0):
+    """A value of the schema's type `type_text`: every number 1, every text
+    "a", one item an array, a record with each field so filled."""
+    if type_text == "num":
+        return 1
+    if type_text == "text":
+        return "a"
+    if type_text == "bool":
+        return True
+    if type_text.startswith("["):
+        return [sample(type_text[1:-1], records, depth + 1)]
+    if type_text in records and depth < 8:
+        return {f["name"]: sample(f["type"], records, depth + 1) for f in records[type_text]}
+    raise ValueError("no sample for the type " + type_text)
+
+
+def schema_requests(aup, module):
+    """Every event of `module` in declaration order, then every query, with
+    sample arguments, from its schema (the `schema` request)."""
+    p = subprocess.run([aup, "run", module] + FIXED, input='{"schema":{}}\n', capture_output=True, text=True,
+                       timeout=120)
+    schema = json.loads(p.stdout)["result"]
+    records = {r["name"]: r["fields"] for r in schema["records"]}
+    out = []
+    for kind in ("events", "queries"):
+        for e in schema[kind]:
+            r = {kind[:-1] if kind == "events" else "query": e["name"]}
+            if e["args"]:
+                r["args"] = {a["name"]: sample(a["type"], records) for a in e["args"]}
+            out.append(r)
+    return out
+
+
+def line_of(r):
+    return json.dumps(r, separators=(",", ":"))
+
+
+class Server:
+    def __init__(self, aup, module, work, io_threads):
+        self.sock = os.path.join(work, "s%d.sock" % time.monotonic_ns())
+        self.err_path = os.path.join(work, "err-%d" % time.monotonic_ns())
+        self.err = open(self.err_path, "wb")
+        self.p = subprocess.Popen([aup, "run", module] + FIXED + ["--io-threads", str(io_threads), "--listen",
+                                  "unix:" + self.sock, "--listen", "http://:0"],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.err)
+        deadline = time.monotonic() + 60
+        while True:
+            text = open(self.err_path).read()
+            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", text)
+            if m and "listening on unix:" in text:
+                self.port = int(m.group(1))
+                break
+            if self.p.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the server did not start: " + text)
+            time.sleep(0.02)
+        self.url = "http://127.0.0.1:%d" % self.port
+
+    def stop(self):
+        self.p.send_signal(signal.SIGTERM)
+        rc = self.p.wait(timeout=60)
+        self.err.close()
+        if rc != 0:
+            fail("the server exited %d: %s" % (rc, open(self.err_path).read()))
+
+
+def over_socket(srv, lines):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(srv.sock)
+    s.sendall("".join(l + "\n" for l in lines).encode())
+    buf = b""
+    while buf.count(b"\n") < len(lines):
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    s.close()
+    return buf.decode().splitlines()
+
+
+def curl_args(srv, r):
+    """curl's arguments for request `r`: its route and body."""
+    if "event" in r:
+        return ["-X", "POST", "--data-binary", json.dumps(r.get("args", {})), srv.url + "/events/" + r["event"]]
+    if "args" in r:
+        return ["-X", "POST", "--data-binary", json.dumps(r["args"]), srv.url + "/queries/" + r["query"]]
+    return [srv.url + "/queries/" + r["query"]]  # GET, no body
+
+
+def over_curl(srv, r):
+    p = subprocess.run(["curl", "-s", "-S", "-H", "Expect:", "-w", "%{http_code}"] + curl_args(srv, r),
+                       capture_output=True, text=True, timeout=60)
+    if p.returncode != 0 or "\n" not in p.stdout:
+        fail("curl %s: exit %d %s %s" % (line_of(r), p.returncode, p.stdout, p.stderr))
+        return "", 0
+    body, status = p.stdout.rsplit("\n", 1)
+    return body, int(status)
+
+
+def call_words(r):
+    """`aup call`'s short form for `r`: NAME then name=value per argument."""
+    words = [r.get("event") or r.get("query")]
+    for k, v in r.get("args", {}).items():
+        words.append("%s=%s" % (k, v if isinstance(v, str) else json.dumps(v)))
+    return words
+
+
+def check_status(r, answer, status):
+    a = json.loads(answer)
+    want = 200 if a.get("ok") else STATUS[a["error"]["code"]]
+    if status != want:
+        fail("%s: HTTP status %d for %s; the table says %d" % (line_of(r), status, answer, want))
+
+
+def run_mode(aup, module, work, io_threads, reqs, reference):
+    # The line protocol over a socket, then curl, each on a fresh server.
+    srv = Server(aup, module, work, io_threads)
+    got = over_socket(srv, [line_of(r) for r in reqs])
+    srv.stop()
+    if got != reference:
+        fail("--io-threads %d: the socket's answers differ from stdin's:\n%s\n%s" % (io_threads, got, reference))
+    srv = Server(aup, module, work, io_threads)
+    for r, want in zip(reqs, reference):
+        body, status = over_curl(srv, r)
+        if body != want:
+            fail("--io-threads %d: curl %s answered %r; the line protocol %r" % (io_threads, line_of(r), body, want))
+        elif status:
+            check_status(r, body, status)
+    # The queries again, pipelined on one connection curl keeps alive; the
+    # state is the one the whole sequence left.
+    queries = [r for r in reqs if "query" in r and "args" not in r]
+    p = subprocess.run(["curl", "-s", "-S", "-v"] + [srv.url + "/queries/" + r["query"] for r in queries],
+                       capture_output=True, text=True, timeout=60)
+    answers = p.stdout.splitlines()
+    final = over_socket(srv, [line_of(r) for r in queries])
+    if answers != final:
+        fail("--io-threads %d: curl's kept-alive queries %s; over the socket %s" % (io_threads, answers, final))
+    if "Re-using existing connection" not in p.stderr and "left intact" not in p.stderr:
+        fail("--io-threads %d: curl did not keep the connection: %s" % (io_threads, p.stderr[-400:]))
+    srv.stop()
+    print("--io-threads %d: %d requests over the socket and curl, the same answers" % (io_threads, len(reqs)))
+
+
+def run_call(aup, module, work, reqs, reference):
+    """`aup call` over HTTP and over the unix socket, each on a fresh server."""
+    for scheme in ("http", "unix"):
+        srv = Server(aup, module, work, 0)
+        address = "http://:%d" % srv.port if scheme == "http" else "unix:" + srv.sock
+        for r, want in zip(reqs, reference):
+            if r.get("event") == "nope" or r.get("query") == "nope":
+                words = [line_of(r)]  # the short form refuses unknown names before sending
+            elif r.get("args", {}).get("amount") == "x":
+                words = [line_of(r)]  # and mistyped arguments
+            else:
+                words = call_words(r)
+            p = subprocess.run([aup, "call", address] + words, capture_output=True, text=True, timeout=60)
+            answer = p.stdout.rstrip("\n")
+            ok = json.loads(want).get("ok") if want else False
+            if answer != want or p.returncode != (0 if ok else 1):
+                fail("aup call %s %s: exit %d %r; the line protocol %r (%s)" %
+                     (address, words, p.returncode, answer, want, p.stderr.strip()))
+        srv.stop()
+        print("aup call over %s: %d requests, the same answers" % (scheme, len(reqs)))
+
+
+def main():
+    aup, root = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    if not shutil.which("curl"):
+        print("FAIL: curl is not installed (sh tools/deps.sh installs it)")
+        sys.exit(1)
+    bank = os.path.join(root, "examples/bank/bank.aup")
+    tpcc = os.path.join(root, "examples/tpcc/tpcc.aup")
+    work = tempfile.mkdtemp(prefix="aup-http-")
+    try:
+        # The bank's own requests, then every event and query of TPC-C with
+        # a one-row population (every id 1) and sample arguments.
+        for module, reqs in ((bank, requests(root)), (tpcc, schema_requests(aup, tpcc))):
+            print("%s: %d requests" % (os.path.basename(module), len(reqs)))
+            p = subprocess.run([aup, "run", module] + FIXED, input="".join(line_of(r) + "\n" for r in reqs),
+                               capture_output=True, text=True, timeout=120)
+            reference = p.stdout.splitlines()
+            if p.returncode != 0 or len(reference) != len(reqs):
+                fail("stdin: exit %d, %d answers for %d requests: %s" % (p.returncode, len(reference), len(reqs),
+                                                                        p.stderr))
+                sys.exit(1)
+            if module == bank:
+                codes = {json.loads(a)["error"]["code"] for a in reference if not json.loads(a)["ok"]}
+                for code in ("not_found", "duplicate", "bad_args", "failed", "unknown_event", "unknown_query"):
+                    if code not in codes:
+                        fail("the requests answer no %s: %s" % (code, sorted(codes)))
+            for io_threads in (0, 2):
+                run_mode(aup, module, work, io_threads, reqs, reference)
+            run_call(aup, module, work, reqs, reference)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("%d failures" % len(FAILURES))
+    sys.exit(1 if FAILURES else 0)
+
+
+if __name__ == "__main__":
+    main()

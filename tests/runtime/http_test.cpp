@@ -1,0 +1,285 @@
+// HTTP framing (runtime/http.h): requests cut from bytes that arrive in any
+// pieces, turned into the request lines the Service takes; refusals with
+// their statuses; responses framed in request order; the client's side.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "runtime/http.h"
+
+namespace aup::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr size_t kBody = 256;
+
+// What the framer gives for `bytes` fed in pieces of `step` bytes: each
+// request line as it is, each refusal as "STATUS ANSWER" (the status its
+// response gets), and whether the connection is done (no more requests).
+struct Framed {
+  std::vector<std::string> pieces;
+  bool eof = false;
+};
+
+Framed frame(HttpFramer& f, std::string_view bytes, size_t step) {
+  Framed out;
+  auto drain = [&] {
+    std::string_view request;
+    std::string answer;
+    for (HttpFramer::Piece p; (p = f.next(request, answer)) != HttpFramer::Piece::None;) {
+      if (p == HttpFramer::Piece::Request) {
+        out.pieces.emplace_back(request);
+        continue;
+      }
+      // The response to this refusal: its status line's code.
+      std::string response;
+      f.frame(answer, response);
+      out.pieces.push_back(response.substr(9, 3) + " " + answer.substr(0, answer.size() - 1));
+    }
+  };
+  for (size_t at = 0; at < bytes.size();) {
+    size_t n = f.feed(bytes.substr(at, std::min(step, bytes.size() - at)));
+    at += n;
+    drain();
+    if (n == 0) break;  // full: what is ready was taken above, so only a refusal stops it
+  }
+  out.eof = f.eof();
+  return out;
+}
+
+Framed frame(std::string_view bytes, size_t step = 1 << 20) {
+  HttpFramer f(kBody, 10s);
+  return frame(f, bytes, step);
+}
+
+std::string post(std::string_view path, std::string_view body, std::string_view extra = "") {
+  return "POST " + std::string(path) + " HTTP/1.1\r\nHost: h\r\n" + std::string(extra) +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + std::string(body);
+}
+
+TEST_SUITE("http") {
+  TEST_CASE("each route becomes the request line the Service takes") {
+    std::string bytes = post("/events/open", R"({"id":1,"owner":"ann"})") +
+                        "GET /queries/total HTTP/1.1\r\nHost: h\r\n\r\n" + post("/queries/balance", R"({"id":1})") +
+                        "GET /schema HTTP/1.1\r\n\r\n" + post("/events/close", "");
+    std::vector<std::string> want{R"({"event":"open","args":{"id":1,"owner":"ann"}})",
+                                  R"({"query":"total","args":{}})", R"({"query":"balance","args":{"id":1}})",
+                                  R"({"schema":{}})", R"({"event":"close","args":{}})"};
+    CHECK(frame(bytes).pieces == want);
+    // Pipelined requests come whole and in order whatever pieces they
+    // arrive in, down to a byte at a time.
+    for (size_t step = 1; step <= 7; ++step) CHECK(frame(bytes, step).pieces == want);
+    CHECK(!frame(bytes).eof);
+  }
+
+  TEST_CASE("a chunked body is its chunks joined") {
+    std::string bytes =
+        "POST /events/deposit HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"id\"\r\n9\r\n:1,\"a\":7}\r\n0\r\n\r\n";
+    std::vector<std::string> want{R"({"event":"deposit","args":{"id":1,"a":7}})"};
+    CHECK(frame(bytes).pieces == want);
+    CHECK(frame(bytes, 1).pieces == want);
+  }
+
+  TEST_CASE("a body cannot add keys to the request line or close it early") {
+    for (const char* body : {R"({}, "id": 1)", R"({}}, {"query":"x")", "1, 2", R"("a":1)"}) {
+      Framed f = frame(post("/events/open", body) + post("/events/open", "{}"));
+      REQUIRE(f.pieces.size() == 2);
+      CHECK(f.pieces[0].rfind("400 ", 0) == 0);
+      CHECK(f.pieces[1] == R"({"event":"open","args":{}})");  // the connection goes on
+    }
+    // Commas and colons inside strings and brackets are the value's own.
+    CHECK(frame(post("/events/e", R"({"a":"x,y:}]\"","b":[1,2]})")).pieces ==
+          std::vector<std::string>{R"({"event":"e","args":{"a":"x,y:}]\"","b":[1,2]}})"});
+    // A body that is one value but not an object is the Service's to refuse
+    // (bad_args), as over the line protocol.
+    CHECK(frame(post("/events/e", "5")).pieces == std::vector<std::string>{R"({"event":"e","args":5})"});
+  }
+
+  TEST_CASE("an unknown route is 404, a wrong method 405, and the connection goes on") {
+    Framed f = frame("GET /nope HTTP/1.1\r\n\r\n" + post("/schema", "{}") + "GET /events/open HTTP/1.1\r\n\r\n" +
+                     "GET /queries/a?id=1 HTTP/1.1\r\n\r\n" + "GET /queries/a/b HTTP/1.1\r\n\r\n" +
+                     "GET /queries/total HTTP/1.1\r\n\r\n");
+    REQUIRE(f.pieces.size() == 6);
+    CHECK(f.pieces[0].rfind("404 ", 0) == 0);
+    CHECK(f.pieces[0].find("no route GET /nope") != std::string::npos);
+    CHECK(f.pieces[1].rfind("405 ", 0) == 0);
+    CHECK(f.pieces[2].rfind("405 ", 0) == 0);
+    CHECK(f.pieces[3].rfind("400 ", 0) == 0);  // arguments in the query string
+    CHECK(f.pieces[4].rfind("404 ", 0) == 0);
+    CHECK(f.pieces[5] == R"({"query":"total","args":{}})");
+    CHECK(!f.eof);
+  }
+
+  TEST_CASE("a path that is not UTF-8 is shown escaped, so the answer stays JSON") {
+    Framed f = frame("GET /a\x8d\xd0 HTTP/1.1\r\n\r\n");
+    REQUIRE(f.pieces.size() == 1);
+    CHECK(f.pieces[0].find("no route GET /a\\\\x8d\\\\xd0") != std::string::npos);  // JSON: each backslash escaped
+  }
+
+  TEST_CASE("a 405 says which methods the route takes") {
+    HttpFramer f(kBody, 10s);
+    f.feed("PUT /queries/total HTTP/1.1\r\n\r\n");
+    std::string_view request;
+    std::string answer, response;
+    REQUIRE(f.next(request, answer) == HttpFramer::Piece::Answer);
+    f.frame(answer, response);
+    CHECK(response.find("HTTP/1.1 405 Method Not Allowed\r\n") == 0);
+    CHECK(response.find("\r\nAllow: GET, POST\r\n") != std::string::npos);
+  }
+
+  TEST_CASE("a body at the limit is taken; one past it is 413 and the connection closes") {
+    std::string at = "[" + std::string(kBody - 2, '1') + "]";
+    CHECK(frame(post("/events/e", at)).pieces == std::vector<std::string>{R"({"event":"e","args":)" + at + "}"});
+    // Said by Content-Length: refused before any of the body is read.
+    Framed past = frame(post("/events/e", at + " ") + post("/events/e", "{}"));
+    REQUIRE(past.pieces.size() == 1);
+    CHECK(past.pieces[0].rfind("413 ", 0) == 0);
+    CHECK(past.pieces[0].find("at most 256") != std::string::npos);
+    CHECK(past.eof);
+    // Chunked: refused once the chunks pass it.
+    std::string chunk(kBody / 2 + 1, ' ');
+    std::string chunked = "POST /events/e HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (int i = 0; i < 2; ++i) chunked += "81\r\n" + chunk + "\r\n";
+    Framed c = frame(chunked + "0\r\n\r\n");
+    REQUIRE(c.pieces.size() == 1);
+    CHECK(c.pieces[0].rfind("413 ", 0) == 0);
+    CHECK(c.eof);
+  }
+
+  TEST_CASE("headers at the limit are taken; one byte past it is 431 and the connection closes") {
+    std::string head = "GET /queries/total HTTP/1.1\r\nX: ";
+    std::string end = "\r\n\r\n";
+    std::string at = head + std::string(kMaxHttpHeaderBytes - head.size() - end.size(), 'x') + end;
+    REQUIRE(at.size() == kMaxHttpHeaderBytes);
+    CHECK(frame(at, 1000).pieces == std::vector<std::string>{R"({"query":"total","args":{}})"});
+    std::string past = head + std::string(kMaxHttpHeaderBytes - head.size() - end.size() + 1, 'x') + end;
+    for (size_t step : {size_t{1000}, size_t{1} << 20}) {
+      Framed f = frame(past, step);
+      REQUIRE(f.pieces.size() == 1);
+      CHECK(f.pieces[0].rfind("431 ", 0) == 0);
+      CHECK(f.eof);
+    }
+    // Headers that never end are refused once past the limit, not held.
+    Framed endless = frame(head + std::string(3 * kMaxHttpHeaderBytes, 'x'), 4096);
+    REQUIRE(endless.pieces.size() == 1);
+    CHECK(endless.pieces[0].rfind("431 ", 0) == 0);
+  }
+
+  TEST_CASE("what is not HTTP is 400 and the connection closes; requests before it are answered") {
+    for (const char* junk : {"HELLO\r\n\r\n", "GET /\x01 HTTP/1.1\r\n\r\n", "GET /x HTTP/1.1\r\nBad Header\r\n\r\n",
+                             "POST /events/e HTTP/1.1\r\nContent-Length: x\r\n\r\n", "{\"event\":\"open\"}\n"}) {
+      Framed f = frame("GET /queries/total HTTP/1.1\r\n\r\n" + std::string(junk) + "GET /schema HTTP/1.1\r\n\r\n");
+      CAPTURE(std::string(junk));
+      REQUIRE(f.pieces.size() == 2);
+      CHECK(f.pieces[0] == R"({"query":"total","args":{}})");
+      CHECK(f.pieces[1].rfind("400 ", 0) == 0);
+      CHECK(f.eof);
+    }
+  }
+
+  TEST_CASE("Connection: close and HTTP/1.0 end the connection after their answer") {
+    Framed f = frame("GET /schema HTTP/1.1\r\nConnection: close\r\n\r\nGET /schema HTTP/1.1\r\n\r\n");
+    CHECK(f.pieces.size() == 1);
+    CHECK(f.eof);
+    HttpFramer ten(kBody, 10s);
+    Framed g = frame(ten, "GET /schema HTTP/1.0\r\n\r\n", 100);
+    CHECK(g.pieces.size() == 1);
+    CHECK(g.eof);
+    std::string response;
+    ten.frame("{\"ok\":true}\n", response);
+    CHECK(response.find("\r\nConnection: close\r\n") != std::string::npos);
+    // An HTTP/1.0 client that asks to keep the connection is told it is kept.
+    HttpFramer kept(kBody, 10s);
+    Framed k = frame(kept, "GET /schema HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", 100);
+    CHECK(!k.eof);
+    response.clear();
+    kept.frame("{\"ok\":true}\n", response);
+    CHECK(response.find("\r\nConnection: keep-alive\r\n") != std::string::npos);
+  }
+
+  TEST_CASE("a request not whole within the timeout is 408 and closes; a quiet connection is not") {
+    HttpFramer f(kBody, 10s);
+    auto now = std::chrono::steady_clock::now();
+    CHECK(!f.expire(now + 1h));  // nothing begun
+    f.feed("GET /queries/total HTTP/1.1\r\nX-Slow: ");
+    CHECK(!f.expire(now + 5s));
+    CHECK(!f.ready());
+    REQUIRE(f.expire(std::chrono::steady_clock::now() + 11s));
+    std::string_view request;
+    std::string answer, response;
+    REQUIRE(f.next(request, answer) == HttpFramer::Piece::Answer);
+    CHECK(answer.find("within 10 s") != std::string::npos);
+    f.frame(answer, response);
+    CHECK(response.find("HTTP/1.1 408 Request Timeout\r\n") == 0);
+    CHECK(response.find("\r\nConnection: close\r\n") != std::string::npos);
+    CHECK(f.eof());
+  }
+
+  TEST_CASE("responses are framed in request order, each status from its answer's code") {
+    HttpFramer f(kBody, 10s);
+    f.feed("GET /queries/a HTTP/1.1\r\n\r\nGET /nope HTTP/1.1\r\n\r\nGET /queries/b HTTP/1.1\r\n\r\n");
+    std::string_view request;
+    std::string answer;
+    std::vector<std::string> refusals;
+    for (int i = 0; i < 3; ++i) {
+      if (f.next(request, answer) == HttpFramer::Piece::Answer) refusals.push_back(answer);
+    }
+    REQUIRE(refusals.size() == 1);
+    std::string out;
+    f.frame("{\"ok\":true,\"result\":1}\n", out);
+    f.frame(refusals[0], out);
+    f.frame(R"({"ok":false,"error":{"code":"duplicate","message":"m"}})" "\n", out);
+    HttpAnswerReader reader;
+    std::string error;
+    REQUIRE(reader.feed(out, error));
+    int status = 0;
+    std::string body;
+    REQUIRE(reader.next(status, body));
+    CHECK(status == 200);
+    CHECK(body == "{\"ok\":true,\"result\":1}\n");
+    REQUIRE(reader.next(status, body));
+    CHECK(status == 404);
+    REQUIRE(reader.next(status, body));
+    CHECK(status == 409);
+    CHECK(!reader.next(status, body));
+  }
+
+  TEST_CASE("every error code has its status in the one table") {
+    struct Want {
+      const char* code;
+      int status;
+    };
+    for (Want w : {Want{"bad_request", 400}, {"bad_args", 400}, {"bad_number", 400}, {"unknown_event", 404},
+                   {"unknown_query", 404}, {"not_found", 404}, {"duplicate", 409}, {"stale_row", 409},
+                   {"failed", 422}, {"out_of_range", 422}, {"not_finite", 422}, {"budget", 422},
+                   {"unavailable", 503}}) {
+      CAPTURE(w.code);
+      CHECK(http_status_for_code(w.code) == w.status);
+    }
+    CHECK(http_status_for_code("no_such_code") == 500);
+    CHECK(http_status_of_answer("{\"ok\":true}\n") == 200);
+    CHECK(http_status_of_answer(R"({"ok":false,"error":{"code":"unavailable","message":"x"}})") == 503);
+  }
+
+  TEST_CASE("the client's request for a line is the route the server maps back to that line") {
+    for (std::string line : {R"({"event":"open","args":{"id":1,"owner":"ann"}})", R"({"query":"total"})",
+                             R"({"query":"balance","args":{"id":2}})", R"({"schema":{}})"}) {
+      std::string request, error;
+      REQUIRE(http_request_for_line(line, "h", request, error));
+      Framed f = frame(request);
+      REQUIRE(f.pieces.size() == 1);
+      if (line == R"({"query":"total"})") line = R"({"query":"total","args":{}})";
+      CHECK(f.pieces[0] == line);
+    }
+    std::string request, error;
+    CHECK(!http_request_for_line(R"({"query":"total","id":1})", "h", request, error));
+    CHECK(error.find("`id`") != std::string::npos);
+    CHECK(!http_request_for_line("nope", "h", request, error));
+  }
+}
+
+}  // namespace
+}  // namespace aup::runtime

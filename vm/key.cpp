@@ -1,0 +1,289 @@
+#include "vm/key.h"
+
+#include <array>
+#include <cassert>
+#include <charconv>
+#include <cmath>
+
+namespace aup::vm {
+
+namespace {
+
+constexpr double kCompactBound = 0x1p53;  // |x| below it: the compact form
+constexpr unsigned char kLargeNegativeTag = 0x02;
+constexpr unsigned char kNegativeTag = 0x3f;  // minus k: p < 0 in k bytes
+constexpr unsigned char kSmallTag = 0x40;     // plus p: 0 <= p < 64 in the tag itself
+constexpr int64_t kSmallLimit = 64;
+constexpr unsigned char kPositiveTag = 0x80;  // plus k: p >= 64 in k bytes
+constexpr unsigned char kLargePositiveTag = 0xc0;
+constexpr size_t kMaxNumBytes = 1 + 8 + 8;  // tag, whole part, fraction
+
+void put_be(uint64_t v, uint32_t bytes, char* out) {
+  for (uint32_t i = 0; i < bytes; ++i) out[i] = static_cast<char>(v >> (8 * (bytes - 1 - i)));
+}
+
+uint64_t get_be(const char* in, uint32_t bytes) {
+  uint64_t v = 0;
+  for (uint32_t i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(in[i]);
+  return v;
+}
+
+uint32_t bytes_for(uint64_t v) {
+  uint32_t k = 1;
+  while (k < 8 && (v >> (8 * k)) != 0) ++k;
+  return k;
+}
+
+// The compact form's parts: the whole part t = trunc(x) and the fraction
+// f = x - t (exact: f's bits are some of x's), and p, which orders them:
+// 2t for a whole number, 2t + 1 with a positive fraction, 2t - 1 with a
+// negative one (-1.5 < -1 < -0.5 < 0 < 0.5: p = -3, -2, -1, 0, 1).
+struct Compact {
+  int64_t p;
+  double fraction;
+};
+
+Compact compact(double x) {
+  double whole = std::trunc(x);
+  double fraction = x - whole;
+  int64_t p = 2 * static_cast<int64_t>(whole) + (fraction > 0 ? 1 : fraction < 0 ? -1 : 0);
+  return Compact{p, fraction};
+}
+
+size_t num_bytes(double x) {
+  if (!(std::fabs(x) < kCompactBound)) return 9;
+  Compact c = compact(x);
+  size_t fraction = c.fraction != 0 ? 8 : 0;
+  if (c.p >= 0 && c.p < kSmallLimit) return 1 + fraction;
+  uint64_t magnitude = c.p < 0 ? static_cast<uint64_t>(-c.p) : static_cast<uint64_t>(c.p);
+  return 1 + bytes_for(magnitude) + fraction;
+}
+
+char* put_num(double x, char* out) {
+  // Most key fields are small ids: whole numbers 0 <= x < 32 are the one
+  // byte 0x40 + 2x, with no trunc, no fraction and no length to work out.
+  if (x >= 0 && x < kSmallLimit / 2) {
+    auto whole = static_cast<int64_t>(x);
+    if (static_cast<double>(whole) == x) {
+      *out++ = static_cast<char>(kSmallTag + 2 * whole);
+      return out;
+    }
+  }
+  if (!(std::fabs(x) < kCompactBound)) {
+    *out++ = static_cast<char>(x < 0 ? kLargeNegativeTag : kLargePositiveTag);
+    put_be(num_order(x), 8, out);
+    return out + 8;
+  }
+  Compact c = compact(x);
+  if (c.p >= 0 && c.p < kSmallLimit) {
+    *out++ = static_cast<char>(kSmallTag + c.p);
+  } else {
+    uint64_t magnitude = c.p < 0 ? static_cast<uint64_t>(-c.p) : static_cast<uint64_t>(c.p);
+    uint32_t k = bytes_for(magnitude);
+    *out++ = static_cast<char>(c.p < 0 ? kNegativeTag - k : kPositiveTag + k);
+    put_be(c.p < 0 ? (~uint64_t{0} >> (64 - 8 * k)) - magnitude : magnitude, k, out);
+    out += k;
+  }
+  if (c.fraction != 0) {
+    put_be(num_order(c.fraction), 8, out);
+    out += 8;
+  }
+  return out;
+}
+
+// A number component at `at` (which is inside `in`): its value, and the
+// position after it; npos if the bytes stop short or the tag is no tag.
+size_t get_num(std::string_view in, size_t at, double* x) {
+  constexpr size_t kShort = std::string_view::npos;
+  auto tag = static_cast<unsigned char>(in[at++]);
+  if (tag == kLargeNegativeTag || tag == kLargePositiveTag) {
+    if (at + 8 > in.size()) return kShort;
+    *x = order_num(get_be(in.data() + at, 8));
+    return at + 8;
+  }
+  int64_t p = 0;
+  if (tag >= kSmallTag && tag < kSmallTag + kSmallLimit) {
+    p = tag - kSmallTag;
+  } else {
+    bool positive = tag > kPositiveTag && tag <= kPositiveTag + 7;
+    bool negative = tag < kNegativeTag && tag >= kNegativeTag - 7;
+    if (!positive && !negative) return kShort;
+    uint32_t k = positive ? tag - kPositiveTag : kNegativeTag - tag;
+    if (at + k > in.size()) return kShort;
+    uint64_t raw = get_be(in.data() + at, k);
+    at += k;
+    p = tag > kPositiveTag ? static_cast<int64_t>(raw) : -static_cast<int64_t>((~uint64_t{0} >> (64 - 8 * k)) - raw);
+  }
+  double whole = static_cast<double>(p % 2 == 0 ? p / 2 : p > 0 ? (p - 1) / 2 : (p + 1) / 2);
+  double fraction = 0;
+  if (p % 2 != 0) {
+    if (at + 8 > in.size()) return kShort;
+    fraction = order_num(get_be(in.data() + at, 8));
+    at += 8;
+  }
+  *x = whole + fraction;
+  return at;
+}
+
+void append_number(std::string& out, double d) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
+  out.append(buf, end);
+}
+
+// A text component of `encoded` from `at`: its bytes unescaped into `text`,
+// and the position after its terminator; npos if there is none or an
+// escape is broken.
+size_t read_text(std::string_view encoded, size_t at, std::string& text) {
+  while (at < encoded.size()) {
+    char c = encoded[at++];
+    if (c != '\0') {
+      text += c;
+      continue;
+    }
+    if (at >= encoded.size()) break;
+    char next = encoded[at++];
+    if (next == '\x01') return at;  // the terminator
+    if (next != '\xff') break;
+    text += '\0';  // an escaped 0x00
+  }
+  return std::string_view::npos;
+}
+
+void append_quoted(std::string& out, std::string_view s) {
+  out += '"';
+  for (char c : s.substr(0, 64)) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  if (s.size() > 64) out += "...";
+  out += '"';
+}
+
+}  // namespace
+
+size_t key_bytes(const uint64_t* parts, uint32_t count, uint32_t text_mask) {
+  size_t n = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (!((text_mask >> i) & 1u)) {
+      n += num_bytes(std::bit_cast<double>(parts[i]));
+      continue;
+    }
+    const auto* t = reinterpret_cast<const TextObj*>(parts[i]);
+    n += t->len + 2;
+    for (uint32_t b = 0; b < t->len; ++b) n += t->bytes[b] == '\0';
+  }
+  return n;
+}
+
+size_t key_bytes_max(const uint64_t* parts, uint32_t count, uint32_t text_mask) {
+  size_t n = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    n += (text_mask >> i) & 1u ? key_bytes(parts + i, 1, 1) : kMaxNumBytes;
+  }
+  return n;
+}
+
+size_t encode_key(const uint64_t* parts, uint32_t count, uint32_t text_mask, char* out) {
+  char* start = out;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (!((text_mask >> i) & 1u)) {
+      out = put_num(std::bit_cast<double>(parts[i]), out);
+      continue;
+    }
+    const auto* t = reinterpret_cast<const TextObj*>(parts[i]);
+    for (uint32_t b = 0; b < t->len; ++b) {
+      *out++ = t->bytes[b];
+      if (t->bytes[b] == '\0') *out++ = '\xff';
+    }
+    *out++ = '\0';
+    *out++ = '\x01';
+  }
+  return static_cast<size_t>(out - start);
+}
+
+size_t prefix_end(char* bytes, size_t n) {
+  while (n > 0 && static_cast<unsigned char>(bytes[n - 1]) == 0xff) --n;
+  assert(n > 0 && "a key prefix of only 0xFF bytes: no key starts with 0xFF");
+  bytes[n - 1] = static_cast<char>(static_cast<unsigned char>(bytes[n - 1]) + 1);
+  return n;
+}
+
+namespace {
+
+// Component i of `encoded` from `at` into `c`; the position after it, or
+// npos if the bytes end or break inside it.
+size_t read_component(std::string_view encoded, size_t at, bool text, KeyComponent& c) {
+  if (at >= encoded.size()) return std::string_view::npos;
+  if (text) {
+    c.text.clear();
+    return read_text(encoded, at, c.text);
+  }
+  return get_num(encoded, at, &c.num);
+}
+
+}  // namespace
+
+bool decode_key(std::string_view encoded, uint32_t count, uint32_t text_mask, std::vector<KeyComponent>& out) {
+  out.assign(count, KeyComponent{});
+  size_t at = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    at = read_component(encoded, at, (text_mask >> i) & 1u, out[i]);
+    if (at == std::string_view::npos) return false;
+  }
+  return at == encoded.size();
+}
+
+std::string describe_key(std::string_view encoded, uint32_t count, uint32_t text_mask) {
+  std::string out = "(";
+  size_t at = 0;
+  KeyComponent c;
+  for (uint32_t i = 0; i < count; ++i) {
+    bool text = (text_mask >> i) & 1u;
+    at = read_component(encoded, at, text, c);
+    if (at == std::string_view::npos) break;  // a prefix ends here
+    if (i) out += ", ";
+    if (text) {
+      append_quoted(out, c.text);
+    } else {
+      append_number(out, c.num);
+    }
+  }
+  return out + ")";
+}
+
+TextObj* nan_key() {
+  static TextObj* const key = [] {
+    TextObj* t = heap_text(std::string(8, '\xff'));
+    t->in_arena = true;  // retain and release leave it alone
+    return t;
+  }();
+  return key;
+}
+
+HeldKey::HeldKey(const KeySpec& spec, const uint64_t* values, From from) {
+  uint32_t n = static_cast<uint32_t>(spec.fields.size());
+  assert(n >= 1 && n <= kMaxKeyFields);
+  if (n == 1) {
+    uint64_t v = values[from == From::Row ? spec.fields[0] : 0];
+    key_ = spec.text(0) ? text_key(reinterpret_cast<TextObj*>(v)) : num_key(std::bit_cast<double>(v));
+    return;
+  }
+  std::array<uint64_t, kMaxKeyFields> parts;
+  for (uint32_t i = 0; i < n; ++i) parts[i] = values[from == From::Row ? spec.fields[i] : i];
+  // Encoded in place: a row's insert (the owner thread's hot path) makes
+  // one allocation for its key, not a buffer and a copy.
+  size_t size = key_bytes_max(parts.data(), n, spec.text_mask);
+  if (size > kMaxTextBytes) size = key_bytes(parts.data(), n, spec.text_mask);  // a text near the limit
+  TextObj* text = heap_text_sized(static_cast<uint32_t>(size));
+  text->len = static_cast<uint32_t>(encode_key(parts.data(), n, spec.text_mask, text->bytes));
+  text->bytes[text->len] = '\0';
+  key_ = text_key(text);
+  owned_ = true;
+}
+
+HeldKey::~HeldKey() {
+  if (owned_) release(key_.text);
+}
+
+}  // namespace aup::vm
