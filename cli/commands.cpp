@@ -12,6 +12,7 @@
 #include "vm/disasm.h"
 #include "compiler/driver.h"
 #include "vm/module_file.h"
+#include "runtime/keys.h"
 #include "runtime/service.h"
 #include "vm/state.h"
 #include "runtime/durability.h"
@@ -20,6 +21,7 @@
 #include "runtime/listener.h"
 #include "runtime/server.h"
 #include "runtime/stdio_loop.h"
+#include "storage/schema_file.h"
 #include "storage/store.h"
 
 namespace aup::cli {
@@ -307,8 +309,46 @@ int serve(const RunOptions& o, const runtime::ServiceOptions& so, runtime::Servi
   return runtime::serve_socket(service, state, d, server, stderr);
 }
 
+// Whether the store at `dir` kept idempotency keys (its schema has the key
+// tables, runtime/keys.h): then the module gets them too, or the store
+// would not open. Read with plain I/O, before the store's own Io (a fault
+// plan counts the store's calls alone).
+bool store_keeps_keys(const std::string& dir) {
+  storage::SystemIo io;
+  storage::Schema stored;
+  if (!storage::read_schema_file(io, dir, stored).ok()) return false;  // none yet, or the open says why
+  for (const storage::TableSchema& t : stored.tables) {
+    if (t.name == runtime::kKeysTable) return true;
+  }
+  return false;
+}
+
+// The keys' window: --keys, else the default for a store that kept keys.
+// Adds the key tables to `m` when the store has or will have them.
+runtime::KeyWindow key_window(const RunOptions& o, vm::Module& m) {
+  runtime::KeyWindow w;
+  w.age_seconds = o.keys_age_seconds;
+  bool kept = !o.memory && store_keeps_keys(o.data);
+  w.count = o.keys ? *o.keys : kept ? runtime::kDefaultKeyWindow : 0;
+  if (kept || w.count > 0) runtime::add_key_tables(m);
+  return w;
+}
+
+// The Service that applies events, with the keys it keeps (if any).
+struct Owner {
+  Owner(const vm::Module& m, vm::State& state, const runtime::ServiceOptions& so, runtime::KeyWindow w)
+      : service(m, state, so) {
+    if (w.count == 0) return;
+    keys = std::make_unique<runtime::KeyTable>(state, w);
+    service.set_keys(keys.get());
+  }
+  runtime::Service service;
+  std::unique_ptr<runtime::KeyTable> keys;
+};
+
 // The state kept in a store: opened, served, its figures printed.
-int run_on_store(const RunOptions& o, const vm::Module& m, vm::State& state, const runtime::ServiceOptions& so) {
+int run_on_store(const RunOptions& o, const vm::Module& m, vm::State& state, const runtime::ServiceOptions& so,
+                 runtime::KeyWindow keys) {
   std::string error;
   std::unique_ptr<storage::Io> fs = storage::io_from_environment(error);
   if (!fs) {
@@ -320,9 +360,9 @@ int run_on_store(const RunOptions& o, const vm::Module& m, vm::State& state, con
   std::unique_ptr<storage::Store> store;
   if (int rc = open_store(o, *fs, schema, tables, store); rc != kExitOk) return rc;
   if (int rc = build_indexes(m, state); rc != kExitOk) return rc;
-  runtime::Service service(m, state, so);
+  Owner owner(m, state, so, keys);
   runtime::StoreDurability durable(state, schema, *store);
-  int served = serve(o, so, service, state, durable);
+  int served = serve(o, so, owner.service, state, durable);
   if (o.stats) print_stats(*store);
   return served;
 }
@@ -334,6 +374,7 @@ int run(const RunOptions& o) {
   int rc = kExitOk;
   auto m = load(o.module, rc);
   if (!m) return rc;
+  runtime::KeyWindow keys = key_window(o, *m);
   m->prepare();
   vm::State state(*m);
   // Compiled once, here, before the store opens: every Service (the owner's
@@ -343,10 +384,10 @@ int run(const RunOptions& o) {
   runtime::ServiceOptions so;
   if (o.step_budget) so.step_budget = o.step_budget;
   so.native = native.get();
-  if (!o.memory) return run_on_store(o, *m, state, so);
-  runtime::Service service(*m, state, so);
+  if (!o.memory) return run_on_store(o, *m, state, so, keys);
+  Owner owner(*m, state, so, keys);
   runtime::MemoryDurability memory(state);
-  return serve(o, so, service, state, memory);
+  return serve(o, so, owner.service, state, memory);
 }
 
 }  // namespace aup::cli

@@ -37,6 +37,10 @@ struct RunOptions {
   // cannot be loaded (then the VM, said on stderr).
   std::string engine;
   bool stats = false;           // print the store's figures at exit (and, serving, a line a second)
+  // --keys: idempotency keys kept (runtime/keys.h); unset: none, unless the
+  // store already keeps them (then runtime::kDefaultKeyWindow).
+  std::optional<uint64_t> keys;
+  double keys_age_seconds = 0;  // 0: no age limit
   // --listen (any number): serve connections instead of stdin.
   std::vector<std::string> listen;
   uint32_t http_timeout_seconds = 0;  // 0: the default

@@ -80,6 +80,17 @@ void add_run_basics(CLI::App& cmd, RunOptions& o) {
       ->check(CLI::Range(uint64_t{64}, uint64_t{1} << 30));
   cmd.add_option("--max-batch", o.max_batch, "at most N events per commit (default: all read together)")
       ->check(CLI::Range(1u, 1000000u));
+  CLI::Option* keys = cmd.add_option_function<uint64_t>(
+      "--keys", [&o](const uint64_t& n) { o.keys = n; },
+      "keep the idempotency keys of up to N events (a request's \"key\": a retry of it is answered\n"
+      "again, not applied twice; docs/protocol.md), in the store with their events. A store that\n"
+      "kept keys goes on keeping them (100000 unless this says otherwise; 0: take no new ones)");
+  keys->check(CLI::Range(uint64_t{0}, uint64_t{1} << 32))->type_name("N");
+  cmd.add_option("--keys-age", o.keys_age_seconds,
+                 "and keep none longer than this many seconds (default: no age limit)")
+      ->check(CLI::Range(1.0, 1e10))
+      ->type_name("SECONDS")
+      ->needs(keys);
   cmd.add_flag("--stats", o.stats,
                "print figures on stderr: the JIT's compile times at start (`aup: jit {...}`); at exit,\n"
                "the store's (`aup: totals {...}`: commits, bytes written, checkpoints, commit latency\n"

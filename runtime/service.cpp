@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "runtime/convert.h"
+#include "runtime/keys.h"
 #include "runtime/reply.h"
 #include "runtime/schema.h"
 
@@ -106,7 +107,7 @@ void Service::reset() {
   parse_error_.clear();
   problem_.clear();
   constexpr uint32_t kNone = JsonToValue::kNoNode;
-  event_ = query_ = schema_ = args_ = kNone;
+  event_ = query_ = schema_ = args_ = key_ = kNone;
   is_event_ = false;
 }
 
@@ -129,10 +130,11 @@ bool Service::classify(const JsonDoc& doc) {
                      : name == "schema" ? &schema_
                      : name == "args"   ? &args_
                      : name == "id"     ? &id
+                     : name == "key"    ? &key_
                                         : nullptr;
     if (!slot) {
       if (problem_.empty()) {
-        problem_ = fmt::format("unknown key `{}`; a request has `event` or `query`, `args` and `id`", name);
+        problem_ = fmt::format("unknown key `{}`; a request has `event` or `query`, `args`, `id` and `key`", name);
       }
     } else if (*slot != kNone) {
       if (problem_.empty()) problem_ = fmt::format("key `{}` appears twice", name);
@@ -160,8 +162,22 @@ bool Service::classify(const JsonDoc& doc) {
       problem_ = fmt::format("`{}` must be a string", event_ != kNone ? "event" : "query");
     }
   }
+  if (problem_.empty() && key_ != kNone) problem_ = key_problem();
   is_event_ = event_ != kNone;
   return problem_.empty() && !is_event_;
+}
+
+// An idempotency key (runtime/keys.h): a text of 1 to
+// kMaxIdempotencyKeyBytes bytes, on an event (a query changes nothing).
+std::string Service::key_problem() const {
+  if (event_ == JsonToValue::kNoNode) return "`key` is for events: a query or a schema request changes nothing";
+  const JsonNode& n = doc_->node(key_);
+  if (n.kind != JsonNode::Kind::String) return "`key` must be a string";
+  if (n.str.empty()) return "`key` must not be empty";
+  if (n.str.size() > kMaxIdempotencyKeyBytes) {
+    return fmt::format("`key` is {} bytes; at most {}", n.str.size(), kMaxIdempotencyKeyBytes);
+  }
+  return {};
 }
 
 // `{"schema": {}}` asks for the module's description (runtime/schema.h):
@@ -213,6 +229,11 @@ Outcome Service::event(std::string_view name, uint32_t args, double now) {
     reply_error("unavailable", *refusing_);
     return Outcome::EventFailed;
   }
+  if (key_ != JsonToValue::kNoNode && !keys_) {
+    ++counters_.bad_requests;
+    reply_error("bad_request", "this store keeps no idempotency keys: start `aup run` with --keys N to keep them");
+    return Outcome::Invalid;
+  }
   const vm::EventDesc& ed = module_.events[static_cast<size_t>(e)];
   JsonToValue reader(*doc_, vm_);
   vm::Value rec;
@@ -221,6 +242,38 @@ Outcome Service::event(std::string_view name, uint32_t args, double now) {
     reply_error(reader.code(), reader.error());
     return Outcome::Invalid;
   }
+  if (key_ != JsonToValue::kNoNode) return keyed_event(name, args, ed, rec, now);
+  return apply(ed, rec, now);
+}
+
+// The first request with a key applies and keeps it; a later one with the
+// same event and args is answered the kept result (an applied event again:
+// its answer, too, leaves once its batch is durable, so it never claims
+// more than the first one's); anything else under the key is refused.
+Outcome Service::keyed_event(std::string_view name, uint32_t args, const vm::EventDesc& ed, vm::Value rec,
+                             double now) {
+  std::string_view key = doc_->node(key_).str;
+  digest_ = KeyTable::digest(name, *doc_, args);
+  switch (keys_->find(key, digest_, kept_answer_)) {
+    case KeyTable::Seen::Same:
+      ++counters_.events_ok;
+      ++counters_.events_replayed;
+      applied(kept_answer_.empty() ? nullptr : &kept_answer_);
+      return Outcome::EventApplied;
+    case KeyTable::Seen::Other:
+      ++counters_.events_failed;
+      reply_error("duplicate", fmt::format("key \"{}\" was used by another request (another event, or other args); "
+                                           "a retry sends the same event and args",
+                                           key));
+      return Outcome::EventFailed;
+    case KeyTable::Seen::New: break;
+  }
+  Outcome o = apply(ed, rec, now);
+  if (o == Outcome::EventApplied) keys_->keep(key, digest_, has_result_ ? body_ : std::string_view{}, now);
+  return o;
+}
+
+Outcome Service::apply(const vm::EventDesc& ed, vm::Value rec, double now) {
   size_t mark = state_->mark();
   vm::Value result = 0;
   if (!vm_.run(ed.handler, &rec, 1, now, &result)) {

@@ -4,6 +4,7 @@
 //   {"event": "transfer", "args": {...}, "id": 17}
 //   {"query": "balance", "args": {"id": 1}, "id": 18}
 //   {"schema": {}}   (the module's events, queries and tables: runtime/schema.h)
+//   {"event": "transfer", "args": {...}, "key": "t-81"}   (at most once: runtime/keys.h)
 //   -> {"id":17,"ok":true,"result":{...}}
 //   -> {"id":18,"ok":false,"error":{"code":"not_found","message":"..."}}
 //
@@ -37,6 +38,7 @@ struct ServiceOptions {
 };
 
 class Durability;
+class KeyTable;
 
 // A request line with its parse, so a line read on one thread (an I/O
 // thread) is parsed there, once, and applied on another (the owner). The
@@ -67,7 +69,8 @@ enum class Outcome : uint8_t {
 };
 
 struct ServiceCounters {
-  uint64_t events_ok = 0;
+  uint64_t events_ok = 0;        // applied, or answered again for their key
+  uint64_t events_replayed = 0;  // of those, answered again (runtime/keys.h)
   uint64_t events_failed = 0;
   uint64_t queries = 0;
   uint64_t bad_requests = 0;
@@ -101,6 +104,9 @@ class Service {
 
   // While set, events are refused with code `unavailable` and this reason.
   void set_refusing(const std::string* reason) { refusing_ = reason; }
+  // The idempotency keys of the state this Service applies events to
+  // (runtime/keys.h), or null: then a request with a `key` is refused.
+  void set_keys(KeyTable* keys) { keys_ = keys; }
 
   const ServiceCounters& counters() const { return counters_; }
   vm::Vm& vm() { return vm_; }
@@ -118,7 +124,11 @@ class Service {
   void reset();
   bool classify(const JsonDoc& doc);
   std::string schema_problem() const;
+  std::string key_problem() const;
   Outcome event(std::string_view name, uint32_t args, double now);
+  // An event with a key: answered again, refused, or applied and kept.
+  Outcome keyed_event(std::string_view name, uint32_t args, const vm::EventDesc& ed, vm::Value rec, double now);
+  Outcome apply(const vm::EventDesc& ed, vm::Value rec, double now);
   Outcome query(std::string_view name, uint32_t args, double now);
   void reply_ok(const std::string* body);
   void applied(const std::string* body);
@@ -139,11 +149,13 @@ class Service {
   // The prepared request.
   std::string parse_error_;
   std::string problem_;
-  uint32_t event_ = 0, query_ = 0, schema_ = 0, args_ = 0;
+  uint32_t event_ = 0, query_ = 0, schema_ = 0, args_ = 0, key_ = 0;
   std::string schema_body_;  // schema_json(module_), made at the first schema request
   bool is_event_ = false;
   bool has_result_ = false;
   const std::string* refusing_ = nullptr;
+  KeyTable* keys_ = nullptr;
+  std::string digest_, kept_answer_;  // a keyed event's (reused)
 };
 
 }  // namespace aup::runtime

@@ -20,6 +20,7 @@ import json
 import os
 import platform
 import random
+import resource
 import re
 import shutil
 import statistics
@@ -49,6 +50,11 @@ def transfer_lines(n, seed):
     return out
 
 
+def keyed(lines):
+    """The same requests, each with its own idempotency key (runtime/keys.h)."""
+    return [line[:-1] + ',"key":"t-%07d"}' % i for i, line in enumerate(lines)]
+
+
 def write_input(path, lines):
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -71,12 +77,21 @@ def device_bytes(path):
         return None
 
 
-def run_aup(aup, args, input_path):
-    """Runs aup on a file; (wall seconds, stats dict or None)."""
+def children_cpu():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def run_aup(aup, args, input_path, cpu=None):
+    """Runs aup on a file; (wall seconds, stats dict or None). `cpu`, a
+    list, gets the CPU seconds (user + system) aup took appended."""
     with open(input_path, "rb") as inp:
+        cpu0 = children_cpu()
         t0 = time.perf_counter()
         r = subprocess.run([aup, "run"] + args, stdin=inp, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         wall = time.perf_counter() - t0
+        if cpu is not None:
+            cpu.append(children_cpu() - cpu0)
     if r.returncode != 0:
         sys.exit("aup run %s failed: %s" % (" ".join(args), r.stderr.decode()))
     if b'"ok":false' in r.stdout:
@@ -111,6 +126,56 @@ def fdatasync_floor(work, count):
     return {"p50_us": lat[len(lat) // 2] / 1000, "p99_us": lat[int(len(lat) * 0.99)] / 1000, "count": count}
 
 
+def keys_cost(aup, module, work, setup_path, plain_path, keyed_path, n, reps):
+    """Uncapped transfers without keys and with a key on each (`--keys`, a
+    window holding them all), alternating which goes first: events/s, log
+    and store bytes per event and aup's CPU per event, medians."""
+    runs = {"plain": [], "keys": []}
+    for rep in range(reps):
+        order = ["plain", "keys"] if rep % 2 == 0 else ["keys", "plain"]
+        for name in order:
+            d = fresh_store(aup, module, work, setup_path, "store-keys-" + name)
+            args = [module, "--data", d, "--stats"] + (["--keys", str(2 * n)] if name == "keys" else [])
+            cpu = []
+            wall, st = run_aup(aup, args, keyed_path if name == "keys" else plain_path, cpu)
+            runs[name].append({"events_per_s": n / wall, "cpu_us_per_event": cpu[0] / n * 1e6,
+                               "log_bytes_per_event": st["log_bytes"] / n,
+                               "store_bytes_per_event": (st["log_bytes"] + st["image_bytes"]) / n})
+            shutil.rmtree(d, ignore_errors=True)
+            print("keys, rep %d, %-5s %8.0f events/s  %5.1f us CPU/event  %6.1f B/event (log) %6.1f (store)" %
+                  (rep + 1, name, runs[name][-1]["events_per_s"], runs[name][-1]["cpu_us_per_event"],
+                   runs[name][-1]["log_bytes_per_event"], runs[name][-1]["store_bytes_per_event"]))
+    out = {"events": n}
+    for name, rs in runs.items():
+        out[name] = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
+        out[name]["spread"] = {k: [min(r[k] for r in rs), max(r[k] for r in rs)] for k in rs[0]}
+    out["extra_log_bytes_per_event"] = out["keys"]["log_bytes_per_event"] - out["plain"]["log_bytes_per_event"]
+    out["extra_cpu_us_per_event"] = out["keys"]["cpu_us_per_event"] - out["plain"]["cpu_us_per_event"]
+    out["cpu_ratio"] = out["keys"]["cpu_us_per_event"] / out["plain"]["cpu_us_per_event"]
+    return out
+
+
+def write_keys_report(out_dir, stamp, volume, reps, k, command):
+    with open(os.path.join(out_dir, "store-keys.json"), "w") as f:
+        json.dump({"generated": stamp, "command": command, "volume": volume,
+                   "machine": platform.platform(), "repetitions": reps, "keys": k}, f, indent=1)
+    with open(os.path.join(out_dir, "store-keys.md"), "w") as f:
+        f.write("# What idempotency keys cost\n\n`%s` (generated %s) on %s (%s): %d bank "
+                "transfers, uncapped batches, %d repetitions, medians (spread: least, most). `keys`: each "
+                "request carries `\"key\":\"t-NNNNNNN\"` and aup runs with `--keys` holding them all.\n\n" %
+                (command, stamp, volume["device"], volume["fs"], k["events"], reps))
+        f.write("| requests | events/s | aup CPU per event | log B/event | store B/event |\n|---|---:|---:|---:|---:|\n")
+        for name in ("plain", "keys"):
+            r = k[name]
+            sp = r["spread"]
+            f.write("| %s | %.0f (%.0f-%.0f) | %.1f us (%.1f-%.1f) | %.1f | %.1f |\n" %
+                    (name, r["events_per_s"], sp["events_per_s"][0], sp["events_per_s"][1], r["cpu_us_per_event"],
+                     sp["cpu_us_per_event"][0], sp["cpu_us_per_event"][1], r["log_bytes_per_event"],
+                     r["store_bytes_per_event"]))
+        f.write("\nA key costs %.1f more log bytes and %.1f us more CPU per event (%.2fx).\n" %
+                (k["extra_log_bytes_per_event"], k["extra_cpu_us_per_event"], k["cpu_ratio"]))
+
+
 def bytes_cell(v):
     return "n/a" if v is None else "%.0f" % v
 
@@ -123,6 +188,7 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", default="bench/results")
     ap.add_argument("--quick", action="store_true", help="small counts: checks the bench runs (CI smoke)")
+    ap.add_argument("--only-keys", action="store_true", help="only what idempotency keys cost (store-keys.*)")
     a = ap.parse_args()
     os.makedirs(a.dir, exist_ok=True)
     work = tempfile.mkdtemp(prefix="run-", dir=a.dir)
@@ -138,6 +204,26 @@ def main():
     df = subprocess.run(["df", "-T", a.dir], capture_output=True, text=True).stdout.splitlines()[-1].split()
     volume = {"device": df[0], "fs": df[1], "dir": a.dir}  # as given: results name no checkout path
     print("volume: %s (%s) at %s" % (volume["device"], volume["fs"], volume["dir"]))
+    n_keys = max(200, int(100000 * scale))
+    plain_keys_path, keyed_path = os.path.join(work, "keys-plain.ndjson"), os.path.join(work, "keys-keyed.ndjson")
+    write_input(plain_keys_path, transfer_lines(n_keys, 13))
+    write_input(keyed_path, keyed(transfer_lines(n_keys, 13)))
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def measure_keys():
+        k = keys_cost(a.aup, a.module, work, setup_path, plain_keys_path, keyed_path, n_keys, max(3, a.reps))
+        print("keys: %.1f more log bytes and %.1f us more CPU per event (%.2fx)" %
+              (k["extra_log_bytes_per_event"], k["extra_cpu_us_per_event"], k["cpu_ratio"]))
+        if not a.quick:
+            os.makedirs(a.out, exist_ok=True)
+            command = "sh bench/store/run.sh" + (" --only-keys" if a.only_keys else "")
+            write_keys_report(a.out, stamp, volume, max(3, a.reps), k, command)
+            print("wrote %s/store-keys.json and store-keys.md" % a.out)
+
+    if a.only_keys:
+        measure_keys()
+        shutil.rmtree(work, ignore_errors=True)
+        return
 
     reps = []
     for rep in range(a.reps):
@@ -202,6 +288,7 @@ def main():
               "%d images" % (n, st["image_bytes"], st["image_bytes"] / n, growth[-1]["image_to_log"],
                              st["images_written"]))
         shutil.rmtree(d, ignore_errors=True)
+    measure_keys()
     shutil.rmtree(work, ignore_errors=True)
 
     def med(f):
@@ -231,7 +318,6 @@ def main():
                                              row["store_bytes_per_event"]))
     if a.quick:
         return
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     command = "sh bench/store/run.sh"
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "store.json"), "w") as f:
