@@ -88,7 +88,8 @@ int stats(const StatsOptions& o, std::FILE* out, std::FILE* err) {
   std::signal(SIGPIPE, SIG_IGN);
   Client client;
   std::string error, answer;
-  if (!client.connect(o.address, error) || !client.exchange("{\"stats\":{}}", to_ms(o.timeout_seconds), answer, error)) {
+  if (!client.connect(o.address, error) ||
+      !client.exchange("{\"stats\":{}}", to_ms(o.timeout_seconds), answer, error)) {
     fmt::print(err, "aup stats: {}\n", error);
     return kExitUsage;
   }

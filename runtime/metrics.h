@@ -79,7 +79,7 @@ int metric_index(std::string_view name);
 std::string prometheus_name(const MetricDesc& d);
 
 // One reading of every metric: values[i] for kMetrics[i], by_code for the
-// one per-code metric.
+// one per-code metric (whose values[i] stays 0).
 struct MetricSample {
   std::vector<double> values = std::vector<double>(kMetrics.size(), 0.0);
   std::array<double, kFailCodes> by_code{};

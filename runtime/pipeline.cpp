@@ -190,7 +190,9 @@ bool Committer::settle() {
 }
 
 void Committer::publish(uint32_t events, bool committed) {
-  if (Metrics* m = service_.metrics()) m->after_batch(last_commit_ns_, events, committed, service_.state(), durability_);
+  if (Metrics* m = service_.metrics()) {
+    m->after_batch(last_commit_ns_, events, committed, service_.state(), durability_);
+  }
 }
 
 // The failed commit undid the events the batch's queries may have read:
