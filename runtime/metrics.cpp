@@ -53,7 +53,8 @@ const std::vector<MetricDesc> kMetrics = {
      "Events read by I/O threads and waiting for the owner (0 without I/O threads)."},
     {"answer_bytes_waiting", K::Gauge, "bytes",
      "Answer bytes formed and not yet taken by their clients (0 over stdin)."},
-    {"state_bytes", K::Gauge, "bytes", "Bytes the tables' and indexes' tree nodes hold (texts apart)."},
+    {"state_bytes", K::Gauge, "bytes",
+     "Bytes the tables' and indexes' tree nodes hold (the texts their rows point to apart)."},
     {"resident_bytes", K::Gauge, "bytes", "Resident memory of the process (/proc/self/statm)."},
 };
 
