@@ -15,7 +15,8 @@
 //     one mutex-guarded block: one uncontended lock a batch, against tens
 //     of microseconds a transaction;
 //   - the servers keep their gauges (connections, events queued, answer
-//     bytes waiting) in relaxed atomics, each written by one thread.
+//     bytes waiting) in relaxed atomics; answer bytes in one per serving
+//     thread, written by it alone.
 #pragma once
 
 #include <array>
@@ -23,7 +24,6 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
