@@ -222,7 +222,9 @@ class Outbox {
  private:
   // A relaxed load and store: only this thread writes the gauge.
   void count(int64_t delta) {
-    if (gauge_ && delta != 0) gauge_->store(gauge_->load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
+    if (gauge_ && delta != 0) {
+      gauge_->store(gauge_->load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
+    }
   }
   std::string buf_;
   size_t at_ = 0;
