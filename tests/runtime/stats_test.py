@@ -5,7 +5,7 @@ takes events of which some fail with known codes, and its `{"stats":{}}`
 answer counts them exactly; GET /metrics on its HTTP listener says the same
 counters in the Prometheus text format; the stats request is not logged;
 `aup stats` prints the answer and exits as `aup call` does; over stdin the
-request works too.
+request works too, and a failed commit is counted as one.
 
 usage: stats_test.py AUP SOURCE_ROOT
 """
@@ -282,6 +282,30 @@ def stdin_case(aup, module):
         check(st[k] == 0, "over stdin with --memory: %s %r, not 0" % (k, st[k]))
 
 
+def failed_commit_case(aup, module):
+    """A commit whose fdatasync fails: its event counts as applied, the
+    commit as failed, and the event after it, refused, as unavailable."""
+    work = tempfile.mkdtemp(prefix="aup-stats-fault-")
+    try:
+        lines = "".join(json.dumps(x) + "\n" for x in [{"event": "open", "args": {"id": 1, "owner": "a"}},
+                                                        {"event": "open", "args": {"id": 2, "owner": "b"}},
+                                                        {"stats": {}}])
+        p = subprocess.run([aup, "run", module, "--data", os.path.join(work, "data"), "--max-batch", "1"],
+                           input=lines, capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, AUP_FAULTS="fail:fdatasync:1:EIO"))
+        answers = [json.loads(x) for x in p.stdout.splitlines()]
+        if len(answers) != 3 or answers[0].get("ok") or not answers[2].get("ok"):
+            fail("a failed commit: the first fdatasync was not the first commit's? %r %s" % (answers, p.stderr))
+            return
+        st = answers[2]["result"]
+        want = {"events_applied": 1, "commits": 1, "commit_failures": 1}
+        for k, v in want.items():
+            check(st[k] == v, "a failed commit: %s %r, not %r" % (k, st[k], v))
+        check(st["events_failed"]["unavailable"] == 1, "a failed commit: events_failed %r" % st["events_failed"])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     aup, root = sys.argv[1], sys.argv[2]
     module = os.path.join(root, "tests/programs/error_codes.aup")
@@ -289,6 +313,7 @@ def main():
         serve_case(aup, module, io_threads)
     cli_cases(aup)
     stdin_case(aup, module)
+    failed_commit_case(aup, module)
     if FAILURES:
         print("%d failure(s)" % len(FAILURES))
         return 1
