@@ -5,6 +5,7 @@
 #include <csignal>
 
 #include "cli/client.h"
+#include "cli/pretty_json.h"
 #include "compiler/driver.h"
 #include "runtime/json.h"
 
@@ -81,6 +82,25 @@ int call(const CallOptions& o, std::FILE* out, std::FILE* err) {
   if (a.ok) return kExitOk;
   fmt::print(err, "aup call: {}\n", a.error);
   return a.parsed ? kExitErrors : kExitUsage;
+}
+
+int stats(const StatsOptions& o, std::FILE* out, std::FILE* err) {
+  std::signal(SIGPIPE, SIG_IGN);
+  Client client;
+  std::string error, answer;
+  if (!client.connect(o.address, error) ||
+      !client.exchange("{\"stats\":{}}", to_ms(o.timeout_seconds), answer, error)) {
+    fmt::print(err, "aup stats: {}\n", error);
+    return kExitUsage;
+  }
+  Answer a = read_answer(answer);
+  if (o.json || !a.ok) fmt::print(out, "{}\n", answer);
+  if (!a.ok) {
+    fmt::print(err, "aup stats: {}\n", a.error);
+    return a.parsed ? kExitErrors : kExitUsage;
+  }
+  if (!o.json) fmt::print(out, "{}\n", pretty_json(a.result));
+  return kExitOk;
 }
 
 }  // namespace aup::cli

@@ -27,6 +27,17 @@ struct CallOptions {
 
 int call(const CallOptions& o, std::FILE* out, std::FILE* err);
 
+// `aup stats ADDRESS`: one `{"stats":{}}` request (docs/protocol.md); its
+// result printed laid out for people (pretty_json.h), or with --json the
+// answer line as the server wrote it. Exit status as `aup call`'s.
+struct StatsOptions {
+  std::string address;
+  bool json = false;
+  double timeout_seconds = 30;
+};
+
+int stats(const StatsOptions& o, std::FILE* out, std::FILE* err);
+
 // An answer line, read: whether it is JSON and ok, the JSON of its result
 // (empty when it has none), and a failure's "code: message".
 struct Answer {

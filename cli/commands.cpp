@@ -381,9 +381,13 @@ int run(const RunOptions& o) {
   // and each query thread's) runs the same code.
   std::unique_ptr<vm::NativeCode> native;
   if (int engine_rc = choose_engine(o, *m, native); engine_rc != kExitOk) return engine_rc;
+  // The stats request's figures (runtime/metrics.h): made before the store
+  // opens, so uptime and checkpoint age count from the start.
+  runtime::Metrics metrics;
   runtime::ServiceOptions so;
   if (o.step_budget) so.step_budget = o.step_budget;
   so.native = native.get();
+  so.metrics = &metrics;
   if (!o.memory) return run_on_store(o, *m, state, so, keys);
   Owner owner(*m, state, so, keys);
   runtime::MemoryDurability memory(state);

@@ -22,6 +22,7 @@ using aup::cli::CallOptions;
 using aup::cli::DisasmOptions;
 using aup::cli::RunOptions;
 using aup::cli::ShellOptions;
+using aup::cli::StatsOptions;
 using aup::runtime::ReplayOptions;
 
 CLI::App* add_disasm_command(CLI::App& app, DisasmOptions& o) {
@@ -225,6 +226,24 @@ CLI::App* add_call_command(CLI::App& app, CallOptions& o) {
   return cmd;
 }
 
+CLI::App* add_stats_command(CLI::App& app, StatsOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "stats", "Ask a running `aup run --listen` server for its counters and gauges (events applied and\n"
+               "failed by code, commits and their latency over the last minute, log and image bytes,\n"
+               "checkpoint age, connections, memory: docs/operations.md, \"Monitoring\") and print them\n"
+               "a member a line, or with --json the answer line. The request is not an event: it does not\n"
+               "wait for a commit and is not logged.\n"
+               "Exit status: 0 answered, 1 the server refused the request, 2 usage or connection problems.");
+  cmd->add_option("address", o.address, "where the server listens: unix:PATH, HOST:PORT, :PORT or http://HOST:PORT")
+      ->required()
+      ->type_name("ADDRESS");
+  cmd->add_flag("--json", o.json, "print the answer line as the server wrote it (one line of JSON)");
+  cmd->add_option("--timeout", o.timeout_seconds, "seconds to wait for the answer")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 86400.0));
+  return cmd;
+}
+
 CLI::App* add_shell_command(CLI::App& app, ShellOptions& o) {
   CLI::App* cmd = app.add_subcommand(
       "shell", "Type requests by hand: against a running server (ADDRESS), or a store the shell opens\n"
@@ -269,6 +288,8 @@ int main(int argc, char** argv) {
   CLI::App* replay_cmd = add_replay_command(app, replay);
   CallOptions call;
   CLI::App* call_cmd = add_call_command(app, call);
+  StatsOptions stats;
+  CLI::App* stats_cmd = add_stats_command(app, stats);
   ShellOptions shell;
   CLI::App* shell_cmd = add_shell_command(app, shell);
   BackupOptions backup;
@@ -285,6 +306,7 @@ int main(int argc, char** argv) {
   if (disasm_cmd->parsed()) return aup::cli::disasm(disasm);
   if (run_cmd->parsed()) return aup::cli::run(run);
   if (call_cmd->parsed()) return aup::cli::call(call, stdout, stderr);
+  if (stats_cmd->parsed()) return aup::cli::stats(stats, stdout, stderr);
   if (shell_cmd->parsed()) return aup::cli::shell(shell, "/proc/self/exe");
   if (backup_cmd->parsed()) return aup::cli::backup(backup);
   if (replay_cmd->parsed()) {

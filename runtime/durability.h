@@ -20,6 +20,15 @@
 
 namespace aup::runtime {
 
+// What the store holds and has done, for the stats request (runtime/metrics.h).
+struct StoreFigures {
+  bool store = false;  // false in memory: everything else 0
+  uint64_t log_bytes_written = 0;  // entry bytes appended since the store opened
+  uint64_t log_bytes = 0;          // entry bytes in the segments kept
+  uint64_t image_bytes = 0;        // the current images, every table's and the vars'
+  uint64_t checkpoints = 0;        // finished since the store opened
+};
+
 class Durability {
  public:
   virtual ~Durability() = default;
@@ -34,6 +43,8 @@ class Durability {
   virtual void close() {}
   // Log bytes written so far (for --stats; 0 in memory).
   virtual uint64_t log_bytes() const { return 0; }
+  // Owner thread.
+  virtual StoreFigures store_figures() const { return {}; }
 };
 
 // --memory: an applied event is done.
@@ -77,6 +88,10 @@ class StoreDurability : public Durability {
   void between_batches() override { store_.tick(); }
   void close() override { store_.drain(); }
   uint64_t log_bytes() const override { return store_.stats().log_bytes; }
+  StoreFigures store_figures() const override {
+    return StoreFigures{true, store_.stats().log_bytes, store_.live_log_bytes(), store_.image_bytes(),
+                        store_.stats().checkpoints};
+  }
 
  private:
   vm::State& state_;

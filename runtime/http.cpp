@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "runtime/json.h"
+#include "runtime/metrics.h"
 #include "runtime/reply.h"
 
 namespace aup::runtime {
@@ -72,7 +73,9 @@ void append_http_head(std::string& out, const HttpResponseHead& head, size_t bod
   out.append(digits, std::to_chars(digits, digits + sizeof digits, head.status).ptr);
   out += ' ';
   out += http_reason(head.status);
-  out += "\r\nContent-Type: application/json\r\nContent-Length: ";
+  out += "\r\nContent-Type: ";
+  out += head.prometheus ? kPrometheusContentType : "application/json";
+  out += "\r\nContent-Length: ";
   out.append(digits, std::to_chars(digits, digits + sizeof digits, body_bytes).ptr);
   if (head.close) out += "\r\nConnection: close";
   if (head.keep_alive_header) out += "\r\nConnection: keep-alive";
@@ -192,6 +195,17 @@ void HttpFramer::frame(std::string_view answer, std::string& out) {
   HttpResponseHead head = owed_.front();
   owed_.pop_front();
   if (head.status == 0) head.status = http_status_of_answer(answer);
+  if (head.prometheus) {
+    metrics_text_.clear();
+    // Made from the answer itself, so it says what the JSON says; an
+    // answer that is not the figures (a server without them) goes as it is.
+    head.prometheus = head.status == 200 && prometheus_from_stats(answer, metrics_text_);
+    if (head.prometheus) {
+      append_http_head(out, head, metrics_text_.size());
+      out += metrics_text_;
+      return;
+    }
+  }
   append_http_head(out, head, answer.size());
   out += answer;
 }
@@ -242,6 +256,7 @@ int HttpFramer::on_message_begin(http_parser* p) {
   f->next_.text.clear();
   f->refuse_status_ = 0;
   f->args_ = false;
+  f->prometheus_ = false;
   f->body_bytes_ = 0;
   f->body_too_long_ = false;
   return 0;
@@ -316,19 +331,22 @@ void HttpFramer::route(std::string_view path) {
   std::string_view name;
   bool event = name_after("/events/", name);
   bool query = !event && name_after("/queries/", name);
-  bool schema = path == "/schema";
+  bool schema = path == "/schema", stats = path == "/stats", metrics = path == "/metrics";
   allow_ = event ? "POST" : query ? "GET, POST" : "GET";
   bool allowed = event ? method == HTTP_POST : query ? method == HTTP_GET || method == HTTP_POST : method == HTTP_GET;
-  if (!event && !query && !schema) {
+  if (!event && !query && !schema && !stats && !metrics) {
     refuse_status_ = 404;
-    refuse_message_ = fmt::format("no route {} {}: the routes are POST /events/NAME, GET or POST /queries/NAME "
-                                  "and GET /schema",
+    refuse_message_ = fmt::format("no route {} {}: the routes are POST /events/NAME, GET or POST /queries/NAME, "
+                                  "GET /schema, GET /stats and GET /metrics",
                                   http_method_str(method), shown(path));
   } else if (!allowed) {
     refuse_status_ = 405;
     refuse_message_ = fmt::format("{} takes {}, not {}", shown(path), allow_, http_method_str(method));
   } else if (schema) {
     next_.text = R"({"schema":{})";
+  } else if (stats || metrics) {
+    next_.text = R"({"stats":{})";
+    prometheus_ = metrics;
   } else {
     next_.text = event ? R"({"event":)" : R"({"query":)";
     json_append_string(next_.text, name);
@@ -365,6 +383,7 @@ void HttpFramer::message_done() {
   next_.head.status = 0;  // from the answer's code
   next_.head.close = !keep_alive;
   next_.head.keep_alive_header = keep_alive && parser_.http_major == 1 && parser_.http_minor == 0;
+  next_.head.prometheus = prometheus_;
   have_ = true;
   stop_ = !keep_alive;
 }
@@ -407,8 +426,11 @@ bool http_request_for_line(std::string_view line, std::string_view host, std::st
   } else if (doc.member(doc.root(), "schema") && !args) {
     path = "/schema";
     method = "GET";
+  } else if (doc.member(doc.root(), "stats") && !args) {
+    path = "/stats";
+    method = "GET";
   } else {
-    error = "over HTTP a request is an `event` or a `query` (a string), with its `args`, or `schema`";
+    error = "over HTTP a request is an `event` or a `query` (a string), with its `args`, `schema` or `stats`";
     return false;
   }
   out += fmt::format("{} {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",

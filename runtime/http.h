@@ -5,6 +5,8 @@
 //   POST /events/NAME          body: the event's args (JSON; empty: {})
 //   GET|POST /queries/NAME     body: the query's args (JSON; empty: {})
 //   GET /schema
+//   GET /stats                 the stats request's JSON answer (runtime/metrics.h)
+//   GET /metrics               the same figures as Prometheus text
 //
 // Each complete HTTP request becomes the request line the Service takes
 // (`{"event":"NAME","args":BODY}`), and each answer line, once the
@@ -55,7 +57,13 @@ struct HttpResponseHead {
   bool close = false;            // `Connection: close`; the last on the connection
   bool keep_alive_header = false;  // an HTTP/1.0 client that asked to keep the connection
   std::string_view allow;        // a 405's `Allow` header, else empty
+  // GET /metrics: the body is the stats answer made Prometheus text
+  // (Content-Type text/plain; version=0.0.4), not the answer line.
+  bool prometheus = false;
 };
+inline constexpr std::string_view kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
+// The head of a response of `body_bytes`: JSON, or with head.prometheus the
+// Prometheus text format.
 void append_http_head(std::string& out, const HttpResponseHead& head, size_t body_bytes);
 
 // Cuts what one connection sends into requests. One read buffer, reused;
@@ -128,6 +136,7 @@ class HttpFramer {
   size_t body_bytes_ = 0;
   bool in_message_ = false;
   bool args_ = false;  // the body is the request's args (an event's or a query's)
+  bool prometheus_ = false;  // GET /metrics
   bool headers_seen_ = false;
   bool body_too_long_ = false;
   bool paused_at_headers_ = false, paused_at_end_ = false;
@@ -140,13 +149,14 @@ class HttpFramer {
   bool have_ = false;
   bool stop_ = false;  // the piece parsed ahead is the connection's last
   std::deque<HttpResponseHead> owed_;  // responses owed, in order
+  std::string metrics_text_;  // a GET /metrics body being made (reused)
 };
 
 // ---- the client side (aup call, aup shell, bench/server) ----
 
 // The HTTP request for a request line of the line protocol: an event is
 // POST /events/NAME, a query POST /queries/NAME, the schema GET /schema,
-// the args as the body. False with a message for a line HTTP cannot carry
+// the stats GET /stats, the args as the body. False with a message for a line HTTP cannot carry
 // (not JSON, an `id`: answers over HTTP are matched by their order).
 bool http_request_for_line(std::string_view line, std::string_view host, std::string& out, std::string& error);
 

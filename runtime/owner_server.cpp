@@ -51,7 +51,8 @@ class OwnerServer {
  public:
   OwnerServer(Service& owner, vm::State& state, Durability& durability, const ServerOptions& o, std::FILE* err)
       : service_(owner), state_(state), durability_(durability), o_(o), err_(err),
-        batch_(owner, durability, o.max_batch) {}
+        batch_(owner, durability, o.max_batch), metrics_(owner.metrics()),
+        answer_gauge_(metrics_ ? metrics_->answer_gauge() : nullptr) {}
   ~OwnerServer() {
     for (auto& [id, c] : conns_) ::close(c->fd);
     if (epfd_ >= 0) ::close(epfd_);
@@ -65,6 +66,7 @@ class OwnerServer {
   void turn(const epoll_event* events, int n, int signal_fd);
   void settle_turn();
   void accept_all(size_t listener);
+  void count_connections();
   void expire_slow(std::chrono::steady_clock::time_point now);
   int wait_ms(std::chrono::steady_clock::time_point stats_due) const;
   void on_ready(Conn& c, uint32_t events);
@@ -88,6 +90,8 @@ class OwnerServer {
   const ServerOptions& o_;
   std::FILE* err_;
   Committer batch_;
+  Metrics* metrics_;                      // or null
+  std::atomic<int64_t>* answer_gauge_;  // this thread's answer bytes waiting
   int epfd_ = -1;
   std::vector<std::unique_ptr<Acceptor>> acceptors_;
   std::vector<Protocol> protocols_;  // each listener's
@@ -125,8 +129,14 @@ void OwnerServer::accept_all(size_t listener) {
     ev.data.u64 = c->id;
     c->interest = ev.events;
     ::epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev);
+    c->out.count_in(answer_gauge_);
     conns_.emplace(c->id, std::move(c));
+    count_connections();
   }
+}
+
+void OwnerServer::count_connections() {
+  if (metrics_) metrics_->connections.store(static_cast<uint32_t>(conns_.size()), std::memory_order_relaxed);
 }
 
 void OwnerServer::on_ready(Conn& c, uint32_t events) {
@@ -242,6 +252,7 @@ void OwnerServer::close_conn(Conn& c) {
   ::epoll_ctl(epfd_, EPOLL_CTL_DEL, c.fd, nullptr);
   ::close(c.fd);
   conns_.erase(c.id);  // `c` is gone after this
+  count_connections();
 }
 
 void OwnerServer::settle_touched() {
@@ -373,7 +384,7 @@ int OwnerServer::run(const std::vector<Listener>& listeners, int signal_fd) {
     if (any_http_) expire_slow(now);
     if (o_.stats) {
       const ServiceCounters& sc = service_.counters();
-      StatsCounts totals{sc.events_ok + sc.events_failed, sc.queries, batch_.commits(),
+      StatsCounts totals{sc.events_ok.get() + sc.events_failed.get(), sc.queries.get(), batch_.commits(),
                          static_cast<uint32_t>(conns_.size())};
       stats.print(err_, std::chrono::duration<double>(now - interval_start).count(), totals,
                   batch_.commit_latency());

@@ -107,7 +107,9 @@ bool LineFramer::ready() const {
 // ---- Committer -----------------------------------------------------------------------
 
 Committer::Committer(Service& service, Durability& durability, uint32_t max_events)
-    : service_(service), durability_(durability), max_events_(max_events) {}
+    : service_(service), durability_(durability), max_events_(max_events) {
+  if (Metrics* m = service_.metrics()) m->after_batch(0, 0, true, service_.state(), durability_);
+}
 
 size_t Committer::take(uint64_t to, double now, std::string_view request) {
   service_.set_refusing(durability_.refusing());
@@ -163,8 +165,9 @@ bool Committer::settle() {
   error_.clear();
   auto started = std::chrono::steady_clock::now();
   bool committed = durability_.commit_batch(error_);
-  commit_latency_.add(static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count()));
+  last_commit_ns_ = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count());
+  commit_latency_.add(last_commit_ns_);
   ++commits_;
   // The reason says whether the entry may have been written ("not
   // written: ..." or "perhaps written: ..."); every event of the batch
@@ -184,6 +187,12 @@ bool Committer::settle() {
   }
   if (!committed) rerun_queries();
   return committed;
+}
+
+void Committer::publish(uint32_t events, bool committed) {
+  if (Metrics* m = service_.metrics()) {
+    m->after_batch(last_commit_ns_, events, committed, service_.state(), durability_);
+  }
 }
 
 // The failed commit undid the events the batch's queries may have read:
@@ -208,6 +217,7 @@ Outbox::Sent Outbox::send_to(int fd) {
     return Sent::Gone;
   }
   at_ += static_cast<size_t>(n);
+  count(-static_cast<int64_t>(n));
   if (at_ == buf_.size()) {
     clear();
     return Sent::All;

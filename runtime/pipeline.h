@@ -28,6 +28,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
@@ -95,7 +96,9 @@ class LineFramer {
 class Committer {
  public:
   // `service` and `durability` must outlive the Committer. max_events: a
-  // batch is full at that many applied events (0: never).
+  // batch is full at that many applied events (0: never). The service's
+  // Metrics, if any, get the store's and state's figures now, and after
+  // each batch with events.
   Committer(Service& service, Durability& durability, uint32_t max_events);
   Committer(const Committer&) = delete;
   Committer& operator=(const Committer&) = delete;
@@ -125,6 +128,7 @@ class Committer {
   // when the state changed: the batch had events and they are durable.
   template <class Deliver>
   bool commit(Deliver&& deliver) {
+    uint32_t events = events_;
     bool changed = settle();
     for (size_t i = 0; i < used_; ++i) {
       // An event's text is its bare result until settle() forms its
@@ -136,6 +140,7 @@ class Committer {
     events_ = 0;
     settled_ = false;
     durability_.between_batches();
+    if (events > 0) publish(events, changed);
     return changed;
   }
 
@@ -155,6 +160,9 @@ class Committer {
   };
   bool settle();
   void rerun_queries();
+  // After a batch with events: its commit and the figures of the store
+  // and the state, for the stats request (one lock; nothing per event).
+  void publish(uint32_t events, bool committed);
   Entry& next_entry(uint64_t to);
 
   Service& service_;
@@ -173,6 +181,7 @@ class Committer {
   bool settled_ = false;
   std::string error_;
   uint64_t commits_ = 0;
+  uint64_t last_commit_ns_ = 0;  // the last settle()'s commit
   storage::LatencyHistogram commit_latency_;
 };
 
@@ -180,27 +189,46 @@ class Committer {
 // send_to() writes as much as the socket takes with one system call.
 class Outbox {
  public:
+  Outbox() = default;
+  ~Outbox() { count(-static_cast<int64_t>(waiting())); }
+  Outbox(const Outbox&) = delete;
+  Outbox& operator=(const Outbox&) = delete;
+  // Counts the bytes waiting here into `gauge` too (the stats request's
+  // answer_bytes_waiting): a gauge of the one thread that uses this.
+  void count_in(std::atomic<int64_t>* gauge) { gauge_ = gauge; }
   // One whole answer line. Every answer ends with its newline once it is
   // formed (reply.h); an event's before its commit is only its result.
   void append(std::string_view answer) {
     assert(!answer.empty() && answer.back() == '\n');
     buf_ += answer;
+    count(static_cast<int64_t>(answer.size()));
   }
   // Bytes framed by the transport (an HTTP response, runtime/framer.h).
-  void append_bytes(std::string_view bytes) { buf_ += bytes; }
+  void append_bytes(std::string_view bytes) {
+    buf_ += bytes;
+    count(static_cast<int64_t>(bytes.size()));
+  }
   // Bytes appended and not yet written.
   size_t waiting() const { return buf_.size() - at_; }
   enum class Sent : uint8_t { All, Some, Gone };
   // One send(2) (MSG_NOSIGNAL). Gone: the peer cannot take answers any more.
   Sent send_to(int fd);
   void clear() {
+    count(-static_cast<int64_t>(waiting()));
     buf_.clear();
     at_ = 0;
   }
 
  private:
+  // A relaxed load and store: only this thread writes the gauge.
+  void count(int64_t delta) {
+    if (gauge_ && delta != 0) {
+      gauge_->store(gauge_->load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
+    }
+  }
   std::string buf_;
   size_t at_ = 0;
+  std::atomic<int64_t>* gauge_ = nullptr;
 };
 
 }  // namespace aup::runtime

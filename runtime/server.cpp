@@ -149,6 +149,7 @@ class IoThread {
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;
   uint64_t next_conn_ = 1;
   std::unique_ptr<Service> service_;  // queries and bad requests, on snapshots
+  std::atomic<int64_t>* answer_gauge_ = nullptr;  // this thread's answer bytes waiting
   std::vector<EventRequest> to_owner_;
   uint32_t next_adopter_ = 0;  // thread 0: round robin for new connections
 };
@@ -179,6 +180,10 @@ class Server {
  private:
   void owner_loop();
   void apply(std::vector<EventRequest>& batch);
+  // Under mu_: the events waiting for the owner, for the stats request.
+  void count_queued() {
+    if (Metrics* m = owner_.metrics()) m->events_queued.store(queue_.size(), std::memory_order_relaxed);
+  }
 
   Service& owner_;
   vm::State& state_;
@@ -207,6 +212,7 @@ IoThread::IoThread(Server& server, uint32_t index) : server_(server), index_(ind
     ::epoll_ctl(epfd_, EPOLL_CTL_ADD, wakefd_, &ev);
   }
   service_ = std::make_unique<Service>(server.module(), server.state(), server.options().service);
+  if (Metrics* m = server.options().service.metrics) answer_gauge_ = m->answer_gauge();
 }
 
 IoThread::~IoThread() {
@@ -368,6 +374,7 @@ void IoThread::accept_all(size_t listener) {
     int fd = acceptors_[listener]->accept_next(server_.connections.load(), server_.stopping());
     if (fd < 0) return;
     server_.connections.fetch_add(1);
+    if (Metrics* m = server_.options().service.metrics) m->connections.fetch_add(1, std::memory_order_relaxed);
     uint32_t to = next_adopter_++ % server_.io_count();
     if (to == index_) {
       add_conn(fd, protocols_[listener]);
@@ -396,6 +403,7 @@ void IoThread::expire_slow() {
 void IoThread::add_conn(int fd, Protocol p) {
   auto c = std::make_unique<Conn>(fd, next_conn_++, p, server_.options());
   Conn& ref = *c;
+  ref.out.count_in(answer_gauge_);
   conns_.emplace(c->id, std::move(c));
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLRDHUP;
@@ -551,6 +559,7 @@ void IoThread::close_conn(Conn& c) {
   if (c.registered) ::epoll_ctl(epfd_, EPOLL_CTL_DEL, c.fd, nullptr);
   ::close(c.fd);
   server_.connections.fetch_sub(1);
+  if (Metrics* m = server_.options().service.metrics) m->connections.fetch_sub(1, std::memory_order_relaxed);
   conns_.erase(c.id);  // `c` is gone after this
 }
 
@@ -562,6 +571,7 @@ void Server::submit(std::vector<EventRequest>& requests) {
     if (!owner_done_.load()) {
       for (EventRequest& r : requests) queue_.push_back(std::move(r));
     }
+    count_queued();
   }
   requests.clear();
   cv_.notify_one();
@@ -589,7 +599,10 @@ void Server::apply(std::vector<EventRequest>& batch) {
   });
   // Published before any answer leaves: an answered event is visible to
   // every later query.
-  if (changed) snapshots_.publish();
+  if (changed) {
+    snapshots_.publish();
+    if (Metrics* m = owner_.metrics()) m->snapshot_published();
+  }
   snapshots_.reclaim();
   for (size_t k = 0; k < per.size(); ++k) {
     if (!per[k].empty()) ios_[k]->deliver(std::move(per[k]));
@@ -617,6 +630,7 @@ void Server::owner_loop() {
         batch.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
+      count_queued();
       if (batch.empty() && stopping_.load()) {
         owner_done_.store(true, std::memory_order_release);  // submit() takes nothing more
         break;
@@ -626,7 +640,8 @@ void Server::owner_loop() {
     if (o_.stats && Clock::now() - interval_start >= std::chrono::seconds(1)) {
       auto now = Clock::now();
       const ServiceCounters& sc = owner_.counters();
-      StatsCounts totals{sc.events_ok + sc.events_failed, queries.load(), committer_.commits(), connections.load()};
+      StatsCounts totals{sc.events_ok.get() + sc.events_failed.get(), queries.load(), committer_.commits(),
+                         connections.load()};
       stats.print(err_, std::chrono::duration<double>(now - interval_start).count(), totals,
                   committer_.commit_latency());
       interval_start = now;
@@ -636,6 +651,7 @@ void Server::owner_loop() {
 }
 
 int Server::run(const std::vector<Listener>& listeners, int signal_fd) {
+  if (Metrics* m = owner_.metrics()) m->snapshot_published();  // the first, made with snapshots_
   for (uint32_t i = 0; i < o_.io_threads; ++i) {
     ios_.push_back(std::make_unique<IoThread>(*this, i));
     if (!ios_.back()->ok()) {

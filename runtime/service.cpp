@@ -49,9 +49,15 @@ std::string return_positions(const vm::Module& m, const vm::Function& f) {
 
 }  // namespace
 
-Service::Service(const vm::Module& m, vm::State& s, ServiceOptions o) : module_(m), state_(&s), vm_(m, s) {
+Service::Service(const vm::Module& m, vm::State& s, ServiceOptions o)
+    : module_(m), state_(&s), vm_(m, s), metrics_(o.metrics) {
   vm_.set_step_budget(o.step_budget);
   vm_.set_native(o.native);
+  if (metrics_) metrics_->watch(&counters_);
+}
+
+Service::~Service() {
+  if (metrics_) metrics_->unwatch(&counters_);
 }
 
 void Service::reply_ok(const std::string* body) { append_ok(*out_, id_, body); }
@@ -63,6 +69,13 @@ void Service::reply_error(std::string_view code, std::string_view message) {
 void Service::result_failed(const ValueToJson& writer, const vm::Function& f) {
   reply_error(vm::error_code_name(writer.code()),
               fmt::format("{} ({})", writer.error(), return_positions(module_, f)));
+}
+
+// An event that failed (undone) or was refused, counted by its code.
+void Service::event_failed(std::string_view code, size_t code_index, std::string_view message) {
+  counters_.events_failed.inc();
+  counters_.failed_by_code[code_index].inc();
+  reply_error(code, message);
 }
 
 // An applied event: only its result for now (see finish()).
@@ -107,7 +120,7 @@ void Service::reset() {
   parse_error_.clear();
   problem_.clear();
   constexpr uint32_t kNone = JsonToValue::kNoNode;
-  event_ = query_ = schema_ = args_ = key_ = kNone;
+  event_ = query_ = schema_ = stats_ = args_ = key_ = kNone;
   is_event_ = false;
 }
 
@@ -128,6 +141,7 @@ bool Service::classify(const JsonDoc& doc) {
     uint32_t* slot = name == "event"    ? &event_
                      : name == "query"  ? &query_
                      : name == "schema" ? &schema_
+                     : name == "stats"  ? &stats_
                      : name == "args"   ? &args_
                      : name == "id"     ? &id
                      : name == "key"    ? &key_
@@ -153,6 +167,8 @@ bool Service::classify(const JsonDoc& doc) {
   }
   if (problem_.empty() && schema_ != kNone) {
     problem_ = schema_problem();
+  } else if (problem_.empty() && stats_ != kNone) {
+    problem_ = stats_problem();
   } else if (problem_.empty()) {
     if (event_ != kNone && query_ != kNone) {
       problem_ = "a request has `event` or `query`, not both";
@@ -188,27 +204,52 @@ std::string Service::schema_problem() const {
   if (event_ != kNone || query_ != kNone || args_ != kNone) {
     return "a `schema` request has no `event`, `query` or `args`";
   }
+  if (stats_ != kNone) return "a request has `schema` or `stats`, not both";
   const JsonNode& n = doc_->node(schema_);
   if (n.kind != JsonNode::Kind::Object || n.count != 0) return "`schema` must be the empty object {}";
+  return {};
+}
+
+// `{"stats": {}}` asks for the server's figures (runtime/metrics.h), with
+// the same rules as a schema request.
+std::string Service::stats_problem() const {
+  constexpr uint32_t kNone = JsonToValue::kNoNode;
+  if (event_ != kNone || query_ != kNone || args_ != kNone) {
+    return "a `stats` request has no `event`, `query`, `schema` or `args`";
+  }
+  const JsonNode& n = doc_->node(stats_);
+  if (n.kind != JsonNode::Kind::Object || n.count != 0) return "`stats` must be the empty object {}";
   return {};
 }
 
 Outcome Service::finish(double now, std::string& out) {
   out_ = &out;
   if (!parse_error_.empty() || !problem_.empty()) {
-    ++counters_.bad_requests;
+    counters_.bad_requests.inc();
     reply_error("bad_request", parse_error_.empty() ? problem_ : parse_error_);
     return Outcome::Invalid;
   }
   if (args_ != JsonToValue::kNoNode && doc_->node(args_).kind != JsonNode::Kind::Object) {
-    ++counters_.bad_requests;
+    counters_.bad_requests.inc();
     reply_error("bad_args", "`args` must be an object");
     return Outcome::Invalid;
   }
   if (schema_ != JsonToValue::kNoNode) {
-    ++counters_.queries;
+    counters_.queries.inc();
     if (schema_body_.empty()) schema_body_ = schema_json(module_);
     reply_ok(&schema_body_);
+    return Outcome::Query;
+  }
+  if (stats_ != JsonToValue::kNoNode) {
+    // Not counted among the queries: watching the server does not move
+    // what it shows.
+    if (!metrics_) {
+      reply_error("unavailable", "this server keeps no stats");
+      return Outcome::Query;
+    }
+    body_.clear();
+    stats_json(metrics_->sample(), body_);
+    reply_ok(&body_);
     return Outcome::Query;
   }
   Outcome o = is_event_ ? event(doc_->node(event_).str, args_, now) : query(doc_->node(query_).str, args_, now);
@@ -219,18 +260,17 @@ Outcome Service::finish(double now, std::string& out) {
 Outcome Service::event(std::string_view name, uint32_t args, double now) {
   int e = module_.event_index(name);
   if (e < 0) {
-    ++counters_.bad_requests;
+    counters_.bad_requests.inc();
     reply_error("unknown_event", fmt::format("no event `{}`; events: {}", name,
                                              known_names(module_.events, [](const auto&) { return true; })));
     return Outcome::Invalid;
   }
   if (refusing_) {
-    ++counters_.events_failed;
-    reply_error("unavailable", *refusing_);
+    event_failed("unavailable", kUnavailableCode, *refusing_);
     return Outcome::EventFailed;
   }
   if (key_ != JsonToValue::kNoNode && !keys_) {
-    ++counters_.bad_requests;
+    counters_.bad_requests.inc();
     reply_error("bad_request", "this store keeps no idempotency keys: start `aup run` with --keys N to keep them");
     return Outcome::Invalid;
   }
@@ -238,7 +278,7 @@ Outcome Service::event(std::string_view name, uint32_t args, double now) {
   JsonToValue reader(*doc_, vm_);
   vm::Value rec;
   if (!reader.record(args, ed.record, &rec)) {
-    ++counters_.bad_requests;
+    counters_.bad_requests.inc();
     reply_error(reader.code(), reader.error());
     return Outcome::Invalid;
   }
@@ -256,15 +296,15 @@ Outcome Service::keyed_event(std::string_view name, uint32_t args, const vm::Eve
   digest_ = KeyTable::digest(name, *doc_, args);
   switch (keys_->find(key, digest_, kept_answer_)) {
     case KeyTable::Seen::Same:
-      ++counters_.events_ok;
-      ++counters_.events_replayed;
+      counters_.events_ok.inc();
+      counters_.events_replayed.inc();
       applied(kept_answer_.empty() ? nullptr : &kept_answer_);
       return Outcome::EventApplied;
     case KeyTable::Seen::Other:
-      ++counters_.events_failed;
-      reply_error("duplicate", fmt::format("key \"{}\" was used by another request (another event, or other args); "
-                                           "a retry sends the same event and args",
-                                           key));
+      event_failed("duplicate", static_cast<size_t>(vm::ErrorCode::Duplicate),
+                   fmt::format("key \"{}\" was used by another request (another event, or other args); "
+                               "a retry sends the same event and args",
+                               key));
       return Outcome::EventFailed;
     case KeyTable::Seen::New: break;
   }
@@ -278,13 +318,13 @@ Outcome Service::apply(const vm::EventDesc& ed, vm::Value rec, double now) {
   vm::Value result = 0;
   if (!vm_.run(ed.handler, &rec, 1, now, &result)) {
     state_->rollback(mark);
-    ++counters_.events_failed;
-    reply_error(vm::error_code_name(vm_.failure().code), vm_.failure().message);
+    vm::ErrorCode code = vm_.failure().code;
+    event_failed(vm::error_code_name(code), static_cast<size_t>(code), vm_.failure().message);
     return Outcome::EventFailed;
   }
   uint32_t type = module_.functions[ed.handler].result_type;
   if (type == vm::kTypeVoid) {
-    ++counters_.events_ok;
+    counters_.events_ok.inc();
     applied(nullptr);
     return Outcome::EventApplied;
   }
@@ -294,11 +334,12 @@ Outcome Service::apply(const vm::EventDesc& ed, vm::Value rec, double now) {
   ValueToJson writer(vm_);
   if (!writer.write(result, type, body_)) {
     state_->rollback(mark);
-    ++counters_.events_failed;
+    counters_.events_failed.inc();
+    counters_.failed_by_code[static_cast<size_t>(writer.code())].inc();
     result_failed(writer, module_.functions[ed.handler]);
     return Outcome::EventFailed;
   }
-  ++counters_.events_ok;
+  counters_.events_ok.inc();
   applied(&body_);
   return Outcome::EventApplied;
 }
@@ -306,7 +347,7 @@ Outcome Service::apply(const vm::EventDesc& ed, vm::Value rec, double now) {
 Outcome Service::query(std::string_view name, uint32_t args, double now) {
   int q = module_.query_index(name);
   if (q < 0) {
-    ++counters_.bad_requests;
+    counters_.bad_requests.inc();
     reply_error("unknown_query", fmt::format("no query `{}`; queries: {}", name,
                                              known_names(module_.functions, [](const vm::Function& f) {
                                                return f.kind == vm::FnKind::Query;
@@ -326,18 +367,18 @@ Outcome Service::query(std::string_view name, uint32_t args, double now) {
       size_t p = 0;
       while (p < params.size() && f.param_names[p] != pname) ++p;
       if (p == params.size()) {
-        ++counters_.bad_requests;
+        counters_.bad_requests.inc();
         reply_error("bad_args", fmt::format("unknown field `{}`", pname));
         return Outcome::Invalid;
       }
       if (seen[p]) {
-        ++counters_.bad_requests;
+        counters_.bad_requests.inc();
         reply_error("bad_args", fmt::format("field `{}` appears twice", pname));
         return Outcome::Invalid;
       }
       seen[p] = true;
       if (!reader.value(key + 1, f.param_types[p], &params[p], pname)) {
-        ++counters_.bad_requests;
+        counters_.bad_requests.inc();
         reply_error(reader.code(), reader.error());
         return Outcome::Invalid;
       }
@@ -345,12 +386,12 @@ Outcome Service::query(std::string_view name, uint32_t args, double now) {
   }
   for (size_t p = 0; p < params.size(); ++p) {
     if (!seen[p]) {
-      ++counters_.bad_requests;
+      counters_.bad_requests.inc();
       reply_error("bad_args", fmt::format("missing field `{}`", f.param_names[p]));
       return Outcome::Invalid;
     }
   }
-  ++counters_.queries;
+  counters_.queries.inc();
   vm::Value result = 0;
   if (!vm_.run(static_cast<uint32_t>(q), params.data(), static_cast<uint32_t>(params.size()), now, &result)) {
     reply_error(vm::error_code_name(vm_.failure().code), vm_.failure().message);

@@ -5,6 +5,7 @@
 //   {"query": "balance", "args": {"id": 1}, "id": 18}
 //   {"schema": {}}   (the module's events, queries and tables: runtime/schema.h)
 //   {"event": "transfer", "args": {...}, "key": "t-81"}   (at most once: runtime/keys.h)
+//   {"stats": {}}    (the server's counters and gauges: runtime/metrics.h)
 //   -> {"id":17,"ok":true,"result":{...}}
 //   -> {"id":18,"ok":false,"error":{"code":"not_found","message":"..."}}
 //
@@ -26,6 +27,7 @@
 
 #include "runtime/convert.h"
 #include "runtime/json.h"
+#include "runtime/metrics.h"
 #include "vm/interp.h"
 
 namespace aup::runtime {
@@ -35,6 +37,10 @@ struct ServiceOptions {
   // Native code for the module (`--engine jit`, vm/jit/), or null to
   // interpret. It must outlive every Service given it.
   const vm::NativeCode* native = nullptr;
+  // What `{"stats":{}}` answers from; every Service given it counts into
+  // it. Null: stats requests are answered `unavailable`. It must outlive
+  // every Service given it.
+  Metrics* metrics = nullptr;
 };
 
 class Durability;
@@ -68,18 +74,13 @@ enum class Outcome : uint8_t {
   Invalid,       // answered bad_request, unknown_*, bad_args
 };
 
-struct ServiceCounters {
-  uint64_t events_ok = 0;        // applied, or answered again for their key
-  uint64_t events_replayed = 0;  // of those, answered again (runtime/keys.h)
-  uint64_t events_failed = 0;
-  uint64_t queries = 0;
-  uint64_t bad_requests = 0;
-};
-
 class Service {
  public:
   // `m` (prepared) and `s` must outlive the Service.
   Service(const vm::Module& m, vm::State& s, ServiceOptions o);
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
 
   // Handles one request line (without its newline) and appends the
   // response line, newline included, to `out`, an applied event's too (for
@@ -108,7 +109,10 @@ class Service {
   // (runtime/keys.h), or null: then a request with a `key` is refused.
   void set_keys(KeyTable* keys) { keys_ = keys; }
 
+  // One thread increments them (the one using this Service); any reads.
   const ServiceCounters& counters() const { return counters_; }
+  Metrics* metrics() const { return metrics_; }
+  const vm::State& state() const { return *state_; }
   vm::Vm& vm() { return vm_; }
   // Answers later requests from another state of the module (a query
   // thread moving to the newest snapshot). Between requests only.
@@ -125,6 +129,8 @@ class Service {
   bool classify(const JsonDoc& doc);
   std::string schema_problem() const;
   std::string key_problem() const;
+  std::string stats_problem() const;
+  void event_failed(std::string_view code, size_t code_index, std::string_view message);
   Outcome event(std::string_view name, uint32_t args, double now);
   // An event with a key: answered again, refused, or applied and kept.
   Outcome keyed_event(std::string_view name, uint32_t args, const vm::EventDesc& ed, vm::Value rec, double now);
@@ -149,13 +155,14 @@ class Service {
   // The prepared request.
   std::string parse_error_;
   std::string problem_;
-  uint32_t event_ = 0, query_ = 0, schema_ = 0, args_ = 0, key_ = 0;
+  uint32_t event_ = 0, query_ = 0, schema_ = 0, stats_ = 0, args_ = 0, key_ = 0;
   std::string schema_body_;  // schema_json(module_), made at the first schema request
   bool is_event_ = false;
   bool has_result_ = false;
   const std::string* refusing_ = nullptr;
   KeyTable* keys_ = nullptr;
   std::string digest_, kept_answer_;  // a keyed event's (reused)
+  Metrics* metrics_;
 };
 
 }  // namespace aup::runtime

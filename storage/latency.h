@@ -18,6 +18,12 @@ class LatencyHistogram {
     ++count_;
     if (ns > max_) max_ = ns;
   }
+  // Adds every value `o` holds (a window of histograms, runtime/metrics.h).
+  void merge(const LatencyHistogram& o) {
+    for (size_t i = 0; i < buckets_.size(); ++i) buckets_[i] += o.buckets_[i];
+    count_ += o.count_;
+    if (o.max_ > max_) max_ = o.max_;
+  }
   uint64_t count() const { return count_; }
   uint64_t max_ns() const { return max_; }
   // The smallest bucket bound that at least fraction p (0..1] of the

@@ -108,6 +108,13 @@ class Store {
 
   const StoreStats& stats() const { return stats_; }
   uint64_t live_log_bytes() const { return log_->live_bytes(); }
+  // The bytes of the images the state is read from now (every table's
+  // and the vars').
+  uint64_t image_bytes() const {
+    uint64_t n = 0;
+    for (uint64_t b : image_bytes_) n += b;
+    return n;
+  }
   const std::string& dir() const { return dir_; }
 
  private:

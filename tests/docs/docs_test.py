@@ -11,7 +11,9 @@ usage: docs_test.py SOURCE_ROOT
   - every document cited anywhere (a `*.md` name in a source comment, a
     script, a build file or a doc) is a file of the repository, and nothing
     cites the design pages the project grew from (they are not in it);
-  - the README shows the two set-up commands, and .ci/run runs the second.
+  - the README shows the two set-up commands, and .ci/run runs the second;
+  - docs/operations.md's Monitoring table lists every metric of
+    runtime/metrics.cpp's table, with its kind and unit, and no other.
 
 Each problem is one line; the exit status is the number of problems.
 """
@@ -120,7 +122,27 @@ def check_setup_commands():
         fail(".ci/run does not run the README's test command")
 
 
+def check_metrics():
+    code = re.findall(r'^\s*\{"([a-z0-9_]+)", K::(Counter|Gauge), "([a-z]+)"', read("runtime/metrics.cpp"), re.M)
+    if not code:
+        fail("runtime/metrics.cpp has no metric table")
+    ops = read("docs/operations.md")
+    section = ops[ops.find("## Monitoring"):]
+    section = section[:section.find("\n## ", 1)]
+    rows = re.findall(r"^\| `([a-z0-9_]+)` \| (counter|gauge) \| ([a-z]+) \|", section, re.M)
+    want = [(n, k.lower(), u) for n, k, u in code]
+    for m in want:
+        if m not in rows:
+            fail(f"docs/operations.md's Monitoring table does not list {m[0]} as a {m[1]} in {m[2]}")
+    for r in rows:
+        if r not in want:
+            fail(f"docs/operations.md's Monitoring table lists {r[0]} ({r[1]}, {r[2]}), not in runtime/metrics.cpp")
+    if [n for n, _, _ in rows] != [n for n, _, _ in want]:
+        fail("docs/operations.md's Monitoring table is not in runtime/metrics.cpp's order")
+
+
 check_opcodes()
+check_metrics()
 check_failure_codes()
 check_magics()
 check_citations()

@@ -20,7 +20,10 @@ namespace aup::testing {
 
 class Running {
  public:
-  explicit Running(const std::string& source, uint64_t steps = vm::kDefaultStepBudget) {
+  // `metrics`: what the Service counts into and answers stats requests
+  // from (runtime/metrics.h), or none.
+  explicit Running(const std::string& source, uint64_t steps = vm::kDefaultStepBudget,
+                   runtime::Metrics* metrics = nullptr) {
     auto checked = check_source("test.aup", source);
     if (!checked->ok()) FAIL(checked->diags.list()[0].message);
     Diagnostics d;
@@ -30,6 +33,7 @@ class Running {
     state_ = std::make_unique<vm::State>(*module_);
     runtime::ServiceOptions o;
     o.step_budget = steps;
+    o.metrics = metrics;
     // AUP_TEST_ENGINE=jit runs the same tests on native code (tests/meson.build
     // registers the model tests both ways).
     const char* engine = std::getenv("AUP_TEST_ENGINE");

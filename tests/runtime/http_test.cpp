@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/http.h"
+#include "runtime/metrics.h"
 
 namespace aup::runtime {
 namespace {
@@ -128,6 +129,44 @@ TEST_SUITE("http") {
     f.frame(answer, response);
     CHECK(response.find("HTTP/1.1 405 Method Not Allowed\r\n") == 0);
     CHECK(response.find("\r\nAllow: GET, POST\r\n") != std::string::npos);
+  }
+
+  TEST_CASE("GET /stats and GET /metrics are the stats request; /metrics answers Prometheus text") {
+    CHECK(frame("GET /stats HTTP/1.1\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n").pieces ==
+          std::vector<std::string>{R"({"stats":{}})", R"({"stats":{}})"});
+    HttpFramer f(kBody, 10s);
+    f.feed("GET /metrics HTTP/1.1\r\n\r\nGET /stats HTTP/1.1\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n");
+    std::string_view request;
+    std::string answer, result;
+    stats_json(MetricSample{}, result);
+    std::string stats = R"({"ok":true,"result":)" + result + "}\n";
+    std::string text, metrics, json, refused;
+    REQUIRE(prometheus_from_stats(stats, text));
+    for (int i = 0; i < 3; ++i) REQUIRE(f.next(request, answer) == HttpFramer::Piece::Request);
+    f.frame(stats, metrics);
+    f.frame(stats, json);
+    // A server without figures answers unavailable: that goes as it is.
+    f.frame("{\"ok\":false,\"error\":{\"code\":\"unavailable\",\"message\":\"x\"}}\n", refused);
+    CHECK(metrics.find("HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+                       "Content-Length: " +
+                       std::to_string(text.size()) + "\r\n\r\n") == 0);
+    CHECK(metrics.substr(metrics.size() - text.size()) == text);
+    CHECK(json.find("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n") == 0);
+    CHECK(json.substr(json.size() - stats.size()) == stats);
+    CHECK(refused.find("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n") == 0);
+  }
+
+  TEST_CASE("/metrics and /stats take GET only: 405 with Allow: GET") {
+    for (const char* path : {"/metrics", "/stats"}) {
+      HttpFramer f(kBody, 10s);
+      f.feed(post(path, ""));
+      std::string_view request;
+      std::string answer, response;
+      REQUIRE(f.next(request, answer) == HttpFramer::Piece::Answer);
+      f.frame(answer, response);
+      CHECK(response.find("HTTP/1.1 405 Method Not Allowed\r\n") == 0);
+      CHECK(response.find("\r\nAllow: GET\r\n") != std::string::npos);
+    }
   }
 
   TEST_CASE("a body at the limit is taken; one past it is 413 and the connection closes") {
@@ -266,7 +305,7 @@ TEST_SUITE("http") {
 
   TEST_CASE("the client's request for a line is the route the server maps back to that line") {
     for (std::string line : {R"({"event":"open","args":{"id":1,"owner":"ann"}})", R"({"query":"total"})",
-                             R"({"query":"balance","args":{"id":2}})", R"({"schema":{}})"}) {
+                             R"({"query":"balance","args":{"id":2}})", R"({"schema":{}})", R"({"stats":{}})"}) {
       std::string request, error;
       REQUIRE(http_request_for_line(line, "h", request, error));
       Framed f = frame(request);

@@ -45,6 +45,24 @@ TEST_SUITE("latency") {
     h.add(50000000);
     CHECK(h.percentile_ns(0.99) == 50000000);
   }
+
+  TEST_CASE("merging histograms is adding every value to one") {
+    LatencyHistogram a, b, both;
+    for (uint64_t ns = 1; ns <= 500; ++ns) {
+      a.add(ns * 7);
+      both.add(ns * 7);
+    }
+    for (uint64_t ns = 1; ns <= 100; ++ns) {
+      b.add(ns * 1000);
+      both.add(ns * 1000);
+    }
+    a.merge(b);
+    CHECK(a.count() == both.count());
+    CHECK(a.max_ns() == both.max_ns());
+    for (double p : {0.01, 0.5, 0.9, 0.99, 1.0}) CHECK(a.percentile_ns(p) == both.percentile_ns(p));
+    a.merge(LatencyHistogram{});
+    CHECK(a.count() == 600);
+  }
 }
 
 }  // namespace

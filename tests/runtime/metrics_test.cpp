@@ -1,0 +1,238 @@
+// runtime/metrics.cpp: one table of descriptors makes both the stats
+// answer and the Prometheus text; commit latency over the last minute; the
+// stats request as the Service answers and refuses it.
+#include <doctest/doctest.h>
+
+#include <set>
+#include <string>
+
+#include "runtime/durability.h"
+#include "runtime/json.h"
+#include "runtime/metrics.h"
+#include "runtime/pipeline.h"
+#include "tests/runtime/harness.h"
+
+namespace aup::runtime {
+namespace {
+
+const char* kModule = R"(
+record Account { id: num, balance: num }
+table accounts: Account key id
+event open { id: num }
+on open { accounts.add(Account { id: open.id, balance: 0 }) }
+event say { message: text }
+on say { fail say.message }
+query balance(id: num) { return accounts[id].balance }
+)";
+
+// A sample whose every value differs, so a metric read from the wrong
+// place shows.
+MetricSample distinct_sample() {
+  MetricSample s;
+  for (size_t i = 0; i < kMetrics.size(); ++i) {
+    s.values[i] = kMetrics[i].per_code ? 0 : static_cast<double>(i) * 10 + 0.5;
+  }
+  for (size_t c = 0; c < kFailCodes; ++c) s.by_code[c] = static_cast<double>(c + 1);
+  return s;
+}
+
+double metric(const MetricSample& s, std::string_view name) {
+  int i = metric_index(name);
+  REQUIRE(i >= 0);
+  return s.values[static_cast<size_t>(i)];
+}
+
+// The stats answer of `r`'s Service, read back.
+MetricSample stats_of(testing::Running& r) {
+  std::string answer = r.call(R"({"stats":{}})");
+  JsonDoc doc;
+  std::string error;
+  REQUIRE_MESSAGE(doc.parse(answer, error), error);
+  uint32_t result = doc.member(doc.root(), "result");
+  REQUIRE(result);
+  MetricSample s;
+  REQUIRE_MESSAGE(sample_from_json(doc.node(result).raw, s, error), error);
+  return s;
+}
+
+TEST_SUITE("metrics") {
+  TEST_CASE("the table: names unique, Prometheus names prefixed, counters end in _total") {
+    std::set<std::string> names;
+    for (const MetricDesc& d : kMetrics) {
+      CHECK(names.insert(std::string(d.name)).second);
+      CHECK(!d.help.empty());
+      CHECK(!d.unit.empty());
+      CHECK(d.help.find('\n') == std::string_view::npos);
+      std::string p = prometheus_name(d);
+      CHECK(p.rfind("aup_", 0) == 0);
+      CHECK((d.kind == MetricKind::Counter) == (p.size() > 6 && p.substr(p.size() - 6) == "_total"));
+    }
+    CHECK(prometheus_name(kMetrics[static_cast<size_t>(metric_index("events_applied"))]) == "aup_events_applied_total");
+    CHECK(metric_index("nope") == -1);
+    CHECK(fail_code_name(0) == "failed");
+    CHECK(fail_code_name(kUnavailableCode) == "unavailable");
+  }
+
+  TEST_CASE("the JSON answer reads back to the same figures, in the table's order") {
+    MetricSample s = distinct_sample();
+    std::string json;
+    stats_json(s, json);
+    CHECK(json.rfind(R"({"uptime_seconds":0.5,"events_applied":10.5,"events_replayed":20.5,"events_failed":{"failed":1,)", 0) ==
+          0);
+    MetricSample back;
+    std::string error;
+    REQUIRE_MESSAGE(sample_from_json(json, back, error), error);
+    CHECK(back.values == s.values);
+    CHECK(back.by_code == s.by_code);
+    // A figure missing is named.
+    CHECK(!sample_from_json(R"({"uptime_seconds":1})", back, error));
+    CHECK(error == "the stats answer has no number `events_applied`");
+  }
+
+  TEST_CASE("the Prometheus text: HELP and TYPE for each, one line per code, the JSON's values") {
+    MetricSample s = distinct_sample();
+    std::string text;
+    prometheus_text(s, text);
+    CHECK(text.find("# HELP aup_uptime_seconds ") == 0);
+    CHECK(text.find("\n# TYPE aup_uptime_seconds gauge\naup_uptime_seconds 0.5\n") != std::string::npos);
+    CHECK(text.find("# TYPE aup_events_applied_total counter\naup_events_applied_total 10.5\n") != std::string::npos);
+    CHECK(text.find("\naup_events_failed_total{code=\"not_found\"} 2\n") != std::string::npos);
+    CHECK(text.find("\naup_events_failed_total{code=\"unavailable\"} 9\n") != std::string::npos);
+    size_t types = 0;
+    for (size_t at = 0; (at = text.find("# TYPE ", at)) != std::string::npos; ++at) ++types;
+    CHECK(types == kMetrics.size());
+    // GET /metrics makes it from an ok stats answer line, and from nothing else.
+    std::string result, answer, from_answer;
+    stats_json(s, result);
+    answer = R"({"ok":true,"result":)" + result + "}\n";
+    REQUIRE(prometheus_from_stats(answer, from_answer));
+    CHECK(from_answer == text);
+    std::string none;
+    CHECK(!prometheus_from_stats(R"({"ok":false,"error":{"code":"unavailable","message":"x"}})", none));
+    CHECK(none.empty());
+  }
+
+  TEST_CASE("commit latency over the last minute: an old second leaves the window") {
+    LatencyWindow w;
+    w.add(100, 1000, 1);
+    w.add(100, 3000, 3);
+    w.add(130, 2000, 2);
+    LatencyWindow::Summary s = w.over(130);
+    CHECK(s.commits == 3);
+    CHECK(s.events == 6);
+    CHECK(s.max_ns == 3000);
+    CHECK(s.p50_ns >= 2000);
+    CHECK(s.p50_ns < 2200);  // a bucket's bound, within 1/16
+    // Second 100 is 60 seconds before 160: out; 130 is still in.
+    s = w.over(159);
+    CHECK(s.commits == 3);
+    s = w.over(160);
+    CHECK(s.commits == 1);
+    CHECK(s.max_ns == 2000);
+    // A slot reused for a later second forgets what it held.
+    w.add(190, 500, 1);  // 190 % 60 == 130 % 60
+    s = w.over(190);
+    CHECK(s.commits == 1);
+    CHECK(s.max_ns == 500);
+    CHECK(w.over(1000).commits == 0);
+  }
+
+  TEST_CASE("the Service counts by code, answers stats in place and does not count them") {
+    double clock = 50;
+    Metrics metrics([&clock] { return clock; });
+    testing::Running r(kModule, vm::kDefaultStepBudget, &metrics);
+    r.call(R"({"event":"open","args":{"id":1}})");
+    r.call(R"({"event":"open","args":{"id":1}})");      // duplicate
+    r.call(R"({"event":"say","args":{"message":"no"}})");  // failed
+    r.call(R"({"event":"nope"})");                        // unknown_event: invalid, not failed
+    r.call(R"({"query":"balance","args":{"id":1}})");
+    r.call(R"({"schema":{}})");
+    clock = 62.5;
+    MetricSample s = stats_of(r);
+    CHECK(metric(s, "events_applied") == 1);
+    CHECK(s.by_code[static_cast<size_t>(vm::ErrorCode::Duplicate)] == 1);
+    CHECK(s.by_code[static_cast<size_t>(vm::ErrorCode::Failed)] == 1);
+    CHECK(s.by_code[static_cast<size_t>(vm::ErrorCode::NotFound)] == 0);
+    CHECK(metric(s, "queries") == 2);  // the query and the schema request
+    CHECK(metric(s, "requests_invalid") == 1);
+    CHECK(metric(s, "uptime_seconds") == 12.5);
+    CHECK(metric(s, "commits") == 0);  // nothing published: no Committer ran
+    CHECK(metric(s, "checkpoint_age_seconds") == 0);  // no store
+    CHECK(metric(s, "resident_bytes") > 0);
+    CHECK(metric(stats_of(r), "queries") == 2);  // the stats request before was not counted
+  }
+
+  TEST_CASE("a stats request is the empty object alone; anything else is bad_request") {
+    Metrics metrics;
+    testing::Running r(kModule, vm::kDefaultStepBudget, &metrics);
+    CHECK(r.call(R"({"stats":{},"id":"s"})").rfind(R"({"id":"s","ok":true,"result":{"uptime_seconds":)", 0) == 0);
+    for (const char* line : {R"({"stats":{"x":1}})", R"({"stats":[]})", R"({"stats":null})",
+                             R"({"stats":{},"event":"open"})", R"({"stats":{},"query":"balance"})",
+                             R"({"stats":{},"args":{}})", R"({"stats":{},"schema":{}})", R"({"schema":{},"stats":{}})",
+                             R"({"stats":{},"stats":{}})"}) {
+      CAPTURE(line);
+      CHECK(r.reply(line).code() == "bad_request");
+    }
+    CHECK(r.reply(R"({"stats":[]})").text.find("`stats` must be the empty object {}") != std::string::npos);
+    CHECK(metric(stats_of(r), "requests_invalid") == 10);
+    // A Service without Metrics says it keeps none.
+    testing::Running bare(kModule);
+    CHECK(bare.reply(R"({"stats":{}})").code() == "unavailable");
+  }
+
+  TEST_CASE("a Committer publishes each batch: commits, events per commit, latency; a batch of queries does not") {
+    double clock = 10;
+    Metrics metrics([&clock] { return clock; });
+    testing::Running r(kModule, vm::kDefaultStepBudget, &metrics);
+    Service owner(r.module(), r.state(), ServiceOptions{vm::kDefaultStepBudget, nullptr, &metrics});
+    MemoryDurability memory(r.state());
+    Committer batch(owner, memory, 0);
+    auto deliver = [](uint64_t, std::string&) {};
+    for (const char* line : {R"({"event":"open","args":{"id":1}})", R"({"event":"open","args":{"id":2}})",
+                             R"({"event":"open","args":{"id":3}})"}) {
+      owner.prepare(std::string_view(line));
+      batch.take(0, 0);
+    }
+    batch.commit(deliver);
+    owner.prepare(std::string_view(R"({"event":"open","args":{"id":4}})"));
+    batch.take(0, 0);
+    batch.commit(deliver);
+    owner.prepare(std::string_view(R"({"query":"balance","args":{"id":1}})"));
+    batch.take(0, 0, R"({"query":"balance","args":{"id":1}})");
+    batch.commit(deliver);
+    MetricSample s = stats_of(r);
+    CHECK(metric(s, "commits") == 2);
+    CHECK(metric(s, "commit_failures") == 0);
+    CHECK(metric(s, "events_applied") == 4);
+    CHECK(metric(s, "events_per_commit") == 2);
+    CHECK(metric(s, "commit_latency_max_seconds") >= metric(s, "commit_latency_p50_seconds"));
+    CHECK(metric(s, "state_bytes") > 0);
+    CHECK(metric(s, "log_written_bytes") == 0);  // in memory
+    // A minute later the window is empty; the counters stay.
+    clock = 70;
+    s = stats_of(r);
+    CHECK(metric(s, "commits") == 2);
+    CHECK(metric(s, "events_per_commit") == 0);
+    CHECK(metric(s, "commit_latency_max_seconds") == 0);
+  }
+
+  TEST_CASE("an Outbox counts the bytes waiting in its thread's gauge") {
+    Metrics metrics;
+    std::atomic<int64_t>* gauge = metrics.answer_gauge();
+    {
+      Outbox out;
+      out.count_in(gauge);
+      out.append("{\"ok\":true}\n");
+      out.append_bytes("abc");
+      CHECK(gauge->load() == 15);
+      CHECK(metric(metrics.sample(), "answer_bytes_waiting") == 15);
+      out.clear();
+      CHECK(gauge->load() == 0);
+      out.append("{}\n");
+    }
+    CHECK(gauge->load() == 0);  // an Outbox gone takes its bytes with it
+  }
+}
+
+}  // namespace
+}  // namespace aup::runtime
