@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cassert>
 #include <cerrno>
 #include <charconv>
@@ -18,6 +19,19 @@ namespace aup::runtime {
 // ---- statuses ------------------------------------------------------------------------
 
 namespace {
+
+// The header whose value is an event request's `key` (runtime/keys.h), as
+// the IETF's Idempotency-Key draft names it, lower-cased.
+constexpr std::string_view kIdempotencyHeader = "idempotency-key";
+
+// Its value: spaces around it dropped, and the quotes of a structured-field
+// string (`Idempotency-Key: "8e03978e"`, as the draft writes it) taken off.
+std::string_view key_value(std::string_view v) {
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+  return v;
+}
 
 struct CodeStatus {
   std::string_view code;
@@ -141,6 +155,8 @@ HttpFramer::HttpFramer(size_t max_body_bytes, std::chrono::milliseconds timeout)
   http_parser_settings_init(&settings_);
   settings_.on_message_begin = on_message_begin;
   settings_.on_url = on_url;
+  settings_.on_header_field = on_header_field;
+  settings_.on_header_value = on_header_value;
   settings_.on_headers_complete = on_headers_complete;
   settings_.on_body = on_body;
   settings_.on_message_complete = on_message_complete;
@@ -257,6 +273,10 @@ int HttpFramer::on_message_begin(http_parser* p) {
   f->refuse_status_ = 0;
   f->args_ = false;
   f->prometheus_ = false;
+  f->header_name_.clear();
+  f->in_value_ = false;
+  f->has_key_ = false;
+  f->key_.clear();
   f->body_bytes_ = 0;
   f->body_too_long_ = false;
   return 0;
@@ -266,6 +286,30 @@ int HttpFramer::on_url(http_parser* p, const char* at, size_t n) {
   auto* f = static_cast<HttpFramer*>(p->data);
   // Bounded by the header limit: parse_ahead refuses past it.
   if (f->url_.size() + n <= kMaxHttpHeaderBytes) f->url_.append(at, n);
+  return 0;
+}
+
+// A header's name and value may each come in pieces (split across reads):
+// a name piece after a value starts the next header.
+int HttpFramer::on_header_field(http_parser* p, const char* at, size_t n) {
+  auto* f = static_cast<HttpFramer*>(p->data);
+  if (f->in_value_) f->header_name_.clear();
+  f->in_value_ = false;
+  for (size_t i = 0; i < n && f->header_name_.size() <= kIdempotencyHeader.size(); ++i) {
+    f->header_name_ += static_cast<char>(std::tolower(static_cast<unsigned char>(at[i])));
+  }
+  return 0;
+}
+
+int HttpFramer::on_header_value(http_parser* p, const char* at, size_t n) {
+  auto* f = static_cast<HttpFramer*>(p->data);
+  if (!f->in_value_ && f->header_name_ == kIdempotencyHeader) {
+    f->has_key_ = true;  // a second one replaces the first
+    f->key_.clear();
+  }
+  f->in_value_ = true;
+  // Bounded by the header limit: parse_ahead refuses past it.
+  if (f->header_name_ == kIdempotencyHeader && f->key_.size() + n <= kMaxHttpHeaderBytes) f->key_.append(at, n);
   return 0;
 }
 
@@ -376,6 +420,10 @@ void HttpFramer::message_done() {
       return;
     }
     if (blank(body)) line += "{}";
+    if (has_key_) {
+      line += ",\"key\":";
+      json_append_string(line, key_value(key_));
+    }
   }
   line += '}';
   next_.answer = false;
@@ -403,6 +451,17 @@ void HttpFramer::refuse(int status, std::string_view message, bool close) {
 }
 
 // ---- the client side ----------------------------------------------------------------
+
+namespace {
+// Whether a key can go in a header as a quoted string: printable ASCII,
+// no quote or backslash (which a structured-field string would escape).
+bool header_safe(std::string_view key) {
+  for (char c : key) {
+    if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') return false;
+  }
+  return true;
+}
+}  // namespace
 
 bool http_request_for_line(std::string_view line, std::string_view host, std::string& out, std::string& error) {
   JsonDoc doc;
@@ -433,8 +492,16 @@ bool http_request_for_line(std::string_view line, std::string_view host, std::st
     error = "over HTTP a request is an `event` or a `query` (a string), with its `args`, `schema` or `stats`";
     return false;
   }
-  out += fmt::format("{} {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-                     method, path, host, body.size());
+  std::string key_header;
+  if (uint32_t k = doc.member(doc.root(), "key"); k) {
+    if (doc.node(k).kind != JsonNode::Kind::String || !header_safe(doc.node(k).str)) {
+      error = "over HTTP a `key` is a string of printable ASCII (it goes in the Idempotency-Key header)";
+      return false;
+    }
+    key_header = fmt::format("Idempotency-Key: \"{}\"\r\n", doc.node(k).str);
+  }
+  out += fmt::format("{} {} HTTP/1.1\r\nHost: {}\r\n{}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                     method, path, host, key_header, body.size());
   out += body;
   return true;
 }

@@ -2,7 +2,8 @@
 // docs/protocol.md, "HTTP"): another framing of the same requests, served
 // by the same pipeline (pipeline.h) as the line protocol.
 //
-//   POST /events/NAME          body: the event's args (JSON; empty: {})
+//   POST /events/NAME          body: the event's args (JSON; empty: {});
+//                              an Idempotency-Key header is its `key`
 //   GET|POST /queries/NAME     body: the query's args (JSON; empty: {})
 //   GET /schema
 //   GET /stats                 the stats request's JSON answer (runtime/metrics.h)
@@ -113,6 +114,8 @@ class HttpFramer {
   };
   static int on_message_begin(http_parser* p);
   static int on_url(http_parser* p, const char* at, size_t n);
+  static int on_header_field(http_parser* p, const char* at, size_t n);
+  static int on_header_value(http_parser* p, const char* at, size_t n);
   static int on_headers_complete(http_parser* p);
   static int on_body(http_parser* p, const char* at, size_t n);
   static int on_message_complete(http_parser* p);
@@ -137,6 +140,12 @@ class HttpFramer {
   bool in_message_ = false;
   bool args_ = false;  // the body is the request's args (an event's or a query's)
   bool prometheus_ = false;  // GET /metrics
+  // The header being read (its name, lower-cased, up to kMaxHeaderName
+  // bytes), and the request's Idempotency-Key: the request line's `key`.
+  std::string header_name_;
+  bool in_value_ = false;
+  bool has_key_ = false;
+  std::string key_;
   bool headers_seen_ = false;
   bool body_too_long_ = false;
   bool paused_at_headers_ = false, paused_at_end_ = false;

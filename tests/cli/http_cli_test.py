@@ -93,11 +93,11 @@ def line_of(r):
 
 
 class Server:
-    def __init__(self, aup, module, work, io_threads):
+    def __init__(self, aup, module, work, io_threads, extra=()):
         self.sock = os.path.join(work, "s%d.sock" % time.monotonic_ns())
         self.err_path = os.path.join(work, "err-%d" % time.monotonic_ns())
         self.err = open(self.err_path, "wb")
-        self.p = subprocess.Popen([aup, "run", module] + FIXED + ["--io-threads", str(io_threads), "--listen",
+        self.p = subprocess.Popen([aup, "run", module] + FIXED + list(extra) + ["--io-threads", str(io_threads), "--listen",
                                   "unix:" + self.sock, "--listen", "http://:0"],
                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.err)
         deadline = time.monotonic() + 60
@@ -219,6 +219,33 @@ def run_call(aup, module, work, reqs, reference):
         print("aup call over %s: %d requests, the same answers" % (scheme, len(reqs)))
 
 
+def run_keys(aup, bank, work):
+    """An Idempotency-Key header is the event's `key` (runtime/keys.h): a
+    retry is answered the first answer and applies nothing; other args
+    under the key are 409 (duplicate)."""
+    srv = Server(aup, bank, work, 0, ["--keys", "100"])
+    try:
+        def curl(*args):
+            p = subprocess.run(["curl", "-s", "-S", "-w", "\n%{http_code}"] + list(args), capture_output=True,
+                               text=True, timeout=60)
+            body, status = p.stdout.rsplit("\n", 1)
+            return body.rstrip("\n"), int(status)  # the answer line's own newline
+        curl("--data-binary", '{"id":1,"owner":"ann"}', srv.url + "/events/open")
+        deposit = ["-H", 'Idempotency-Key: "d-1"', srv.url + "/events/deposit"]
+        first = curl("--data-binary", '{"id":1,"amount":5}', *deposit)
+        again = curl("--data-binary", '{ "id": 1, "amount": 5 }', *deposit)
+        if first != ('{"ok":true,"result":{"balance":5}}', 200) or again != first:
+            fail("Idempotency-Key: first %r, again %r" % (first, again))
+        other = curl("--data-binary", '{"id":1,"amount":6}', *deposit)
+        if other[1] != 409 or '"code":"duplicate"' not in other[0]:
+            fail("Idempotency-Key with other args: %r" % (other,))
+        balance = curl("--data-binary", '{"id":1}', srv.url + "/queries/balance")
+        if balance != ('{"ok":true,"result":5}', 200):
+            fail("after a deposit sent twice with its key the balance is %r" % (balance,))
+    finally:
+        srv.stop()
+
+
 def main():
     aup, root = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     if not shutil.which("curl"):
@@ -247,6 +274,7 @@ def main():
             for io_threads in (0, 2):
                 run_mode(aup, module, work, io_threads, reqs, reference)
             run_call(aup, module, work, reqs, reference)
+        run_keys(aup, bank, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("%d failures" % len(FAILURES))

@@ -303,9 +303,29 @@ TEST_SUITE("http") {
     CHECK(http_status_of_answer(R"({"ok":false,"error":{"code":"unavailable","message":"x"}})") == 503);
   }
 
+  TEST_CASE("an Idempotency-Key header is the request line's key, in any pieces, quoted or not") {
+    std::string bytes = post("/events/deposit", R"({"id":1})", "Idempotency-Key: \"t-81\"\r\n") +
+                        post("/events/deposit", R"({"id":1})", "idempotency-KEY:  a\"b \r\n") +
+                        post("/events/deposit", R"({"id":1})", "X-Idempotency-Key: no\r\nIdempotency-Keys: no\r\n");
+    std::vector<std::string> want{R"({"event":"deposit","args":{"id":1},"key":"t-81"})",
+                                  R"({"event":"deposit","args":{"id":1},"key":"a\"b"})",
+                                  R"({"event":"deposit","args":{"id":1}})"};
+    for (size_t step = 1; step <= 5; ++step) CHECK(frame(bytes, step).pieces == want);
+    // On a query route it is passed on for the Service to refuse (a query
+    // changes nothing); the schema and stats routes take no args or key.
+    CHECK(frame("GET /queries/total HTTP/1.1\r\nIdempotency-Key: q\r\n\r\n").pieces ==
+          std::vector<std::string>{R"({"query":"total","args":{},"key":"q"})"});
+    CHECK(frame("GET /schema HTTP/1.1\r\nIdempotency-Key: q\r\n\r\n").pieces ==
+          std::vector<std::string>{R"({"schema":{}})"});
+    // The next request on the connection does not inherit it.
+    CHECK(frame(post("/events/e", "{}", "Idempotency-Key: k\r\n") + post("/events/e", "{}")).pieces ==
+          std::vector<std::string>{R"({"event":"e","args":{},"key":"k"})", R"({"event":"e","args":{}})"});
+  }
+
   TEST_CASE("the client's request for a line is the route the server maps back to that line") {
     for (std::string line : {R"({"event":"open","args":{"id":1,"owner":"ann"}})", R"({"query":"total"})",
-                             R"({"query":"balance","args":{"id":2}})", R"({"schema":{}})", R"({"stats":{}})"}) {
+                             R"({"query":"balance","args":{"id":2}})", R"({"schema":{}})", R"({"stats":{}})",
+                             R"({"event":"deposit","args":{"id":1},"key":"order-8812"})"}) {
       std::string request, error;
       REQUIRE(http_request_for_line(line, "h", request, error));
       Framed f = frame(request);
@@ -317,6 +337,9 @@ TEST_SUITE("http") {
     CHECK(!http_request_for_line(R"({"query":"total","id":1})", "h", request, error));
     CHECK(error.find("`id`") != std::string::npos);
     CHECK(!http_request_for_line("nope", "h", request, error));
+    // A key a header cannot carry as a quoted string is refused, saying why.
+    CHECK(!http_request_for_line(R"({"event":"e","key":"a\"b"})", "h", request, error));
+    CHECK(error.find("Idempotency-Key") != std::string::npos);
   }
 }
 
