@@ -138,9 +138,11 @@ void KeyTable::drop_oldest(double now) {
     const vm::Value* entry = order.at(0, &nk);
     vm::Key k = vm::text_key(vm::as_ptr<vm::TextObj>(entry[kOrderKey]));
     const vm::Value* row = keys.find(k);
-    assert(row && vm::as_num(row[kN]) == vm::order_num(nk.ord));  // the two tables change together
+    // The two tables change together, in one transaction: an order entry
+    // without its key row is a broken invariant, not a key to keep.
+    assert(row && vm::as_num(row[kN]) == vm::order_num(nk.ord));
     bool full = order.size() >= window_.count;
-    bool old = window_.age_seconds > 0 && vm::as_num(row[kAt]) < now - window_.age_seconds * 1000;
+    bool old = !row || (window_.age_seconds > 0 && vm::as_num(row[kAt]) < now - window_.age_seconds * 1000);
     if (!full && !old) return;
     std::array<vm::Value, kKeysFields> gone_row;
     std::array<vm::Value, kOrderFields> gone_entry;
@@ -148,8 +150,7 @@ void KeyTable::drop_oldest(double now) {
     vm::TextObj* held = vm::as_ptr<vm::TextObj>(entry[kOrderKey]);
     vm::retain(held);
     k = vm::text_key(held);
-    keys.erase(k, gone_row.data());
-    state_.note_remove(keys_, k, gone_row.data());
+    if (keys.erase(k, gone_row.data())) state_.note_remove(keys_, k, gone_row.data());
     order.erase(nk, gone_entry.data());
     state_.note_remove(order_, nk, gone_entry.data());
     vm::release(held);
