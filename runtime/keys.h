@@ -33,11 +33,16 @@
 #include "runtime/json.h"
 #include "vm/module.h"
 #include "vm/state.h"
+#include "vm/text.h"
 
 namespace aup::runtime {
 
 // A key's bytes, at most (a named limit: tests/runtime/keys_test.cpp).
 inline constexpr size_t kMaxIdempotencyKeyBytes = 128;
+// A keyed event's answer (its result's JSON) is kept in a text of the
+// state, so it is bounded as every text is; a keyed event whose answer is
+// longer fails with `budget` and is undone (tests/runtime/keys_test.cpp).
+inline constexpr size_t kMaxKeptAnswerBytes = vm::kMaxTextBytes;
 inline constexpr std::string_view kKeysTable = "$keys";
 inline constexpr std::string_view kKeyOrderTable = "$key_order";
 // Keys dropped for the window by one event, at most: the window shrinks

@@ -308,12 +308,14 @@ Outcome Service::keyed_event(std::string_view name, uint32_t args, const vm::Eve
       return Outcome::EventFailed;
     case KeyTable::Seen::New: break;
   }
-  Outcome o = apply(ed, rec, now);
+  Outcome o = apply(ed, rec, now, kMaxKeptAnswerBytes);
   if (o == Outcome::EventApplied) keys_->keep(key, digest_, has_result_ ? body_ : std::string_view{}, now);
   return o;
 }
 
-Outcome Service::apply(const vm::EventDesc& ed, vm::Value rec, double now) {
+// `max_answer`: the longest answer the event may have (a keyed event's is
+// kept with its key); a longer one fails it with `budget`.
+Outcome Service::apply(const vm::EventDesc& ed, vm::Value rec, double now, size_t max_answer) {
   size_t mark = state_->mark();
   vm::Value result = 0;
   if (!vm_.run(ed.handler, &rec, 1, now, &result)) {
@@ -337,6 +339,14 @@ Outcome Service::apply(const vm::EventDesc& ed, vm::Value rec, double now) {
     counters_.events_failed.inc();
     counters_.failed_by_code[static_cast<size_t>(writer.code())].inc();
     result_failed(writer, module_.functions[ed.handler]);
+    return Outcome::EventFailed;
+  }
+  if (body_.size() > max_answer) {
+    state_->rollback(mark);
+    event_failed(vm::error_code_name(vm::ErrorCode::Budget), static_cast<size_t>(vm::ErrorCode::Budget),
+                 fmt::format("the answer is {} bytes of JSON, and a keyed event's answer, kept with its key, "
+                             "is at most {} ({})",
+                             body_.size(), max_answer, return_positions(module_, module_.functions[ed.handler])));
     return Outcome::EventFailed;
   }
   counters_.events_ok.inc();

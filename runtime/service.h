@@ -134,7 +134,7 @@ class Service {
   Outcome event(std::string_view name, uint32_t args, double now);
   // An event with a key: answered again, refused, or applied and kept.
   Outcome keyed_event(std::string_view name, uint32_t args, const vm::EventDesc& ed, vm::Value rec, double now);
-  Outcome apply(const vm::EventDesc& ed, vm::Value rec, double now);
+  Outcome apply(const vm::EventDesc& ed, vm::Value rec, double now, size_t max_answer = SIZE_MAX);
   Outcome query(std::string_view name, uint32_t args, double now);
   void reply_ok(const std::string* body);
   void applied(const std::string* body);

@@ -35,6 +35,19 @@ on deposit {
 event touch { id: num }
 on touch { deposits = deposits + 0 }
 query balance(id: num) { return accounts[id].balance }
+event long { bytes: num }
+on long {
+  deposits = deposits + 1
+  let piece = "a"
+  let out = ""
+  let left = long.bytes
+  while left > 0 {
+    if left % 2 == 1 { out = out + piece }
+    piece = piece + piece
+    left = (left - left % 2) / 2
+  }
+  return out
+}
 )";
 
 // The module with the key tables, its state, and the owner's Service.
@@ -200,6 +213,30 @@ TEST_SUITE("keys") {
     Keyed none(KeyWindow{}, false);
     CHECK(none.call(deposit("a", 1)).find("this store keeps no idempotency keys") != std::string::npos);
     CHECK(none.deposits() == 0);
+  }
+
+  TEST_CASE("a keyed event's answer: at most kMaxKeptAnswerBytes, a longer one fails budget and is undone") {
+    Keyed k(KeyWindow{100, 0});
+    // A text's answer is its bytes in quotes.
+    auto long_text = [](size_t answer_bytes, const char* key) {
+      return fmt::format(R"({{"event":"long","args":{{"bytes":{}}},"key":"{}"}})", answer_bytes - 2, key);
+    };
+    std::string at = k.call(long_text(kMaxKeptAnswerBytes, "at"));
+    CHECK(at.size() == kMaxKeptAnswerBytes + std::string_view(R"({"ok":true,"result":})").size());
+    CHECK(k.deposits() == 1);
+    CHECK(k.kept() == 1);
+    std::string past = k.call(long_text(kMaxKeptAnswerBytes + 1, "past"));
+    CHECK(past.find(R"("code":"budget")") != std::string::npos);
+    CHECK(past.find(fmt::format("the answer is {} bytes of JSON, and a keyed event's answer, kept with its key, "
+                                "is at most {} (keys.aup:",
+                                kMaxKeptAnswerBytes + 1, kMaxKeptAnswerBytes)) != std::string::npos);
+    CHECK(k.deposits() == 1);  // undone
+    CHECK(k.kept() == 1);
+    // Without a key the same event answers in full.
+    std::string unkeyed = k.call(R"({"event":"long","args":{"bytes":16777215}})");
+    CHECK(unkeyed.find(R"({"ok":true,"result":"aaa)") == 0);
+    CHECK(unkeyed.size() == kMaxKeptAnswerBytes + 1 + std::string_view(R"({"ok":true,"result":})").size());
+    CHECK(k.deposits() == 2);
   }
 
   TEST_CASE("the key tables come after the module's and are not in its schema") {
