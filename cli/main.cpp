@@ -11,6 +11,7 @@
 
 #include "cli/call.h"
 #include "cli/commands.h"
+#include "cli/huge_pages.h"
 #include "cli/shell.h"
 #include "compiler/check_cli.h"
 #include "runtime/replay.h"
@@ -304,7 +305,10 @@ int main(int argc, char** argv) {
   if (check_cmd->parsed()) return aup::run_check(check, stdout, stderr);
   if (build_cmd->parsed()) return aup::run_build(build, stdout, stderr);
   if (disasm_cmd->parsed()) return aup::cli::disasm(disasm);
-  if (run_cmd->parsed()) return aup::cli::run(run);
+  if (run_cmd->parsed()) {
+    aup::cli::prefer_huge_pages(argv);  // before anything is read or opened
+    return aup::cli::run(run);
+  }
   if (call_cmd->parsed()) return aup::cli::call(call, stdout, stderr);
   if (stats_cmd->parsed()) return aup::cli::stats(stats, stdout, stderr);
   if (shell_cmd->parsed()) return aup::cli::shell(shell, "/proc/self/exe");

@@ -1,0 +1,39 @@
+#include "cli/huge_pages.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string_view>
+
+namespace aup::cli {
+
+Tunables with_huge_pages(const char* current) {
+  std::string_view now = current ? current : "";
+  if (now.find("glibc.malloc.hugetlb") != std::string_view::npos) return {};
+  Tunables t{true, std::string(now)};
+  if (!t.value.empty()) t.value += ':';
+  t.value += kHugePagesTunable;
+  return t;
+}
+
+void prefer_huge_pages(char** argv) {
+#ifdef __GLIBC__
+  const char* current = std::getenv("GLIBC_TUNABLES");
+  Tunables t = with_huge_pages(current);
+  if (!t.change) return;
+  std::string was = current ? current : "";
+  if (setenv("GLIBC_TUNABLES", t.value.c_str(), 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  // Not restarted (no /proc, say): run on with the heap as it is, and
+  // the environment as it was.
+  if (current) {
+    setenv("GLIBC_TUNABLES", was.c_str(), 1);
+  } else {
+    unsetenv("GLIBC_TUNABLES");
+  }
+#else
+  (void)argv;
+#endif
+}
+
+}  // namespace aup::cli
