@@ -247,13 +247,16 @@ void BTree::drop_root(Node* root) {
 const uint64_t* BTree::find_in(const Node* root, const Key& k, Pos* pos) const {
   const Node* n = root;
   if (!n) return nullptr;
+  // The reference counts sit beside what the descent reads anyway.
+  bool private_path = !view_ && root == root_ && n->refs == 1;
   while (!n->leaf) {
     const Inner* in = static_cast<const Inner*>(n);
     n = in->kids[inner_child(in, k)];
+    private_path = private_path && n->refs == 1;
   }
   uint32_t i = leaf_lower_bound(n, k);
   if (i == n->count || key_cmp(leaf_keys(n)[i], k) != 0) return nullptr;
-  if (pos) *pos = Pos{const_cast<Node*>(n), i};
+  if (pos) *pos = Pos{const_cast<Node*>(n), i, private_path};
   return leaf_rows(n) + i * layout_.slots;
 }
 
@@ -272,7 +275,7 @@ uint64_t* BTree::find_mut(const Key& k, Pos* pos) {
   uint32_t ri = leaf_lower_bound(r, k);
   if (ri == r->count || key_cmp(leaf_keys(r)[ri], k) != 0) return nullptr;
   if (!shared) {
-    if (pos) *pos = Pos{const_cast<Node*>(r), ri};
+    if (pos) *pos = Pos{const_cast<Node*>(r), ri, true};
     return const_cast<uint64_t*>(leaf_rows(r)) + ri * layout_.slots;
   }
   Node* n = own(root_);
@@ -281,7 +284,7 @@ uint64_t* BTree::find_mut(const Key& k, Pos* pos) {
     n = own(in->kids[inner_child(in, k)]);
   }
   uint32_t i = leaf_lower_bound(n, k);
-  if (pos) *pos = Pos{n, i};
+  if (pos) *pos = Pos{n, i, true};
   return leaf_rows(n) + i * layout_.slots;
 }
 

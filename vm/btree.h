@@ -80,6 +80,11 @@ class BTree {
   struct Pos {
     Node* leaf = nullptr;
     uint32_t idx = 0;
+    // Every node from the live tree's root to `leaf` had one reference
+    // when the position was found (find, at): no snapshot shares the path,
+    // so the row may be written in place while version() is unchanged (a
+    // share or a copy changes it). False when not known so.
+    bool private_path = false;
   };
 
   // The row with key `k` (read only), or null.

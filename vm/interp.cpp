@@ -369,7 +369,7 @@ bool Vm::make_key(Value* r, uint32_t text_mask, uint32_t count, bool prefix) {
 RowRef* Vm::make_row(uint32_t table, BTree::Pos pos, const Key& key) {
   auto* r = arena_.make<RowRef>();
   r->table = table;
-  r->private_path = false;
+  r->private_path = pos.private_path;
   r->version = state_->table(table).version();
   r->pos = pos;
   r->key = key;
@@ -389,13 +389,14 @@ const Value* Vm::row_read(RowRef* r) {
     }
     r->pos = pos;
     r->version = t.version();
-    r->private_path = false;
+    r->private_path = pos.private_path;
   }
   return t.row_at(r->pos);
 }
 
 // The row's values for writing: in place when its path is known private
-// (found by find_mut at the current version), else made private first.
+// (found at the current version with one reference on every node of its
+// path), else made private first.
 Value* Vm::row_write(RowRef* r) {
   BTree& t = state_->table(r->table);
   if (r->version == t.version() && r->private_path) return t.row_at_mut(r->pos);

@@ -76,7 +76,7 @@ struct RecObj {
 
 struct RowRef {
   uint32_t table;
-  bool private_path;  // found with find_mut at `version`: writable in place
+  bool private_path;  // every node on its path had one reference at `version`: writable in place
   uint64_t version;   // of the table when `pos` was found
   BTree::Pos pos;
   Key key;

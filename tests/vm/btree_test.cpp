@@ -214,6 +214,41 @@ TEST_SUITE("btree") {
     t.drop_root(snap);
   }
 
+  TEST_CASE("a position knows whether its path is private: in place writes never reach a snapshot") {
+    BTree t(two_slots());
+    for (int i = 0; i < 5000; ++i) {
+      uint64_t row[2] = {std::bit_cast<uint64_t>(double(i)), std::bit_cast<uint64_t>(double(i))};
+      t.insert(num_key(i), row);
+    }
+    BTree::Pos pos;
+    REQUIRE(t.find(num_key(10), &pos));
+    CHECK(pos.private_path);
+    Node* snap = t.share();
+    // Every node is shared now: found again, nothing may be written in place.
+    REQUIRE(t.find(num_key(10), &pos));
+    CHECK_FALSE(pos.private_path);
+    REQUIRE(t.find_in(snap, num_key(10), &pos));
+    CHECK_FALSE(pos.private_path);
+    // find_mut copies the path; then that row's path is private, and a
+    // row under a node still shared is not.
+    uint64_t* r = t.find_mut(num_key(10), &pos);
+    REQUIRE(r);
+    CHECK(pos.private_path);
+    r[1] = std::bit_cast<uint64_t>(-1.0);
+    REQUIRE(t.find(num_key(10), &pos));
+    CHECK(pos.private_path);
+    REQUIRE(t.find(num_key(4990), &pos));
+    CHECK_FALSE(pos.private_path);
+    // The snapshot kept its value; a view of it never calls a path private.
+    CHECK(t.find_in(snap, num_key(10))[1] == std::bit_cast<uint64_t>(10.0));
+    BTree view(t, snap);
+    REQUIRE(view.find(num_key(20), &pos));
+    CHECK_FALSE(pos.private_path);
+    t.drop_root(snap);
+    REQUIRE(t.find(num_key(4990), &pos));
+    CHECK(pos.private_path);  // the snapshot gone, its nodes have one reference again
+  }
+
   TEST_CASE("a cursor survives copy-on-write under it") {
     BTree t(two_slots());
     for (int i = 0; i < 3000; ++i) {
