@@ -21,11 +21,18 @@ void prefer_huge_pages(char** argv) {
   const char* current = std::getenv("GLIBC_TUNABLES");
   Tunables t = with_huge_pages(current);
   if (!t.change) return;
+  // The executable's own path, not /proc/self/exe: the kernel names a
+  // process after the file it runs, and `ps`, `pgrep aup` and
+  // /proc/PID/status would show "exe".
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return;
+  self[n] = '\0';
   std::string was = current ? current : "";
   if (setenv("GLIBC_TUNABLES", t.value.c_str(), 1) != 0) return;
-  execv("/proc/self/exe", argv);
-  // Not restarted (no /proc, say): run on with the heap as it is, and
-  // the environment as it was.
+  execv(self, argv);
+  // Not restarted (the file gone since it started, say): run on with the
+  // heap as it is, and the environment as it was.
   if (current) {
     setenv("GLIBC_TUNABLES", was.c_str(), 1);
   } else {

@@ -9,8 +9,8 @@
 // its heap with transparent huge pages (2 MiB: `madvise(MADV_HUGEPAGE)` on
 // what it maps, the tunable glibc.malloc.hugetlb=1), but it reads its
 // tunables only when a program starts. So `aup run`, before it reads or
-// opens anything, starts itself again (execv of /proc/self/exe: the same
-// process, pid, arguments and open files) with the tunable added to
+// opens anything, starts itself again (execv of its own executable: the
+// same process, pid, name, arguments and open files) with the tunable added to
 // GLIBC_TUNABLES. Measured on TPC-C W=1 in RAM, 64 terminals: 72 page
 // faults in 4 s instead of about 35,000, and 37.3-38.3 µs of server CPU a
 // transaction instead of 39.0-41.3 (docs/benchmarks.md).
@@ -19,7 +19,8 @@
 // operator's choice and is left alone (`glibc.malloc.hugetlb=0` turns this
 // off: docs/operations.md). Where the kernel's transparent huge pages are
 // `never`, or the C library is not glibc, the tunable does nothing. If the
-// restart cannot be made, aup runs on as it is.
+// restart cannot be made (no /proc, the executable replaced or deleted
+// since it started), aup runs on as it is.
 #pragma once
 
 #include <string>

@@ -31,6 +31,8 @@ serve() {
   while [ ! -s "$tmp/out" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
   # The pid started is the server (a restart is an exec, not a child).
   tr '\0' '\n' <"/proc/$pid/environ" | sed -n 's/^GLIBC_TUNABLES=//p' >"$tmp/env"
+  # Named after its executable still (`ps`, `pgrep aup`), not "exe".
+  [ "$(cat "/proc/$pid/comm")" = "$(basename "$aup")" ] || fail "the process is named $(cat "/proc/$pid/comm")"
   awk '/^[0-9a-f]+-[0-9a-f]+ /{heap = ($6 == "[heap]")} /^VmFlags:/{if (heap) print}' "/proc/$pid/smaps" >"$tmp/heap"
   exec 4>&-
   wait $pid || fail "aup run (GLIBC_TUNABLES=$1) exits 0: $(cat "$tmp/err")"
