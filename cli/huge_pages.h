@@ -12,8 +12,8 @@
 // opens anything, starts itself again (execv of its own executable: the
 // same process, pid, name, arguments and open files) with the tunable added to
 // GLIBC_TUNABLES. Measured on TPC-C W=1 in RAM, 64 terminals: 72 page
-// faults in 4 s instead of about 35,000, and 37.3-38.3 µs of server CPU a
-// transaction instead of 39.0-41.3 (docs/benchmarks.md).
+// faults in 4 s instead of about 35,000, and less server CPU a transaction
+// (the figures: docs/benchmarks.md).
 //
 // A GLIBC_TUNABLES that names glibc.malloc.hugetlb already is the
 // operator's choice and is left alone (`glibc.malloc.hugetlb=0` turns this
@@ -23,6 +23,7 @@
 // since it started), aup runs on as it is.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace aup::cli {
@@ -30,14 +31,10 @@ namespace aup::cli {
 // The tunable, as GLIBC_TUNABLES spells it.
 inline constexpr const char* kHugePagesTunable = "glibc.malloc.hugetlb=1";
 
-// What GLIBC_TUNABLES should be, given what it is (`current`, null when
-// unset): `current` with the tunable added, or no change when `current`
-// names glibc.malloc.hugetlb already.
-struct Tunables {
-  bool change = false;
-  std::string value;
-};
-Tunables with_huge_pages(const char* current);
+// What GLIBC_TUNABLES should become, given what it is (`current`, null
+// when unset): `current` with the tunable added, or nothing (leave it as
+// it is) when `current` names glibc.malloc.hugetlb already.
+std::optional<std::string> with_huge_pages(const char* current);
 
 // Restarts this process with the tunable when it lacks it (`argv` as main
 // had it); returns only when no restart was needed or it failed.

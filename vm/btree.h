@@ -81,7 +81,7 @@ class BTree {
     Node* leaf = nullptr;
     uint32_t idx = 0;
     // Every node from the live tree's root to `leaf` had one reference
-    // when the position was found (find, at): no snapshot shares the path,
+    // when the position was found (find, find_mut; at leaves it false): no snapshot shares the path,
     // so the row may be written in place while version() is unchanged (a
     // share or a copy changes it). False when not known so.
     bool private_path = false;
