@@ -7,8 +7,13 @@ Framer::Framer(Protocol p, size_t max_line_bytes, std::chrono::milliseconds http
       in_(p == Protocol::Http ? decltype(in_)(std::in_place_type<HttpFramer>, max_line_bytes, http_timeout)
                               : decltype(in_)(std::in_place_type<LineFramer>, max_line_bytes)) {}
 
-ssize_t Framer::read_from(int fd) {
-  return std::visit([fd](auto& f) { return f.read_from(fd); }, in_);
+ssize_t Framer::read_from(int fd, Outbox& out) {
+  auto* http = std::get_if<HttpFramer>(&in_);
+  if (!http) return std::get<LineFramer>(in_).read_from(fd);
+  ssize_t n = http->read_from(fd);
+  scratch_.clear();
+  if (http->take_interim(scratch_)) out.append_bytes(scratch_);
+  return n;
 }
 
 Framer::Piece Framer::next(std::string_view& request, std::string& answer) {

@@ -29,7 +29,9 @@ class Framer {
   Framer(const Framer&) = delete;
   Framer& operator=(const Framer&) = delete;
 
-  ssize_t read_from(int fd);
+  // One read (see LineFramer::read_from). Over HTTP what it read may owe
+  // the peer an interim response (100 Continue): appended to `out`.
+  ssize_t read_from(int fd, Outbox& out);
   enum class Piece : uint8_t { None, Request, Answer };
   // A Request: `request` is a request line, valid until the next read or
   // next(). An Answer: one the framer formed (a line over the limit, a

@@ -23,6 +23,11 @@ namespace {
 // The header whose value is an event request's `key` (runtime/keys.h), as
 // the IETF's Idempotency-Key draft names it, lower-cased.
 constexpr std::string_view kIdempotencyHeader = "idempotency-key";
+// A client that sends `Expect: 100-continue` waits for the interim
+// response before it sends the body (curl waits a second, then sends it
+// anyway), so the server says it once it owes nothing before it.
+constexpr std::string_view kExpectHeader = "expect";
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 // Its value: spaces around it dropped, and the quotes of a structured-field
 // string (`Idempotency-Key: "8e03978e"`, as the draft writes it) taken off.
@@ -224,6 +229,14 @@ void HttpFramer::frame(std::string_view answer, std::string& out) {
   }
   append_http_head(out, head, answer.size());
   out += answer;
+  take_interim(out);
+}
+
+bool HttpFramer::take_interim(std::string& out) {
+  if (!continue_owed_ || !owed_.empty()) return false;
+  continue_owed_ = false;
+  out += kContinue;
+  return true;
 }
 
 bool HttpFramer::expire(std::chrono::steady_clock::time_point now) {
@@ -277,6 +290,7 @@ int HttpFramer::on_message_begin(http_parser* p) {
   f->in_value_ = false;
   f->has_key_ = false;
   f->key_.clear();
+  f->expect_.clear();
   f->body_bytes_ = 0;
   f->body_too_long_ = false;
   return 0;
@@ -310,6 +324,8 @@ int HttpFramer::on_header_value(http_parser* p, const char* at, size_t n) {
   f->in_value_ = true;
   // Bounded by the header limit: parse_ahead refuses past it.
   if (f->header_name_ == kIdempotencyHeader && f->key_.size() + n <= kMaxHttpHeaderBytes) f->key_.append(at, n);
+  // Only `100-continue` means anything; a longer value is not it.
+  if (f->header_name_ == kExpectHeader && f->expect_.size() + n <= 64) f->expect_.append(at, n);
   return 0;
 }
 
@@ -348,6 +364,13 @@ void HttpFramer::headers_done() {
            true);
     return;
   }
+  // The body will be read (and, for a request refused below, dropped):
+  // a client waiting to send it is told to. HTTP/1.0 has no 100 Continue
+  // (RFC 9110, 10.1.1), so such a client is not waiting for one.
+  std::string_view expect = key_value(expect_);
+  continue_owed_ = parser_.http_major == 1 && parser_.http_minor >= 1 && expect.size() == 12 &&
+                   std::equal(expect.begin(), expect.end(), "100-continue",
+                              [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
   http_parser_url u;
   http_parser_url_init(&u);
   if (http_parser_parse_url(url_.data(), url_.size(), 0, &u) != 0 || !(u.field_set & (1 << UF_PATH))) {
@@ -403,6 +426,7 @@ void HttpFramer::route(std::string_view path) {
 // formed), and it is the next piece.
 void HttpFramer::message_done() {
   in_message_ = false;
+  continue_owed_ = false;  // the body is here: nothing to wait for
   headers_seen_ = false;
   header_bytes_ = 0;
   bool keep_alive = http_should_keep_alive(&parser_) != 0 && !parser_.upgrade;
@@ -446,6 +470,7 @@ void HttpFramer::refuse(int status, std::string_view message, bool close) {
   have_ = true;
   stop_ = close;
   in_message_ = false;
+  continue_owed_ = false;
   headers_seen_ = false;
   header_bytes_ = 0;
 }
@@ -521,6 +546,8 @@ int HttpAnswerReader::on_body(http_parser* p, const char* at, size_t n) {
 
 int HttpAnswerReader::on_message_complete(http_parser* p) {
   auto* r = static_cast<HttpAnswerReader*>(p->data);
+  // An interim response (100 Continue) answers nothing: the final one follows.
+  if (p->status_code >= 100 && p->status_code < 200) return 0;
   r->done_.emplace_back(static_cast<int>(p->status_code), std::move(r->body_));
   r->body_.clear();
   return 0;

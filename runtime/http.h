@@ -22,7 +22,9 @@
 // timeout of its first byte (408 and close: a client that trickles its
 // headers or body holds a connection that long at most). A request the
 // parser refuses is answered 400 and the connection closed: after it the
-// byte stream cannot be trusted to be where a request starts.
+// byte stream cannot be trusted to be where a request starts. A request
+// sent with `Expect: 100-continue` gets its interim `100 Continue` in its
+// place among the responses (take_interim).
 #pragma once
 
 #include <http_parser.h>
@@ -99,6 +101,11 @@ class HttpFramer {
   // Appends the response to the oldest piece handed out: `answer` its
   // answer line.
   void frame(std::string_view answer, std::string& out);
+  // Appends `HTTP/1.1 100 Continue` when the request being read asked for
+  // it (`Expect: 100-continue`) and every response before it is framed,
+  // so it goes out in its place; true when it did. frame() calls it after
+  // each response; a server calls it after each read.
+  bool take_interim(std::string& out);
   // Whether the response frame() writes next is the last (close after it).
   bool closing_next() const { return !owed_.empty() && owed_.front().close; }
 
@@ -146,6 +153,8 @@ class HttpFramer {
   bool in_value_ = false;
   bool has_key_ = false;
   std::string key_;
+  std::string expect_;          // the Expect header's value, up to 64 bytes
+  bool continue_owed_ = false;  // it was 100-continue and the body is not here yet
   bool headers_seen_ = false;
   bool body_too_long_ = false;
   bool paused_at_headers_ = false, paused_at_end_ = false;

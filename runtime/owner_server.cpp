@@ -148,7 +148,7 @@ void OwnerServer::on_ready(Conn& c, uint32_t events) {
   if ((events & (EPOLLIN | EPOLLRDHUP)) && (c.interest & EPOLLIN)) {
     // One read per ready connection per turn; what is left is reported
     // again by the next epoll_wait.
-    ssize_t n = c.in.read_from(c.fd);
+    ssize_t n = c.in.read_from(c.fd, c.out);
     if (n < 0 && n != -EAGAIN && n != -EINTR) {
       c.dead = true;
       c.in.set_eof();

@@ -427,7 +427,7 @@ void IoThread::on_ready(Conn& c, uint32_t events) {
 }
 
 void IoThread::read_some(Conn& c) {
-  ssize_t n = c.in.read_from(c.fd);
+  ssize_t n = c.in.read_from(c.fd, c.out);
   if (n < 0 && n != -EAGAIN && n != -EINTR) {
     c.in.set_eof();
     c.dead = true;

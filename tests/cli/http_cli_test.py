@@ -11,7 +11,8 @@ reference), over a unix socket, over HTTP with curl (one curl per request,
 and the queries again pipelined over one kept connection), and with `aup
 call` over HTTP and over the unix socket. Each answer must be the
 reference's, and each HTTP status the one the code's row of the table
-gives. Both ways of serving (--io-threads 0 and 2) are run.
+gives. Both ways of serving (--io-threads 0 and 2) are run. Then
+Idempotency-Key headers, and `Expect: 100-continue` (raw and with curl).
 
 usage: http_cli_test.py AUP SOURCE_ROOT
 """
@@ -246,6 +247,48 @@ def run_keys(aup, bank, work):
         srv.stop()
 
 
+def run_expect(aup, bank, work, io_threads):
+    """A client that sends `Expect: 100-continue` waits for 100 Continue
+    before its body: it comes after the answers owed before it (here a
+    pipelined query's), with nothing of the body sent; then the body is
+    answered. curl, sending the header, shows the interim response."""
+    srv = Server(aup, bank, work, io_threads)
+    try:
+        # No 100 Continue within 10 s is a failure, not a hang.
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        body = b'{"id":7,"owner":"eve"}'
+        s.sendall(b"GET /queries/total HTTP/1.1\r\nHost: h\r\n\r\n"
+                  b"POST /events/open HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\n"
+                  b"Content-Length: %d\r\n\r\n" % len(body))
+        want = b"HTTP/1.1 100 Continue\r\n\r\n"
+        buf = b""
+        while not buf.endswith(want):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+        if not buf.startswith(b"HTTP/1.1 200 OK\r\n") or not buf.endswith(want):
+            fail("--io-threads %d: before the body, the server sent %r" % (io_threads, buf))
+        s.sendall(body)
+        buf = b""
+        while not buf.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+        s.close()
+        if not buf.startswith(b"HTTP/1.1 200 OK\r\n") or not buf.endswith(b'{"ok":true}\n'):
+            fail("--io-threads %d: after the body, the server sent %r" % (io_threads, buf))
+        p = subprocess.run(["curl", "-s", "-S", "-v", "-H", "Expect: 100-continue", "--data-binary", '{"id":8,"owner":"al"}',
+                            srv.url + "/events/open"], capture_output=True, text=True, timeout=60)
+        if p.stdout != '{"ok":true}\n' or "< HTTP/1.1 100 Continue" not in p.stderr:
+            fail("--io-threads %d: curl with Expect: 100-continue: %r %s" % (io_threads, p.stdout, p.stderr[-600:]))
+    except socket.timeout:
+        fail("--io-threads %d: no 100 Continue (or no answer) within 10 s" % io_threads)
+    finally:
+        srv.stop()
+
+
 def main():
     aup, root = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     if not shutil.which("curl"):
@@ -275,6 +318,8 @@ def main():
                 run_mode(aup, module, work, io_threads, reqs, reference)
             run_call(aup, module, work, reqs, reference)
         run_keys(aup, bank, work)
+        for io_threads in (0, 2):
+            run_expect(aup, bank, work, io_threads)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("%d failures" % len(FAILURES))

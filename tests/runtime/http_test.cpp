@@ -322,6 +322,49 @@ TEST_SUITE("http") {
           std::vector<std::string>{R"({"event":"e","args":{},"key":"k"})", R"({"event":"e","args":{}})"});
   }
 
+  TEST_CASE("Expect: 100-continue is answered 100 Continue once every response before it is framed") {
+    constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    std::string head = "POST /events/open HTTP/1.1\r\nHost: h\r\nExpect: 100-Continue\r\nContent-Length: 2\r\n\r\n";
+    // Alone: owed as soon as the headers are in, once.
+    HttpFramer alone(kBody, 10s);
+    alone.feed(head);
+    std::string out;
+    CHECK(alone.take_interim(out));
+    CHECK(out == kContinue);
+    CHECK(!alone.take_interim(out));
+    alone.feed("{}");
+    REQUIRE(alone.ready());
+    // Pipelined behind a request not yet answered: it follows that answer.
+    HttpFramer behind(kBody, 10s);
+    behind.feed("GET /queries/total HTTP/1.1\r\n\r\n" + head);
+    std::string_view request;
+    std::string answer;
+    REQUIRE(behind.next(request, answer) == HttpFramer::Piece::Request);
+    out.clear();
+    CHECK(!behind.take_interim(out));
+    behind.frame("{\"ok\":true,\"result\":0}\n", out);
+    CHECK(out.find("HTTP/1.1 200 OK\r\n") == 0);
+    CHECK(out.size() > kContinue.size());
+    CHECK(out.substr(out.size() - kContinue.size()) == kContinue);
+    HttpAnswerReader reader;  // a client skips the interim response
+    std::string error, body;
+    REQUIRE(reader.feed(out, error));
+    int status = 0;
+    REQUIRE(reader.next(status, body));
+    CHECK(status == 200);
+    CHECK(!reader.next(status, body));
+    // Not when the body came with the headers, not to HTTP/1.0, not for
+    // another expectation.
+    for (std::string bytes : {head + "{}", std::string("POST /events/open HTTP/1.0\r\nExpect: 100-continue\r\n"
+                                                       "Content-Length: 2\r\n\r\n"),
+                              std::string("POST /events/open HTTP/1.1\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n")}) {
+      HttpFramer f(kBody, 10s);
+      f.feed(bytes);
+      out.clear();
+      CHECK_MESSAGE(!f.take_interim(out), bytes);
+    }
+  }
+
   TEST_CASE("the client's request for a line is the route the server maps back to that line") {
     for (std::string line : {R"({"event":"open","args":{"id":1,"owner":"ann"}})", R"({"query":"total"})",
                              R"({"query":"balance","args":{"id":2}})", R"({"schema":{}})", R"({"stats":{}})",
