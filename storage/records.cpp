@@ -100,13 +100,20 @@ void BatchEncoder::clear() {
   vars_.clear();
 }
 
+// Whether a touched row has a net change to write, given its final row
+// (null: not in the table now): a row touched without a change, or added
+// and removed within the batch, has none.
+bool BatchEncoder::has_change(const Touched& r, const uint64_t* row) {
+  return row ? r.rewritten || !r.fields.empty() : r.existed_before;
+}
+
 // One touched row's net change: a put of the row rewritten, a set of the
-// fields changed, a remove of a row that was there before; or nothing (a
-// row touched without a change, or added and removed within the batch).
-// A removed row's fields are gone: its key is written from the tree's key
-// (`spec`, the tree's), read back into its values.
-bool BatchEncoder::write_record(Encoder& g, const TableSchema& ts, const vm::KeySpec& spec, const Touched& r,
+// fields changed, or a remove of a row that was there before. A removed
+// row's fields are gone: its key is written from the tree's key (`spec`,
+// the tree's), read back into its values.
+void BatchEncoder::write_record(Encoder& g, const TableSchema& ts, const vm::KeySpec& spec, const Touched& r,
                                 const uint64_t* row) {
+  assert(has_change(r, row));
   if (row && r.rewritten) {
     g.u8(1);
     write_row_key(g, ts, row);
@@ -114,7 +121,6 @@ bool BatchEncoder::write_record(Encoder& g, const TableSchema& ts, const vm::Key
       if (!ts.is_key_field(f)) g.value(ts.fields[f].type, row[f]);
     }
   } else if (row) {
-    if (r.fields.empty()) return false;
     g.u8(2);
     write_row_key(g, ts, row);
     g.varint(r.fields.size());
@@ -122,37 +128,41 @@ bool BatchEncoder::write_record(Encoder& g, const TableSchema& ts, const vm::Key
       g.varint(f);
       g.value(ts.fields[f].type, row[f]);
     }
-  } else if (r.existed_before) {
+  } else {
     g.u8(3);
     write_key_values(g, spec, r.key);
-  } else {
-    return false;
   }
-  return true;
 }
 
+// Grouped by table, in table order; within a table, first-touch order.
+// Each row is found once, to count the group's records and then to write
+// them: nothing changes the trees while this runs, so the rows found stay
+// where they are. The buffers are members, so a batch no larger than one
+// before allocates nothing here (a fresh one per batch grew the heap, and
+// each new page was a fault to clear).
 void BatchEncoder::encode(Tables& tables, std::vector<uint8_t>& out, std::vector<uint64_t>& bytes_per_table) {
   Encoder e(out);
-  // Group by table, in table order; within a table, first-touch order.
-  std::vector<std::vector<size_t>> by_table(schema_.tables.size());
-  for (size_t i = 0; i < used_; ++i) by_table[touched_[i].table].push_back(i);
-  std::vector<uint8_t> group;
-  for (uint32_t t = 0; t < by_table.size(); ++t) {
-    if (by_table[t].empty()) continue;
+  by_table_.resize(schema_.tables.size());
+  for (std::vector<uint32_t>& rows : by_table_) rows.clear();
+  for (size_t i = 0; i < used_; ++i) by_table_[touched_[i].table].push_back(static_cast<uint32_t>(i));
+  for (uint32_t t = 0; t < by_table_.size(); ++t) {
+    if (by_table_[t].empty()) continue;
     const TableSchema& ts = schema_.tables[t];
     BTree& tree = tables.table(t);
-    group.clear();
-    Encoder g(group);
+    found_.clear();
     uint64_t count = 0;
-    for (size_t i : by_table[t]) {
-      const Touched& r = touched_[i];
-      if (write_record(g, ts, tree.layout().key, r, tree.find(r.key))) ++count;
+    for (uint32_t i : by_table_[t]) {
+      found_.push_back(tree.find(touched_[i].key));
+      if (has_change(touched_[i], found_.back())) ++count;
     }
     if (count == 0) continue;
     size_t before = out.size();
     e.varint(t + 1);
     e.varint(count);
-    out.insert(out.end(), group.begin(), group.end());
+    for (size_t k = 0; k < found_.size(); ++k) {
+      const Touched& r = touched_[by_table_[t][k]];
+      if (has_change(r, found_[k])) write_record(e, ts, tree.layout().key, r, found_[k]);
+    }
     bytes_per_table[t] += out.size() - before;
   }
   if (!vars_.empty()) {

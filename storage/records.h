@@ -67,7 +67,8 @@ class BatchEncoder {
   };
   // The touched row for (table, key), made when it is the first change.
   Touched& touch(uint32_t table, const vm::Key& key, bool existed_before);
-  static bool write_record(Encoder& g, const TableSchema& ts, const vm::KeySpec& spec, const Touched& r,
+  static bool has_change(const Touched& r, const uint64_t* row);
+  static void write_record(Encoder& g, const TableSchema& ts, const vm::KeySpec& spec, const Touched& r,
                            const uint64_t* row);
   void grow_slots();
 
@@ -82,6 +83,9 @@ class BatchEncoder {
   // least twice used_.
   std::vector<uint32_t> slots_;
   std::vector<uint32_t> vars_;
+  // encode()'s: touched rows by table, and one table's rows as found.
+  std::vector<std::vector<uint32_t>> by_table_;
+  std::vector<const uint64_t*> found_;
 };
 
 // How records written under one schema land in tables of another (after a
