@@ -8,6 +8,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "bench/server/wait_input.h"
+
 namespace aup::bench::peers {
 
 namespace {
@@ -40,17 +42,15 @@ int connect_unix(const sockaddr_un& addr) {
 Stream::Stream(const std::string& path, int timeout_s) {
   fd_ = connect_unix(unix_address(path));
   if (fd_ < 0) throw std::runtime_error("cannot connect to " + path + ": " + errno_text());
-  if (timeout_s > 0) {
-    timeval timeout{timeout_s, 0};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  }
+  timeout_ms_ = timeout_s > 0 ? timeout_s * 1000 : -1;
 }
 
 Stream::~Stream() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Stream::Stream(Stream&& other) noexcept : fd_(other.fd_), in_(std::move(other.in_)), begin_(other.begin_) {
+Stream::Stream(Stream&& other) noexcept
+    : fd_(other.fd_), timeout_ms_(other.timeout_ms_), in_(std::move(other.in_)), begin_(other.begin_) {
   other.fd_ = -1;
 }
 
@@ -79,13 +79,14 @@ void Stream::fill() {
   }
   char buf[64 * 1024];
   for (;;) {
+    // In poll, not in recv: bench/server/wait_input.h says why.
+    if (!server::wait_input(fd_, timeout_ms_)) throw std::runtime_error("no answer from the server in time");
     ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
     if (n > 0) {
       in_.append(buf, static_cast<size_t>(n));
       return;
     }
     if (n == 0) throw std::runtime_error("the server closed the connection");
-    if (errno == EAGAIN || errno == EWOULDBLOCK) throw std::runtime_error("no answer from the server in time");
     if (errno != EINTR) throw std::runtime_error("cannot read from the server: " + errno_text());
   }
 }

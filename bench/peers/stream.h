@@ -1,7 +1,8 @@
-// A blocking Unix-socket connection with an input buffer: what the three
-// protocols (aup's JSON lines, RESP, IPROTO) have in common. Each sends
-// whole requests and takes whole answers off the front of input(), calling
-// fill() while the front holds only part of one.
+// A Unix-socket connection with an input buffer, which waits for input in
+// poll (bench/server/wait_input.h): what the three protocols (aup's JSON
+// lines, RESP, IPROTO) have in common. Each sends whole requests and takes
+// whole answers off the front of input(), calling fill() while the front
+// holds only part of one.
 #pragma once
 
 #include <cstddef>
@@ -40,6 +41,7 @@ class Stream {
 
  private:
   int fd_ = -1;
+  int timeout_ms_ = -1;  // a fill()'s longest wait; -1: none
   std::string in_;
   size_t begin_ = 0;  // input() starts here; compacted as it grows
 };

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "bench/server/wait_input.h"
 #include "runtime/http.h"
 
 namespace aup::bench::server {
@@ -44,8 +45,6 @@ Connection::Connection(const std::string& path) {
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof addr.sun_path) throw std::runtime_error("socket path too long: " + path);
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  timeval timeout{kReceiveTimeoutSeconds, 0};
-  ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     std::string why = errno_text();
     ::close(fd_);
@@ -60,8 +59,6 @@ Connection::Connection(uint16_t port, bool http) {
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  timeval timeout{kReceiveTimeoutSeconds, 0};
-  ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
@@ -93,6 +90,10 @@ void Connection::send(std::string_view bytes) {
 void Connection::fill() {
   char buf[64 * 1024];
   while (in_.find('\n') == std::string::npos) {
+    // In poll, not in recv: bench/server/wait_input.h says why.
+    if (!wait_input(fd_, kReceiveTimeoutSeconds * 1000)) {
+      throw std::runtime_error(fmt::format("no answer from the server for {} s", kReceiveTimeoutSeconds));
+    }
     ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
     if (n > 0 && http_) {
       // Each response's body is its answer line, newline included.
@@ -103,8 +104,6 @@ void Connection::fill() {
       in_.append(buf, static_cast<size_t>(n));
     } else if (n == 0) {
       throw std::runtime_error("the server closed the connection with requests unanswered");
-    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      throw std::runtime_error(fmt::format("no answer from the server for {} s", kReceiveTimeoutSeconds));
     } else if (errno != EINTR) {
       throw std::runtime_error("cannot read from the server: " + errno_text());
     }
