@@ -84,12 +84,22 @@ struct EntryCheck {
   std::string why;
   bool whole = false;
 };
+// Whether an entry of payload `len` at `off` fits in the `size` bytes of its
+// segment, padding included: append writes one only when it does, so the
+// log's position (past the padding) never passes the segment's end. A
+// header naming a size that is not a multiple of 8 could otherwise let an
+// entry's payload fit and its padding not (found by fuzzing).
+bool entry_fits(uint64_t off, uint32_t len, uint64_t size) {
+  return off <= size && lf::entry_bytes(len) <= size - off;
+}
+
 EntryCheck check_entry(const std::vector<uint8_t>& buf, uint64_t off, uint64_t generation, bool have_last,
                        uint64_t last_seq, uint64_t last_digest) {
   const uint8_t* head = buf.data() + off;
-  uint64_t room = buf.size() - off - lf::kEntryHeaderBytes;
   uint32_t len = get_u32(head);
-  if (len > room || len > lf::kMaxPayloadBytes) return {"entry longer than the segment (incomplete)", false};
+  if (!entry_fits(off, len, buf.size()) || len > lf::kMaxPayloadBytes) {
+    return {"entry longer than the segment (incomplete)", false};
+  }
   if (entry_digest(generation, head, head + lf::kEntryHeaderBytes, len) != get_u64(head + 32)) {
     return {"digest mismatch", false};
   }
@@ -113,7 +123,7 @@ bool valid_entry_after(const std::vector<uint8_t>& buf, uint64_t from, uint64_t 
        p + lf::kEntryHeaderBytes <= buf.size(); p += lf::kAlign) {
     const uint8_t* head = buf.data() + p;
     uint32_t len = get_u32(head);
-    if (len == 0 || len > buf.size() - p - lf::kEntryHeaderBytes || get_u32(head + 4) != 0) continue;
+    if (len == 0 || !entry_fits(p, len, buf.size()) || get_u32(head + 4) != 0) continue;
     uint64_t seq = get_u64(head + 8), prev = get_u64(head + 16);
     if (seq <= prev || prev < after) continue;
     if (entry_digest(generation, head, head + lf::kEntryHeaderBytes, len) == get_u64(head + 32)) return true;

@@ -294,6 +294,44 @@ TEST_SUITE("log") {
           std::string::npos);
   }
 
+  TEST_CASE("AnEntryWhosePaddingPassesTheSegmentsEndIsIncomplete") {
+    // A header (resealed, so it reads as valid) whose size is not a
+    // multiple of 8 and ends inside the last entry's padding: the payload
+    // fits, the entry does not. append never writes such an entry, so it
+    // is not one (a torn tail here, nothing after it), and the open neither
+    // takes it nor moves the log's position past the segment's end (an
+    // assertion once failed there: found by the log fuzz target).
+    TempDir dir;
+    SystemIo io;
+    std::vector<std::string> payloads = {"aaaa", std::string(21, 'b')};
+    write_log(io, dir.path, payloads);
+    uint64_t last = entry_offset(payloads, 1);
+    uint64_t size = last + lf::kEntryHeaderBytes + 21;  // 3 bytes short of the padded end
+    REQUIRE(size % lf::kAlign != 0);
+    std::string path = dir.path + "/log-0";
+    int fd = ::open(path.c_str(), O_RDWR);
+    REQUIRE(fd >= 0);
+    uint8_t header[lf::kHeaderBytes];
+    REQUIRE(::pread(fd, header, sizeof header, 0) == static_cast<ssize_t>(sizeof header));
+    for (int i = 0; i < 8; ++i) header[40 + i] = static_cast<uint8_t>(size >> (8 * i));  // little-endian
+    uint64_t sum = XXH3_64bits(header, 56);
+    for (int i = 0; i < 8; ++i) header[56 + i] = static_cast<uint8_t>(sum >> (8 * i));
+    REQUIRE(::pwrite(fd, header, sizeof header, 0) == static_cast<ssize_t>(sizeof header));
+    ::close(fd);
+    Opened o = open_log(io, dir.path);
+    REQUIRE_MESSAGE(o.status.ok(), o.status.message);
+    REQUIRE(o.entries.size() == 1);
+    CHECK(o.entries[0].second == "aaaa");
+    CHECK(o.report.torn);
+    CHECK(o.report.torn_where.find("log-0 at byte " + std::to_string(last)) != std::string::npos);
+    // The log goes on in a new segment: the entry after reads back.
+    append(*o.log, 5, "after");
+    Opened again = open_log(io, dir.path);
+    REQUIRE_MESSAGE(again.status.ok(), again.status.message);
+    REQUIRE(again.entries.size() == 2);
+    CHECK(again.entries[1] == std::make_pair(uint64_t{5}, std::string("after")));
+  }
+
   TEST_CASE("ASegmentSplicedFromAnotherStoreDoesNotChain") {
     // Store b began as a copy of store a; then each took its own batches,
     // with the same save numbers, into its own log-1. b's log-1 copied
