@@ -27,6 +27,7 @@ constexpr std::string_view kIdempotencyHeader = "idempotency-key";
 // response before it sends the body (curl waits a second, then sends it
 // anyway), so the server says it once it owes nothing before it.
 constexpr std::string_view kExpectHeader = "expect";
+constexpr std::string_view kContinueExpectation = "100-continue";  // lower-cased, as read
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 // Its value: spaces around it dropped, and the quotes of a structured-field
@@ -324,8 +325,10 @@ int HttpFramer::on_header_value(http_parser* p, const char* at, size_t n) {
   f->in_value_ = true;
   // Bounded by the header limit: parse_ahead refuses past it.
   if (f->header_name_ == kIdempotencyHeader && f->key_.size() + n <= kMaxHttpHeaderBytes) f->key_.append(at, n);
-  // Only `100-continue` means anything; a longer value is not it.
-  if (f->header_name_ == kExpectHeader && f->expect_.size() + n <= 64) f->expect_.append(at, n);
+  // Lower-cased, as header names are: the expectation is case-insensitive.
+  if (f->header_name_ == kExpectHeader && f->expect_.size() + n <= kMaxHttpHeaderBytes) {
+    for (size_t i = 0; i < n; ++i) f->expect_ += static_cast<char>(std::tolower(static_cast<unsigned char>(at[i])));
+  }
   return 0;
 }
 
@@ -367,10 +370,7 @@ void HttpFramer::headers_done() {
   // The body will be read (and, for a request refused below, dropped):
   // a client waiting to send it is told to. HTTP/1.0 has no 100 Continue
   // (RFC 9110, 10.1.1), so such a client is not waiting for one.
-  std::string_view expect = key_value(expect_);
-  continue_owed_ = parser_.http_major == 1 && parser_.http_minor >= 1 && expect.size() == 12 &&
-                   std::equal(expect.begin(), expect.end(), "100-continue",
-                              [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
+  continue_owed_ = parser_.http_major == 1 && parser_.http_minor >= 1 && key_value(expect_) == kContinueExpectation;
   http_parser_url u;
   http_parser_url_init(&u);
   if (http_parser_parse_url(url_.data(), url_.size(), 0, &u) != 0 || !(u.field_set & (1 << UF_PATH))) {

@@ -153,7 +153,7 @@ class HttpFramer {
   bool in_value_ = false;
   bool has_key_ = false;
   std::string key_;
-  std::string expect_;          // the Expect header's value, up to 64 bytes
+  std::string expect_;          // the Expect header's value, lower-cased
   bool continue_owed_ = false;  // it was 100-continue and the body is not here yet
   bool headers_seen_ = false;
   bool body_too_long_ = false;

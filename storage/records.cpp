@@ -135,9 +135,9 @@ void BatchEncoder::write_record(Encoder& g, const TableSchema& ts, const vm::Key
 }
 
 // Grouped by table, in table order; within a table, first-touch order.
-// Each row is found once, to count the group's records and then to write
-// them: nothing changes the trees while this runs, so the rows found stay
-// where they are. The buffers are members, so a batch no larger than one
+// Each row is found once; the changed ones are kept with their rows, to be
+// counted and then written: nothing changes the trees while this runs, so
+// the rows found stay where they are. The buffers are members, so a batch no larger than one
 // before allocates nothing here (a fresh one per batch grew the heap, and
 // each new page was a fault to clear).
 void BatchEncoder::encode(Tables& tables, std::vector<uint8_t>& out, std::vector<uint64_t>& bytes_per_table) {
@@ -149,20 +149,16 @@ void BatchEncoder::encode(Tables& tables, std::vector<uint8_t>& out, std::vector
     if (by_table_[t].empty()) continue;
     const TableSchema& ts = schema_.tables[t];
     BTree& tree = tables.table(t);
-    found_.clear();
-    uint64_t count = 0;
+    changed_.clear();
     for (uint32_t i : by_table_[t]) {
-      found_.push_back(tree.find(touched_[i].key));
-      if (has_change(touched_[i], found_.back())) ++count;
+      const uint64_t* row = tree.find(touched_[i].key);
+      if (has_change(touched_[i], row)) changed_.push_back({i, row});
     }
-    if (count == 0) continue;
+    if (changed_.empty()) continue;
     size_t before = out.size();
     e.varint(t + 1);
-    e.varint(count);
-    for (size_t k = 0; k < found_.size(); ++k) {
-      const Touched& r = touched_[by_table_[t][k]];
-      if (has_change(r, found_[k])) write_record(e, ts, tree.layout().key, r, found_[k]);
-    }
+    e.varint(changed_.size());
+    for (const Changed& c : changed_) write_record(e, ts, tree.layout().key, touched_[c.touched], c.row);
     bytes_per_table[t] += out.size() - before;
   }
   if (!vars_.empty()) {

@@ -83,9 +83,14 @@ class BatchEncoder {
   // least twice used_.
   std::vector<uint32_t> slots_;
   std::vector<uint32_t> vars_;
-  // encode()'s: touched rows by table, and one table's rows as found.
+  // encode()'s: touched rows by table, and one table's changed rows with
+  // their rows as found (null: removed).
+  struct Changed {
+    uint32_t touched;
+    const uint64_t* row;
+  };
   std::vector<std::vector<uint32_t>> by_table_;
-  std::vector<const uint64_t*> found_;
+  std::vector<Changed> changed_;
 };
 
 // How records written under one schema land in tables of another (after a

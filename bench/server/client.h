@@ -1,6 +1,7 @@
 // The client side of the request protocol on a Unix socket (or on TCP, or
 // over HTTP): a connection that writes request bytes and waits for answer
-// lines (in poll: bench/server/wait_input.h), and the bank's set-up and final check, which go through it.
+// lines (in poll: bench/server/wait_input.h), and the bank's set-up and
+// final check, which go through it.
 #pragma once
 
 #include <cstdint>
