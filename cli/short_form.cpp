@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "compiler/suggest.h"
+#include "runtime/convert.h"
 #include "runtime/json.h"
 
 namespace aup::cli {
@@ -83,28 +84,35 @@ std::string usage(const RequestSpec& r) {
 
 namespace {
 
-// `word` as the JSON of a value of type `type`, or false with why not.
+// What the server's reading expects of a JSON value for type `type`
+// (runtime/convert.h): number, string or bool; empty for the types only
+// the server checks (records, arrays, objects).
+std::string_view expected_kind(std::string_view type) {
+  return type == "num" ? "number" : type == "text" ? "string" : type == "bool" ? "bool" : "";
+}
+
+// `word` as the JSON of a value of type `type`, or false with why not, in
+// the server's words where the server would see the same value.
 bool value_json(const ArgSpec& a, std::string_view word, std::string& out, std::string& error) {
   bool quoted = !word.empty() && word.front() == '"';
   if (a.type == "text" && !quoted) {
     runtime::json_append_string(out, word);
     return true;
   }
+  std::string_view want = expected_kind(a.type);
   JsonDoc doc;
   std::string why;
   if (!doc.parse(word, why)) {
-    error = a.type == "num"    ? fmt::format("`{}` is a num: `{}` is not a number", a.name, word)
-            : a.type == "bool" ? fmt::format("`{}` is a bool: `{}` is not true or false", a.name, word)
-                               : fmt::format("`{}` is a {}: `{}` is not JSON ({})", a.name, a.type, word, why);
+    // Not JSON, so no request would carry it: said as the server would
+    // say it of a value, the word shown as typed.
+    error = want.empty() || want == "string"
+                ? fmt::format("{}: `{}` is not JSON ({})", a.name, word, why)
+                : fmt::format("{}: {}", a.name, runtime::expected_message(want, fmt::format("`{}`", word)));
     return false;
   }
-  JsonNode::Kind k = doc.node(doc.root()).kind;
-  bool fits = a.type == "num"    ? k == JsonNode::Kind::Number
-              : a.type == "text" ? k == JsonNode::Kind::String
-              : a.type == "bool" ? k == JsonNode::Kind::True || k == JsonNode::Kind::False
-                                 : true;  // records, arrays, objects: the server checks them
-  if (!fits) {
-    error = fmt::format("`{}` is a {}: `{}` is not one", a.name, a.type, word);
+  std::string_view got = runtime::json_kind_name(doc.node(doc.root()));
+  if (!want.empty() && got != want) {
+    error = fmt::format("{}: {}", a.name, runtime::expected_message(want, got));
     return false;
   }
   out += word;
@@ -144,7 +152,7 @@ bool unknown_name(const RequestSpec& r, std::string_view word, std::string& erro
     if (a.name == name) return false;
     names.push_back(a.name);
   }
-  error = fmt::format("{} has no argument `{}`{}", r.name, name, did_you_mean(name, names));
+  error = runtime::unknown_field_message(name) + did_you_mean(name, names);
   return true;
 }
 
@@ -162,7 +170,7 @@ bool build_args(const RequestSpec& r, const std::vector<std::string>& words, std
     }
     const ArgSpec& a = r.args[static_cast<size_t>(i)];
     if (given[static_cast<size_t>(i)]) {
-      error = fmt::format("`{}` is given twice", a.name);
+      error = runtime::twice_field_message(a.name);
       return false;
     }
     given[static_cast<size_t>(i)] = true;
@@ -173,7 +181,7 @@ bool build_args(const RequestSpec& r, const std::vector<std::string>& words, std
   }
   for (size_t i = 0; i < r.args.size(); ++i) {
     if (!given[i] && !r.args[i].has_default) {
-      error = fmt::format("`{}` ({}) is missing", r.args[i].name, r.args[i].type);
+      error = runtime::missing_field_message(r.args[i].name);
       return false;
     }
   }

@@ -10,8 +10,10 @@
 // query and each argument's type. A bare word for a `text` argument is the
 // text itself; for `num` and `bool` it must be a JSON number or
 // true/false; anything else must be JSON. Checked before sending, so a
-// typo is told at once, with the request's usage; the server still checks
-// everything (deep types, bad_number), as for any client.
+// typo is told at once, with the request's usage, and in the server's
+// words (runtime/convert.h: `amount: expected number, got string`,
+// `missing field \`id\``, `unknown field \`amont\``); the server still
+// checks everything (deep types, bad_number), as for any client.
 #pragma once
 
 #include <string>

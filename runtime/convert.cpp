@@ -26,7 +26,14 @@ std::string path_text(const std::vector<std::string>& path) {
 
 // ---- reading ------------------------------------------------------------------
 
-std::string_view JsonToValue::kind_name(const JsonNode& n) {
+std::string expected_message(std::string_view what, std::string_view got) {
+  return fmt::format("expected {}, got {}", what, got);
+}
+std::string unknown_field_message(std::string_view name) { return fmt::format("unknown field `{}`", name); }
+std::string missing_field_message(std::string_view name) { return fmt::format("missing field `{}`", name); }
+std::string twice_field_message(std::string_view name) { return fmt::format("field `{}` appears twice", name); }
+
+std::string_view json_kind_name(const JsonNode& n) {
   switch (n.kind) {
     case JsonNode::Kind::Null: return "null";
     case JsonNode::Kind::False:
@@ -66,7 +73,7 @@ bool JsonToValue::value_at(uint32_t n, uint32_t type, Value* out) {
   const JsonNode& node = doc_.node(n);
   const vm::TypeDesc& t = m.types[type];
   auto expected = [&](std::string_view what) {
-    return fail(fmt::format("expected {}, got {}", what, kind_name(node)));
+    return fail(expected_message(what, json_kind_name(node)));
   };
   switch (t.code) {
     case TypeCode::Num:
@@ -169,8 +176,8 @@ bool JsonToValue::fields_at(uint32_t n, size_t count, Field field, vm::RecObj* o
       uint32_t val = key + 1;
       size_t f = 0;
       while (f < count && field.name(f) != kn.str) ++f;
-      if (f == count) return fail(fmt::format("unknown field `{}`", kn.str));
-      if (seen[f]) return fail(fmt::format("field `{}` appears twice", kn.str));
+      if (f == count) return fail(unknown_field_message(kn.str));
+      if (seen[f]) return fail(twice_field_message(kn.str));
       seen[f] = true;
       if (!value_at(val, field.type(f), &out->fields[f])) {
         path_.emplace_back(field.name(f));
@@ -180,7 +187,7 @@ bool JsonToValue::fields_at(uint32_t n, size_t count, Field field, vm::RecObj* o
     }
   }
   for (size_t f = 0; f < count; ++f) {
-    if (!seen[f] && !field.defaulted(f)) return fail(fmt::format("missing field `{}`", field.name(f)));
+    if (!seen[f] && !field.defaulted(f)) return fail(missing_field_message(field.name(f)));
   }
   return true;
 }

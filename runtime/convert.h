@@ -22,6 +22,18 @@
 
 namespace aup::runtime {
 
+// The wording of an argument's refusal, in one place: the server's reading
+// below and the short form of `aup call` and `aup shell` (cli/short_form.h),
+// which checks a typed request before sending it, say the same thing.
+// `what`: number, string, bool, object or array; `got`: kind_name's word.
+std::string expected_message(std::string_view what, std::string_view got);
+std::string unknown_field_message(std::string_view name);
+std::string missing_field_message(std::string_view name);
+std::string twice_field_message(std::string_view name);
+// A JSON value's kind as the messages name it: number, string, bool,
+// null, array, object.
+std::string_view json_kind_name(const JsonNode& n);
+
 class JsonToValue {
  public:
   JsonToValue(const JsonDoc& doc, vm::Vm& vm) : doc_(doc), vm_(vm) {}
@@ -50,7 +62,6 @@ class JsonToValue {
   bool fail(std::string what, std::string_view code = "bad_args");
   bool finish(bool ok, std::string_view name = {});
   bool number(const JsonNode& node, vm::Value* out);
-  static std::string_view kind_name(const JsonNode& n);
 
   const JsonDoc& doc_;
   vm::Vm& vm_;

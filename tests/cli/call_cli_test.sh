@@ -86,10 +86,27 @@ expect_usage() {
   grep -qF "$want" "$tmp/err" || fail "aup call $*: expected \"$want\", got: $(cat "$tmp/err")"
 }
 expect_usage "no event or query \`balanse\`; did you mean \`balance\`?; events: open, deposit, transfer, close;" balanse 1
-expect_usage "\`amount\` is a num: \`ten\` is not a number; usage: deposit id=num amount=num" deposit 1 ten
-expect_usage "\`amount\` (num) is missing; usage: deposit id=num amount=num" deposit id=1
-expect_usage "deposit has no argument \`amont\`; did you mean \`amount\`?" deposit id=1 amont=5
+expect_usage "amount: expected number, got \`ten\`; usage: deposit id=num amount=num" deposit 1 ten
+expect_usage "amount: expected number, got string; usage: deposit id=num amount=num" deposit 1 '"ten"'
+expect_usage "missing field \`amount\`; usage: deposit id=num amount=num" deposit id=1
+expect_usage "unknown field \`amont\`; did you mean \`amount\`?" deposit id=1 amont=5
 expect_usage "balance takes 1 argument; \`2\` is one too many" balance 1 2
+# The same mistakes sent as JSON: the server's message is the short form's.
+same_words() {
+  short=$1 json=$2
+  "$aup" call "unix:$tmp/s" "$json" >/dev/null 2>"$tmp/server_says"
+  [ $? -eq 1 ] || fail "$json: the server did not refuse it"
+  said=$(sed -n 's/^aup call: bad_args: //p' "$tmp/server_says")
+  [ -n "$said" ] || fail "$json: no bad_args message: $(cat "$tmp/server_says")"
+  eval "set -- $short"
+  "$aup" call "unix:$tmp/s" "$@" >/dev/null 2>"$tmp/err"
+  # (then, for a misspelt name, the closest one; then the usage)
+  grep -q "^aup call: $said[;].* usage: " "$tmp/err" || fail "$short: not the server's \"$said\": $(cat "$tmp/err")"
+}
+same_words "deposit id=1" '{"event":"deposit","args":{"id":1}}'
+same_words "deposit id=1 amount='\"ten\"'" '{"event":"deposit","args":{"id":1,"amount":"ten"}}'
+same_words "balance id=true" '{"query":"balance","args":{"id":true}}'
+same_words "deposit id=1 amont=5 amount=5" '{"event":"deposit","args":{"id":1,"amont":5,"amount":5}}'
 "$aup" call "unix:$tmp/nobody" total >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 2 ] || fail "no server: exit 2"
 grep -qF "aup call: cannot connect to unix:$tmp/nobody: " "$tmp/err" || fail "no server says so: $(cat "$tmp/err")"
