@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """`aup backup --data DIR --to DEST` (cli/backup.cpp, storage/backup.h): a
 stopped store, refusals, a crash at each named point and a failed write,
-then the soak: a loaded server with `aup backup` in a loop beside it, the
-backups killed at random moments and the server killed and restarted
-between. Every finished backup must verify, open as a store and hold every
-deposit answered before it started and none that was never sent; every
-killed one must leave DEST absent (DEST.partial being recognisably
-incomplete) or complete; the source is only read.
+then the soak: a loaded server with `aup backup` and `aup replay --verify`
+of the served store in a loop beside it, the backups killed at random
+moments and the server killed and restarted between. Every finished backup
+must verify, hold every deposit answered before it started and none that
+was never sent, and open as a store with `aup run` (which takes an event
+on it); every killed one must leave DEST absent (DEST.partial being
+recognisably incomplete) or complete; every replay of the source must
+verify; nothing answered is lost in the source, which is only read.
 
 usage: backup_test.py AUP ROOT [--seconds S]
 """
@@ -100,13 +102,26 @@ def crashes(aup, tmp, data, want):
         fail("the source changed under the backups")
 
 
+def opens_as_store(aup, module, dest, rows):
+    """Restoring is opening the copy: `aup run` on it, then one deposit,
+    which lands on top of the rows the copy held."""
+    r = run(aup, "replay", "--data", dest, "--verify")
+    if r.returncode != 0 or "verified:" not in r.stdout:
+        fail(f"backup {dest} does not verify: exit {r.returncode}: {r.stdout}{r.stderr}")
+    r = run(aup, "run", module, "--data", dest, "--engine", "vm", input='{"event":"deposit","args":{"id":1}}\n')
+    if r.returncode != 0 or '"ok":true' not in r.stdout:
+        fail(f"backup {dest} does not open as a store: exit {r.returncode}: {r.stdout}{r.stderr}")
+    elif rows_of(aup, dest).get(1) != rows.get(1, 0) + 1:
+        fail(f"backup {dest}: a deposit on the opened copy did not add to its {rows.get(1)}")
+
+
 def soak(aup, tmp, module, seconds, rng):
     data, sock = os.path.join(tmp, "served"), os.path.join(tmp, "s")
     server = live.Server(aup, module, data, sock)
     for a in range(1, live.ACCOUNTS + 1):
         assert live.call(sock, {"event": "open", "args": {"id": a}})["ok"]
     totals = live.Totals()
-    finished = killed = kills = 0
+    finished = killed = kills = verifies = 0
     end = time.time() + seconds
     while time.time() < end:
         load = live.Load(sock)
@@ -129,6 +144,7 @@ def soak(aup, tmp, module, seconds, rng):
                     if not acked_before[a - 1] <= rows.get(a, -1) <= sent[a - 1]:
                         fail(f"backup {dest}: account {a} has {rows.get(a)}, answered before "
                              f"{acked_before[a - 1]}, sent {sent[a - 1]}")
+                opens_as_store(aup, module, dest, rows)
             elif p.returncode < 0:
                 killed += 1
                 if os.path.exists(dest) and run(aup, "replay", "--data", dest, "--verify").returncode != 0:
@@ -137,6 +153,11 @@ def soak(aup, tmp, module, seconds, rng):
                 fail(f"backup beside the server: exit {p.returncode}: {out}{err}")
             shutil.rmtree(dest, ignore_errors=True)
             shutil.rmtree(dest + ".partial", ignore_errors=True)
+            # The served store itself, read beside the server and the backups.
+            r = run(aup, "replay", "--data", data, "--verify")
+            verifies += 1
+            if r.returncode != 0 or "verified:" not in r.stdout:
+                fail(f"replay --verify of the served store: exit {r.returncode}: {r.stdout}{r.stderr}")
         server.kill()
         kills += 1
         totals.end_life(load)
@@ -146,7 +167,8 @@ def soak(aup, tmp, module, seconds, rng):
     for a in range(1, live.ACCOUNTS + 1):
         if rows.get(a, -1) < totals.acked[a - 1]:
             fail(f"the source lost answered deposits: account {a} has {rows.get(a)}, {totals.acked[a - 1]} answered")
-    print(f"{finished} backups finished and {killed} killed beside the server, {kills} server kills")
+    print(f"{finished} backups finished (each verified and opened) and {killed} killed beside the server, "
+          f"{verifies} verifies of the served store, {kills} server kills")
     if finished == 0:
         fail("no backup finished beside the server")
 

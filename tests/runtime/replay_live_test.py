@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """`aup replay` on a store that `aup run --listen` is serving (runtime/replay.cpp,
-storage/live.h): a loaded server, `aup replay --verify` and `--dump` in a
-loop beside it, kill -9s of the server and restarts in between.
+storage/live.h): a loaded server, `aup replay --verify`, `--dump`,
+`--entries` and `--dump --at` in a loop beside it, kill -9s of the server
+and restarts in between.
 
 Every replay must exit 0 and find a state that holds every deposit answered
 before the replay started and none that was never sent: a consistent cut
-of what the server made durable. The server is run with tiny log segments
+of what the server made durable. `--entries` lists consecutive save
+numbers; `--dump --at` its last one holds every deposit answered before
+the listing began, unless a checkpoint has since moved the image past it
+(then it must say the older state is no longer in the store). The server is run with tiny log segments
 and checkpoint thresholds so that segments roll over, images are rewritten
 and covered segments come up for release and reuse while the replays read.
 Afterwards, with nobody reading, the server must release them again.
@@ -164,6 +168,37 @@ def check_dump(aup, data, load, totals, acked_before):
             fail(f"account {a}: dump has {n}, answered before {acked_before[a - 1]}, sent {sent_total[a - 1]}")
 
 
+def check_entries_at(aup, data, load, totals):
+    """--entries on the served store, then --dump --at its last entry.
+    True when the --at read succeeded (a checkpoint may have overtaken it)."""
+    acked_before = totals.now(load)[1]
+    r = replay(aup, data, "--entries")
+    if r.returncode != 0:
+        fail(f"replay --entries on the served store: exit {r.returncode}: {r.stderr}")
+        return False
+    try:
+        seqs = [json.loads(line)["seq"] for line in r.stdout.splitlines()]
+    except (ValueError, KeyError) as e:
+        fail(f"replay --entries printed what is not one entry a line ({e}): {r.stdout[:200]!r}")
+        return False
+    if not seqs or seqs != list(range(seqs[0], seqs[0] + len(seqs))):
+        fail(f"replay --entries: the save numbers are not consecutive: {seqs[:5]}...{seqs[-5:]}")
+        return False
+    r = replay(aup, data, "--dump", "accounts", "--at", str(seqs[-1]))
+    sent = totals.now(load)[0]
+    if r.returncode == 2 and "the older state is no longer in the store" in r.stderr:
+        return False
+    if r.returncode != 0:
+        fail(f"replay --dump --at {seqs[-1]} on the served store: exit {r.returncode}: {r.stderr}")
+        return False
+    rows = {row["id"]: row["n"] for row in map(json.loads, r.stdout.splitlines())}
+    for a in range(1, ACCOUNTS + 1):
+        n = rows.get(a)
+        if n is None or not (acked_before[a - 1] <= n <= sent[a - 1]):
+            fail(f"account {a}: --at {seqs[-1]} has {n}, answered before {acked_before[a - 1]}, sent {sent[a - 1]}")
+    return True
+
+
 def main():
     aup, root = sys.argv[1], sys.argv[2]
     seconds = float(sys.argv[sys.argv.index("--seconds") + 1]) if "--seconds" in sys.argv else 8.0
@@ -177,7 +212,7 @@ def main():
         for a in range(1, ACCOUNTS + 1):
             assert call(sock, {"event": "open", "args": {"id": a}})["ok"]
         totals = Totals()
-        replays = kills = 0
+        replays = kills = at_reads = 0
         end = time.time() + seconds
         while time.time() < end:
             load = Load(sock)
@@ -191,7 +226,8 @@ def main():
                 if r.returncode != 0 or "verified:" not in r.stdout or "torn" in r.stdout:
                     fail(f"replay --verify on the served store: exit {r.returncode}: {r.stdout}{r.stderr}")
                 check_dump(aup, data, load, totals, acked_before)
-                replays += 1
+                at_reads += check_entries_at(aup, data, load, totals)
+                replays += 3
             server.kill()
             kills += 1
             totals.end_life(load)
@@ -219,7 +255,9 @@ def main():
         for a in range(1, ACCOUNTS + 1):
             if not acked[a - 1] <= rows.get(a, -1):
                 fail(f"account {a}: {rows.get(a)} after the last kill, {acked[a - 1]} answered")
-        print(f"{replays} replays beside the server, {kills} kills")
+        print(f"{replays} replays beside the server ({at_reads} --at reads of the last entry), {kills} kills")
+        if at_reads == 0:
+            fail("no --dump --at read beside the server succeeded")
     if failures:
         print(f"{len(failures)} failure(s)")
         sys.exit(1)
