@@ -203,6 +203,11 @@ expect_rc 2 "$aup" run "$bank" --memory --listen http://localhost
 grep -q "^aup run: --listen: .*needs a port" "$tmp/err" || fail "--listen http:// without a port: $(cat "$tmp/err")"
 expect_rc 2 "$aup" run "$bank" --memory --listen unix:"$tmp/x.sock" --http-timeout 5
 grep -q "needs an HTTP address" "$tmp/err" || fail "--http-timeout without http://: $(cat "$tmp/err")"
+# A query whose result is not finite says where the value was returned.
+printf 'query q() {\n  let z = 0\n  return 1 / z\n}\n' >"$tmp/inf.aup"
+echo '{"query":"q","args":{}}' | "$aup" run "$tmp/inf.aup" --memory >"$tmp/out" 2>"$tmp/err"
+grep -qF '{"ok":false,"error":{"code":"not_finite","message":"cannot return inf (inf.aup:3:' "$tmp/out" ||
+  fail "not_finite on a query result gives its position: $(cat "$tmp/out" "$tmp/err")"
 # --data naming a regular file is the caller's mistake (2), not damage (1).
 : >"$tmp/plain-file"
 expect_rc 2 "$aup" run "$bank" --data "$tmp/plain-file"

@@ -926,13 +926,29 @@ def max_pending(env):
         "not read until answered: %d commits (>= %d)" % (commits, 1 + events // n))
 
 
+def hog(sock, request, count):
+    """Sends `count` copies of `request` and never reads: the bytes sent."""
+    sock.setblocking(False)
+    req = request * count
+    sent = 0
+    deadline = time.monotonic() + 4
+    while time.monotonic() < deadline and sent < len(req):
+        try:
+            sent += sock.send(req[sent:])
+        except BlockingIOError:
+            time.sleep(0.05)
+    time.sleep(1)
+    return sent
+
+
 def max_output(env, mod):
     """--max-output: an answer larger than the limit still goes out whole;
     a client that sends and never reads makes the server stop reading it
     once that many answer bytes wait, so it holds about that much memory,
-    and other clients are served meanwhile."""
+    and other clients are served meanwhile; the same for a client that
+    pipelines HTTP requests and never reads the responses."""
     limit = 65536
-    srv = Server(env, mod, ["--max-output", str(limit)])
+    srv = Server(env, mod, ["--max-output", str(limit)], http=True)
     try:
         c = Client(srv)
         answers = c.call([q("blob", {"k": 10}), q("blob", {"k": 20}), q("ping")])
@@ -952,29 +968,36 @@ def max_output(env, mod):
                  (1 << k, short(str(answers)[:200])))
         base = srv.rss_kib()
         # The hog: 4 MiB answers to 34-byte requests, never read.
-        hog = srv.connect()
-        hog.setblocking(False)
-        req = (q("blob", {"k": 22}) + "\n").encode() * 2000
-        sent = 0
-        deadline = time.monotonic() + 4
-        while time.monotonic() < deadline and sent < len(req):
-            try:
-                sent += hog.send(req[sent:])
-            except BlockingIOError:
-                time.sleep(0.05)
-        time.sleep(1)
+        line_hog = srv.connect()
+        sent = hog(line_hog, (q("blob", {"k": 22}) + "\n").encode(), 2000)
         grown_mib = (srv.rss_kib() - base) / 1024
         answers = c.call([q("ping")])
         want(answers and answers[0].get("ok"), "max-output: another client is not served: %s" % answers)
-        hog.close()
+        line_hog.close()
         want(grown_mib < 256, "max-output: a client that never reads grew the server by %.0f MiB (the limit is "
              "%d bytes; %d request bytes were sent)" % (grown_mib, limit, sent))
+        # The same over HTTP: pipelined POSTs, the responses never read.
+        base = srv.rss_kib()
+        http_hog = srv.connect_http()
+        sent_http = hog(http_hog, http_post("/queries/blob", '{"k":22}'), 2000)
+        http_grown_mib = (srv.rss_kib() - base) / 1024
+        answers = c.call([q("ping")])
+        want(answers and answers[0].get("ok"), "max-output over HTTP: another client is not served: %s" % answers)
+        other = srv.connect_http()
+        status, body, _ = http_exchange(other, http_post("/queries/ping", "{}"))
+        other.close()
+        want(status == 200 and '"result":1' in body,
+             "max-output over HTTP: another HTTP client is not served: %s %s" % (status, short(body)))
+        http_hog.close()
+        want(http_grown_mib < 256, "max-output: an HTTP client that never reads grew the server by %.0f MiB (the "
+             "limit is %d bytes; %d request bytes were sent)" % (http_grown_mib, limit, sent_http))
         c.close()
     finally:
         rc = srv.stop()
     want(rc == 0, "max-output: the server exited %d" % rc)
     row("answer bytes waiting per connection (--max-output %d)" % limit, limit,
-        "1 MiB answer sent whole", "non-reading client: reading stops, +%.0f MiB held, others served" % grown_mib)
+        "1 MiB answer sent whole", "non-reading client: reading stops, +%.0f MiB held (HTTP: +%.0f MiB), others "
+        "served" % (grown_mib, http_grown_mib))
 
 
 # ---- over HTTP ----
