@@ -93,7 +93,12 @@ s.expect("1 own\t", "owner=", "tab completes the next argument")
 s.expect("ann\r", "ok", "an event without a result answers ok")
 s.expect("deposit 1 100\r", '{"balance": 100}', "an answer is laid out")
 s.expect("balance 9\r", "not_found: `accounts` has no key 9", "a failed request shows its code")
+# On a terminal the failure is in red (SGR 31), and so is a refusal's "error".
+if b"\x1b[31mnot_found: `accounts` has no key 9" not in s.screen:
+    failures.append("a failed request's code and message are red on a terminal")
 s.expect("depost 1 1\r", "did you mean `deposit`?", "a misspelt name is caught before sending")
+if b"\x1b[31merror\x1b[0m no event or query `depost`" not in s.screen:
+    failures.append("a refusal before sending says `error` in red on a terminal")
 s.expect("\x1b[A", "depost 1 1", "the up arrow brings back the last line")
 s.type("\x15.quit\r")  # ctrl-U clears the line; .quit leaves (close() checks that it did)
 code = s.close()
