@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cassert>
 #include <cerrno>
 #include <charconv>
@@ -148,6 +147,10 @@ std::string shown(std::string_view path) {
   return out;
 }
 
+// Header names and the Expect value are ASCII (RFC 9110, 5.1 and 10.1.1),
+// so no locale: std::tolower is a library call per byte.
+char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
 bool blank(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; });
 }
@@ -184,6 +187,7 @@ ssize_t HttpFramer::read_from(int fd) {
     return 0;
   }
   end_ += static_cast<size_t>(n);
+  read_at_ = std::chrono::steady_clock::now();
   parse_ahead();
   return n;
 }
@@ -193,6 +197,7 @@ size_t HttpFramer::feed(std::string_view bytes) {
   size_t n = std::min(bytes.size(), buf_.size() - end_);
   std::memcpy(buf_.data() + end_, bytes.data(), n);
   end_ += n;
+  read_at_ = std::chrono::steady_clock::now();
   parse_ahead();
   return n;
 }
@@ -281,7 +286,7 @@ void HttpFramer::parse_ahead() {
 int HttpFramer::on_message_begin(http_parser* p) {
   auto* f = static_cast<HttpFramer*>(p->data);
   f->in_message_ = true;
-  f->started_ = std::chrono::steady_clock::now();
+  f->started_ = f->read_at_;  // see read_at_
   f->url_.clear();
   f->next_.text.clear();
   f->refuse_status_ = 0;
@@ -311,7 +316,7 @@ int HttpFramer::on_header_field(http_parser* p, const char* at, size_t n) {
   if (f->in_value_) f->header_name_.clear();
   f->in_value_ = false;
   for (size_t i = 0; i < n && f->header_name_.size() <= kIdempotencyHeader.size(); ++i) {
-    f->header_name_ += static_cast<char>(std::tolower(static_cast<unsigned char>(at[i])));
+    f->header_name_ += ascii_lower(at[i]);
   }
   return 0;
 }
@@ -327,7 +332,7 @@ int HttpFramer::on_header_value(http_parser* p, const char* at, size_t n) {
   if (f->header_name_ == kIdempotencyHeader && f->key_.size() + n <= kMaxHttpHeaderBytes) f->key_.append(at, n);
   // Lower-cased, as header names are: the expectation is case-insensitive.
   if (f->header_name_ == kExpectHeader && f->expect_.size() + n <= kMaxHttpHeaderBytes) {
-    for (size_t i = 0; i < n; ++i) f->expect_ += static_cast<char>(std::tolower(static_cast<unsigned char>(at[i])));
+    for (size_t i = 0; i < n; ++i) f->expect_ += ascii_lower(at[i]);
   }
   return 0;
 }

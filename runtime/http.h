@@ -159,6 +159,11 @@ class HttpFramer {
   bool body_too_long_ = false;
   bool paused_at_headers_ = false, paused_at_end_ = false;
   std::chrono::steady_clock::time_point started_;
+  // When the latest bytes were read: a request's clock starts at the
+  // latest read when its parsing begins (one clock reading a read, not one
+  // a request). A request parsed late from bytes read earlier (held back
+  // while the one before waited) starts then: the wait was the server's.
+  std::chrono::steady_clock::time_point read_at_;
   int refuse_status_ = 0;  // refused at its headers; its body is read and dropped
   std::string refuse_message_;
   std::string_view allow_;
