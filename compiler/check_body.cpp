@@ -388,6 +388,68 @@ bool Checker::check_place(Expr* e) {
   }
 }
 
+// Whether a name can be assigned: a local (not a loop's), a var (a state
+// change); not the event's arguments, a table or `now`.
+bool Checker::assignable_name(const Expr* target) {
+  switch (target->ref) {
+    case Ref::Local: {
+      const LocalInfo* l = find_local(target->sym);
+      if (l && l->readonly) {
+        error(target->pos, target->width,
+              fmt::format("loop variable `{}` cannot be assigned", str(target->sym)));
+        return false;
+      }
+      break;
+    }
+    case Ref::Var:
+      note_write(target->pos, target->width, fmt::format("assigns var `{}`", str(target->sym)));
+      break;
+    case Ref::EventArgs:
+      error(target->pos, target->width, "event arguments are read-only");
+      return false;
+    case Ref::TableName:
+      error(target->pos, target->width,
+            fmt::format("cannot assign to table `{}`; change rows with `add`, `put`, "
+                        "`remove`, or by assigning their fields",
+                        str(target->sym)));
+      return false;
+    case Ref::Now:
+      error(target->pos, target->width, "`now` cannot be assigned");
+      return false;
+    default: return false;  // already reported by check_expr
+  }
+  return true;
+}
+
+// Whether a field can be assigned: a row's (a state change; not its key)
+// or one of a record held in a place.
+bool Checker::assignable_field(Expr* target) {
+  bool ok = true;
+  const Type* base = target->lhs->type;
+  if (target->ref != Ref::RecordField) {
+    if (target->ref != Ref::None) {
+      error(target->pos, target->width,
+            fmt::format("`{}` cannot be assigned", str(target->sym)));
+    }
+    ok = false;
+  } else if (base->is(TypeKind::Row)) {
+    const TableInfo& t = *base->table;
+    if (t.is_key_field(target->index)) {
+      error(target->pos, target->width,
+            fmt::format("`{}` is {} of `{}`; a row's key cannot change (remove the row "
+                        "and add a new one)",
+                        str(target->sym), t.composite() ? "part of the key" : "the key", str(t.name)));
+      ok = false;
+    } else {
+      note_write(target->pos, target->width,
+                 fmt::format("sets field `{}` of a row of `{}`", str(target->sym), str(t.name)));
+    }
+  } else {
+    ok = check_place(target->lhs);
+  }
+  return ok;
+}
+
 // assign -> target '=' expr
 void Checker::check_assign(Stmt* s) {
   Expr* target = s->target;
@@ -395,63 +457,8 @@ void Checker::check_assign(Stmt* s) {
   const Type* expected = tt;
   bool ok = true;
   switch (target->kind) {
-    case ExprKind::Name:
-      switch (target->ref) {
-        case Ref::Local: {
-          const LocalInfo* l = find_local(target->sym);
-          if (l && l->readonly) {
-            error(target->pos, target->width,
-                  fmt::format("loop variable `{}` cannot be assigned", str(target->sym)));
-            ok = false;
-          }
-          break;
-        }
-        case Ref::Var:
-          note_write(target->pos, target->width, fmt::format("assigns var `{}`", str(target->sym)));
-          break;
-        case Ref::EventArgs:
-          error(target->pos, target->width, "event arguments are read-only");
-          ok = false;
-          break;
-        case Ref::TableName:
-          error(target->pos, target->width,
-                fmt::format("cannot assign to table `{}`; change rows with `add`, `put`, "
-                            "`remove`, or by assigning their fields",
-                            str(target->sym)));
-          ok = false;
-          break;
-        case Ref::Now:
-          error(target->pos, target->width, "`now` cannot be assigned");
-          ok = false;
-          break;
-        default: ok = false; break;  // already reported by check_expr
-      }
-      break;
-    case ExprKind::Field: {
-      const Type* base = target->lhs->type;
-      if (target->ref != Ref::RecordField) {
-        if (target->ref != Ref::None) {
-          error(target->pos, target->width,
-                fmt::format("`{}` cannot be assigned", str(target->sym)));
-        }
-        ok = false;
-      } else if (base->is(TypeKind::Row)) {
-        const TableInfo& t = *base->table;
-        if (t.is_key_field(target->index)) {
-          error(target->pos, target->width,
-                fmt::format("`{}` is {} of `{}`; a row's key cannot change (remove the row "
-                            "and add a new one)",
-                            str(target->sym), t.composite() ? "part of the key" : "the key", str(t.name)));
-          ok = false;
-        } else {
-          note_write(target->pos, target->width,
-                     fmt::format("sets field `{}` of a row of `{}`", str(target->sym), str(t.name)));
-        }
-      } else {
-        ok = check_place(target->lhs);
-      }
-      break;
-    }
+    case ExprKind::Name: ok = assignable_name(target); break;
+    case ExprKind::Field: ok = assignable_field(target); break;
     case ExprKind::Index:
       if (target->ref == Ref::ArrayElem) {
         ok = check_place(target->lhs);
@@ -836,35 +843,8 @@ const Type* Checker::check_field(Expr* e) {
       if (name == "push" || name == "pop") return method_without_call("array");
       return unknown_member(fmt::format("`{}`", tname(base)), as_list(kArrayMembers));
     case TypeKind::Record:
-    case TypeKind::Row: {
-      const RecordInfo& r = *base->record;
-      int i = r.field_index(e->sym);
-      if (i < 0 && r.broken) return types_.error();  // the field may be in the unread part
-      if (i < 0) {
-        std::vector<std::string_view> fields;
-        for (const FieldInfo& f : r.fields) fields.push_back(str(f.name));
-        error(e->pos, e->width,
-              fmt::format("no field `{}` in {}`{}`{}", name, r.is_event_args ? "event " : "",
-                          str(r.name), did_you_mean(name, fields)));
-        return types_.error();
-      }
-      e->ref = Ref::RecordField;
-      e->index = static_cast<uint32_t>(i);
-      return r.fields[static_cast<size_t>(i)].type;
-    }
-    case TypeKind::Object: {
-      for (size_t i = 0; i < base->fields.size(); ++i) {
-        if (base->fields[i].name != e->sym) continue;
-        e->ref = Ref::RecordField;
-        e->index = static_cast<uint32_t>(i);
-        return base->fields[i].type;
-      }
-      std::vector<std::string_view> fields;
-      for (const ObjectField& f : base->fields) fields.push_back(str(f.name));
-      error(e->pos, e->width,
-            fmt::format("no field `{}` in `{}`{}", name, tname(base), did_you_mean(name, fields)));
-      return types_.error();
-    }
+    case TypeKind::Row: return check_record_field(e, base);
+    case TypeKind::Object: return check_object_field(e, base);
     case TypeKind::Text:
       error(e->pos, e->width,
             fmt::format("a text has no field `{}`{}", name,
@@ -882,6 +862,39 @@ const Type* Checker::check_field(Expr* e) {
       error(e->pos, e->width, fmt::format("`{}` has no field `{}`", tname(base), name));
       return types_.error();
   }
+}
+
+// `x.f` where x is a record value or a row: one of its record's fields.
+const Type* Checker::check_record_field(Expr* e, const Type* base) {
+  const RecordInfo& r = *base->record;
+  int i = r.field_index(e->sym);
+  if (i < 0 && r.broken) return types_.error();  // the field may be in the unread part
+  if (i < 0) {
+    std::vector<std::string_view> fields;
+    for (const FieldInfo& f : r.fields) fields.push_back(str(f.name));
+    error(e->pos, e->width,
+          fmt::format("no field `{}` in {}`{}`{}", str(e->sym), r.is_event_args ? "event " : "",
+                      str(r.name), did_you_mean(str(e->sym), fields)));
+    return types_.error();
+  }
+  e->ref = Ref::RecordField;
+  e->index = static_cast<uint32_t>(i);
+  return r.fields[static_cast<size_t>(i)].type;
+}
+
+// `x.f` where x is an object: one of its fields, by name.
+const Type* Checker::check_object_field(Expr* e, const Type* base) {
+  for (size_t i = 0; i < base->fields.size(); ++i) {
+    if (base->fields[i].name != e->sym) continue;
+    e->ref = Ref::RecordField;
+    e->index = static_cast<uint32_t>(i);
+    return base->fields[i].type;
+  }
+  std::vector<std::string_view> fields;
+  for (const ObjectField& f : base->fields) fields.push_back(str(f.name));
+  error(e->pos, e->width,
+        fmt::format("no field `{}` in `{}`{}", str(e->sym), tname(base), did_you_mean(str(e->sym), fields)));
+  return types_.error();
 }
 
 const Type* Checker::check_index(Expr* e) {

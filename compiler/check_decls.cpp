@@ -112,53 +112,65 @@ void Checker::declare(Decl* d) {
                       str(d->name), at(g->pos), kind_noun(g->kind)));
     return;
   }
-  // Records and events share one numbering (an event's arguments are a
-  // record), as do queries and helpers; the message names the pool.
-  auto too_many = [&](size_t n, std::string_view pool) {
-    if (n < kMaxDeclsPerKind) return false;
-    error(d->name_pos, d->name_width, fmt::format("more than {} {}", kMaxDeclsPerKind, pool));
-    return true;
-  };
   uint32_t index = 0;
+  if (!add_decl_info(d, index)) return;
+  globals_.emplace(d->name, Global{kind, index, d->name_pos});
+}
+
+// Records and events share one numbering (an event's arguments are a
+// record), as do queries and helpers; the message names the pool.
+bool Checker::too_many_decls(const Decl* d, size_t n, std::string_view pool) {
+  if (n < kMaxDeclsPerKind) return false;
+  error(d->name_pos, d->name_width, fmt::format("more than {} {}", kMaxDeclsPerKind, pool));
+  return true;
+}
+
+// A record's, or an event's with its arguments' record: `index` is the
+// record's, or the event's.
+bool Checker::add_record_info(Decl* d, uint32_t& index) {
+  if (too_many_decls(d, program_.records.size(), "records and events")) return false;
+  auto r = std::make_unique<RecordInfo>();
+  r->index = static_cast<uint32_t>(program_.records.size());
+  r->name = d->name;
+  r->pos = d->name_pos;
+  r->decl = d;
+  r->is_event_args = d->kind == DeclKind::Event;
+  r->broken = d->broken;
+  r->type = types_.record(r.get());
+  if (d->kind == DeclKind::Record) {
+    index = r->index;
+  } else {
+    if (too_many_decls(d, program_.events.size(), "events")) return false;
+    auto e = std::make_unique<EventInfo>();
+    e->index = index = static_cast<uint32_t>(program_.events.size());
+    e->name = d->name;
+    e->pos = d->name_pos;
+    e->decl = d;
+    e->args = r.get();
+    program_.events.push_back(std::move(e));
+  }
+  program_.records.push_back(std::move(r));
+  return true;
+}
+
+// The program's entry for a declaration, numbered in its pool: false when
+// the pool is full (said).
+bool Checker::add_decl_info(Decl* d, uint32_t& index) {
   switch (d->kind) {
     case DeclKind::Record:
-    case DeclKind::Event: {
-      if (too_many(program_.records.size(), "records and events")) return;
-      auto r = std::make_unique<RecordInfo>();
-      r->index = static_cast<uint32_t>(program_.records.size());
-      r->name = d->name;
-      r->pos = d->name_pos;
-      r->decl = d;
-      r->is_event_args = d->kind == DeclKind::Event;
-      r->broken = d->broken;
-      r->type = types_.record(r.get());
-      if (d->kind == DeclKind::Record) {
-        index = r->index;
-      } else {
-        if (too_many(program_.events.size(), "events")) return;
-        auto e = std::make_unique<EventInfo>();
-        e->index = index = static_cast<uint32_t>(program_.events.size());
-        e->name = d->name;
-        e->pos = d->name_pos;
-        e->decl = d;
-        e->args = r.get();
-        program_.events.push_back(std::move(e));
-      }
-      program_.records.push_back(std::move(r));
-      break;
-    }
+    case DeclKind::Event: return add_record_info(d, index);
     case DeclKind::Table: {
-      if (too_many(program_.tables.size(), "tables")) return;
+      if (too_many_decls(d, program_.tables.size(), "tables")) return false;
       auto t = std::make_unique<TableInfo>();
       t->index = index = static_cast<uint32_t>(program_.tables.size());
       t->name = d->name;
       t->pos = d->name_pos;
       t->decl = d;
       program_.tables.push_back(std::move(t));
-      break;
+      return true;
     }
     case DeclKind::Var: {
-      if (too_many(program_.vars.size(), "vars")) return;
+      if (too_many_decls(d, program_.vars.size(), "vars")) return false;
       auto v = std::make_unique<VarInfo>();
       v->index = index = static_cast<uint32_t>(program_.vars.size());
       v->name = d->name;
@@ -166,11 +178,11 @@ void Checker::declare(Decl* d) {
       v->decl = d;
       v->init = d->init;
       program_.vars.push_back(std::move(v));
-      break;
+      return true;
     }
     case DeclKind::Query:
     case DeclKind::Fn: {
-      if (too_many(program_.functions.size(), "queries and functions")) return;
+      if (too_many_decls(d, program_.functions.size(), "queries and functions")) return false;
       auto f = std::make_unique<FunctionInfo>();
       f->index = index = static_cast<uint32_t>(program_.functions.size());
       f->kind = d->kind == DeclKind::Query ? FnKind::Query : FnKind::Helper;
@@ -178,12 +190,12 @@ void Checker::declare(Decl* d) {
       f->pos = d->name_pos;
       f->decl = d;
       program_.functions.push_back(std::move(f));
-      break;
+      return true;
     }
     case DeclKind::On:
-    case DeclKind::Index: return;
+    case DeclKind::Index: break;
   }
-  globals_.emplace(d->name, Global{kind, index, d->name_pos});
+  return false;
 }
 
 // ---------------------------------------------------------------------------

@@ -78,6 +78,9 @@ class Checker {
   // ---- check_decls.cpp ----
   void declare_globals();
   void declare(Decl* d);
+  bool too_many_decls(const Decl* d, size_t n, std::string_view pool);
+  bool add_record_info(Decl* d, uint32_t& index);
+  bool add_decl_info(Decl* d, uint32_t& index);
   bool check_new_name(Sym name, Pos pos, uint32_t width, std::string_view what);
   void resolve_record_fields(RecordInfo& r);
   void check_record_cycles();
@@ -109,6 +112,8 @@ class Checker {
   bool check_stmt(Stmt* s);
   void check_let(Stmt* s);
   void check_assign(Stmt* s);
+  bool assignable_name(const Expr* target);
+  bool assignable_field(Expr* target);
   void check_for(Stmt* s);
   void check_return(Stmt* s);
   void check_expr_stmt(Stmt* s);
@@ -121,6 +126,8 @@ class Checker {
   const Type* check_binary(Expr* e);
   const Type* check_range(Expr* e);
   const Type* check_field(Expr* e);
+  const Type* check_record_field(Expr* e, const Type* base);
+  const Type* check_object_field(Expr* e, const Type* base);
   const Type* check_table_index(Expr* e, const TableInfo& t);
   std::string key_names(const TableInfo& t) const;
   std::string key_context(const TableInfo& t, size_t i) const;

@@ -111,6 +111,9 @@ class FnGen {
   void field(const Expr* e, uint32_t dst);
   void index(const Expr* e, uint32_t dst);
   void call(const Expr* e, uint32_t dst);
+  void call_fn(const Expr* e, uint32_t dst);
+  void call_builtin(const Expr* e, uint32_t dst);
+  void call_method(const Expr* e, uint32_t dst);
   void key_to(const std::vector<Expr*>& parts, const TableInfo& t, uint32_t dst);
   void composite_view(const Expr* e, uint32_t full_mask, Op op, uint32_t bx, uint32_t dst);
   uint32_t alloc_block(uint32_t n);
@@ -890,45 +893,50 @@ uint32_t FnGen::alloc_block(uint32_t n) {
 }
 
 void FnGen::call(const Expr* e, uint32_t dst) {
-  const Expr* callee = e->lhs;
   switch (e->ref) {
-    case Ref::CallFn: {
-      const FunctionInfo& fn = *prog_.functions[e->index];
-      // Arguments go to consecutive registers; the callee's frame starts at
-      // the first, where its result comes back.
-      uint32_t base = top_;
-      for (size_t i = 0; i < std::max<size_t>(e->args.size(), 1); ++i) alloc();
-      for (size_t i = 0; i < e->args.size(); ++i) {
-        value_to(e->args[i], base + static_cast<uint32_t>(i), fn.locals[i].type);
-      }
-      pos_ = callee->pos;
-      abx(Op::CALL, base, e->index);
-      if (dst != base) abc(Op::MOVE, dst, base);
-      return;
-    }
-    case Ref::CallBuiltin: {
-      auto id = static_cast<stdlib::BuiltinId>(e->index);
-      if (id == stdlib::BuiltinId::Distinct) {
-        uint32_t a = expr_reg(e->args[0]);
-        TypeKind k = e->args[0]->type->elem->kind;
-        vm::ItemKind kind = k == TypeKind::Num    ? vm::ItemKind::Num
-                            : k == TypeKind::Text ? vm::ItemKind::Text
-                            : k == TypeKind::Bool ? vm::ItemKind::Bool
-                                                  : vm::ItemKind::Record;
-        abc(Op::DISTINCT, dst, a, static_cast<uint32_t>(kind));
-        return;
-      }
-      uint32_t base = top_;
-      for (size_t i = 0; i < std::max<size_t>(e->args.size(), 1); ++i) alloc();
-      for (size_t i = 0; i < e->args.size(); ++i) expr_to(e->args[i], base + static_cast<uint32_t>(i));
-      pos_ = callee->pos;
-      abc(Op::CALLB, base, e->index, static_cast<uint32_t>(e->args.size()));
-      if (dst != base) abc(Op::MOVE, dst, base);
-      return;
-    }
-    default: break;
+    case Ref::CallFn: return call_fn(e, dst);
+    case Ref::CallBuiltin: return call_builtin(e, dst);
+    default: return call_method(e, dst);
   }
-  // A method: callee is `receiver.name`.
+}
+
+void FnGen::call_fn(const Expr* e, uint32_t dst) {
+  const FunctionInfo& fn = *prog_.functions[e->index];
+  // Arguments go to consecutive registers; the callee's frame starts at
+  // the first, where its result comes back.
+  uint32_t base = top_;
+  for (size_t i = 0; i < std::max<size_t>(e->args.size(), 1); ++i) alloc();
+  for (size_t i = 0; i < e->args.size(); ++i) {
+    value_to(e->args[i], base + static_cast<uint32_t>(i), fn.locals[i].type);
+  }
+  pos_ = e->lhs->pos;
+  abx(Op::CALL, base, e->index);
+  if (dst != base) abc(Op::MOVE, dst, base);
+}
+
+void FnGen::call_builtin(const Expr* e, uint32_t dst) {
+  auto id = static_cast<stdlib::BuiltinId>(e->index);
+  if (id == stdlib::BuiltinId::Distinct) {
+    uint32_t a = expr_reg(e->args[0]);
+    TypeKind k = e->args[0]->type->elem->kind;
+    vm::ItemKind kind = k == TypeKind::Num    ? vm::ItemKind::Num
+                        : k == TypeKind::Text ? vm::ItemKind::Text
+                        : k == TypeKind::Bool ? vm::ItemKind::Bool
+                                              : vm::ItemKind::Record;
+    abc(Op::DISTINCT, dst, a, static_cast<uint32_t>(kind));
+    return;
+  }
+  uint32_t base = top_;
+  for (size_t i = 0; i < std::max<size_t>(e->args.size(), 1); ++i) alloc();
+  for (size_t i = 0; i < e->args.size(); ++i) expr_to(e->args[i], base + static_cast<uint32_t>(i));
+  pos_ = e->lhs->pos;
+  abc(Op::CALLB, base, e->index, static_cast<uint32_t>(e->args.size()));
+  if (dst != base) abc(Op::MOVE, dst, base);
+}
+
+// A method: the callee is `receiver.name`.
+void FnGen::call_method(const Expr* e, uint32_t dst) {
+  const Expr* callee = e->lhs;
   const Expr* receiver = callee->lhs;
   if (e->ref == Ref::ViewAt) {
     uint32_t v = expr_reg(receiver);

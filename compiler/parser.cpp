@@ -112,6 +112,9 @@ class Parser {
 
   // ---- declarations ----
   void parse_decl();
+  void parse_table_decl();
+  void parse_var_decl();
+  void parse_function_decl();
   bool at_index_decl() const;
   void parse_index_decl();
   Decl* new_decl(DeclKind kind);
@@ -418,41 +421,8 @@ void Parser::parse_decl() {
       d->broken = panic_;
       return;
     }
-    case Tok::KwTable: {
-      // table -> 'table' NAME ':' NAME 'key' (NAME | '(' NAME {',' NAME} ')')
-      Decl* d = new_decl(DeclKind::Table);
-      if (!parse_decl_name(d, "table")) return;
-      ast_.module.decls.push_back(d);
-      d->broken = true;
-      if (!expect(Tok::Colon, "after the table name (`table name: Record key field`)")) return;
-      if (!at(Tok::Ident)) {
-        error(tok(), fmt::format("expected the table's record type, {}", found(tok())));
-        return;
-      }
-      d->record = tok().sym;
-      d->record_pos = advance().pos;
-      if (!expect(Tok::KwKey, "and the key field (`table name: Record key field`)")) return;
-      if (!parse_key_fields(d)) return;
-      d->broken = false;
-      expect_stmt_end("the table declaration");
-      return;
-    }
-    case Tok::KwVar: {
-      // var -> 'var' NAME ':' type '=' literal
-      Decl* d = new_decl(DeclKind::Var);
-      if (!parse_decl_name(d, "var")) return;
-      ast_.module.decls.push_back(d);
-      d->broken = true;
-      if (!expect(Tok::Colon, "and a type after the var's name (`var name: num = 0`)")) return;
-      d->type = parse_type();
-      if (panic_) return;
-      if (!expect(Tok::Assign, "and an initial value (`var name: num = 0`)")) return;
-      d->init = parse_expr();
-      if (panic_) return;
-      d->broken = false;
-      expect_stmt_end("the var declaration");
-      return;
-    }
+    case Tok::KwTable: return parse_table_decl();
+    case Tok::KwVar: return parse_var_decl();
     case Tok::KwOn: {
       // on -> 'on' NAME block
       Decl* d = new_decl(DeclKind::On);
@@ -462,27 +432,7 @@ void Parser::parse_decl() {
       return;
     }
     case Tok::KwQuery:
-    case Tok::KwFn: {
-      // query -> 'query' NAME '(' params ')' block
-      // fn    -> 'fn' NAME '(' params ')' [':' type] block
-      bool is_query = at(Tok::KwQuery);
-      Decl* d = new_decl(is_query ? DeclKind::Query : DeclKind::Fn);
-      if (!parse_decl_name(d, is_query ? "query" : "fn")) return;
-      ast_.module.decls.push_back(d);
-      d->broken = true;  // until the signature is read whole
-      parse_params(d->params);
-      if (panic_) return;
-      if (!is_query && accept(Tok::Colon)) {
-        d->ret = parse_type();
-        if (panic_) return;
-      } else if (is_query && at(Tok::Colon)) {
-        error(tok(), "a query's result type comes from its `return`; remove `: type`");
-        return;
-      }
-      d->broken = false;
-      parse_body(d);
-      return;
-    }
+    case Tok::KwFn: return parse_function_decl();
     default: {
       if (at_index_decl()) {
         parse_index_decl();
@@ -498,6 +448,62 @@ void Parser::parse_decl() {
       return;
     }
   }
+}
+
+void Parser::parse_table_decl() {
+  // table -> 'table' NAME ':' NAME 'key' (NAME | '(' NAME {',' NAME} ')')
+  Decl* d = new_decl(DeclKind::Table);
+  if (!parse_decl_name(d, "table")) return;
+  ast_.module.decls.push_back(d);
+  d->broken = true;
+  if (!expect(Tok::Colon, "after the table name (`table name: Record key field`)")) return;
+  if (!at(Tok::Ident)) {
+    error(tok(), fmt::format("expected the table's record type, {}", found(tok())));
+    return;
+  }
+  d->record = tok().sym;
+  d->record_pos = advance().pos;
+  if (!expect(Tok::KwKey, "and the key field (`table name: Record key field`)")) return;
+  if (!parse_key_fields(d)) return;
+  d->broken = false;
+  expect_stmt_end("the table declaration");
+}
+
+void Parser::parse_var_decl() {
+  // var -> 'var' NAME ':' type '=' literal
+  Decl* d = new_decl(DeclKind::Var);
+  if (!parse_decl_name(d, "var")) return;
+  ast_.module.decls.push_back(d);
+  d->broken = true;
+  if (!expect(Tok::Colon, "and a type after the var's name (`var name: num = 0`)")) return;
+  d->type = parse_type();
+  if (panic_) return;
+  if (!expect(Tok::Assign, "and an initial value (`var name: num = 0`)")) return;
+  d->init = parse_expr();
+  if (panic_) return;
+  d->broken = false;
+  expect_stmt_end("the var declaration");
+}
+
+void Parser::parse_function_decl() {
+  // query -> 'query' NAME '(' params ')' block
+  // fn    -> 'fn' NAME '(' params ')' [':' type] block
+  bool is_query = at(Tok::KwQuery);
+  Decl* d = new_decl(is_query ? DeclKind::Query : DeclKind::Fn);
+  if (!parse_decl_name(d, is_query ? "query" : "fn")) return;
+  ast_.module.decls.push_back(d);
+  d->broken = true;  // until the signature is read whole
+  parse_params(d->params);
+  if (panic_) return;
+  if (!is_query && accept(Tok::Colon)) {
+    d->ret = parse_type();
+    if (panic_) return;
+  } else if (is_query && at(Tok::Colon)) {
+    error(tok(), "a query's result type comes from its `return`; remove `: type`");
+    return;
+  }
+  d->broken = false;
+  parse_body(d);
 }
 
 // A function body: parse errors inside it are remembered so the checker
