@@ -25,7 +25,7 @@ namespace aup::runtime {
 // The wording of an argument's refusal, in one place: the server's reading
 // below and the short form of `aup call` and `aup shell` (cli/short_form.h),
 // which checks a typed request before sending it, say the same thing.
-// `what`: number, string, bool, object or array; `got`: kind_name's word.
+// `what`: number, string, bool, object or array; `got`: json_kind_name's word.
 std::string expected_message(std::string_view what, std::string_view got);
 std::string unknown_field_message(std::string_view name);
 std::string missing_field_message(std::string_view name);
