@@ -125,31 +125,39 @@ bool Checker::too_many_decls(const Decl* d, size_t n, std::string_view pool) {
   return true;
 }
 
+namespace {
+
+// A new entry at the end of `pool` for declaration `d`, numbered by its
+// place, named and placed as the declaration is.
+template <class Info>
+Info& add_info(std::vector<std::unique_ptr<Info>>& pool, const Decl* d) {
+  auto info = std::make_unique<Info>();
+  info->index = static_cast<uint32_t>(pool.size());
+  info->name = d->name;
+  info->pos = d->name_pos;
+  info->decl = d;
+  pool.push_back(std::move(info));
+  return *pool.back();
+}
+
+}  // namespace
+
 // A record's, or an event's with its arguments' record: `index` is the
 // record's, or the event's.
 bool Checker::add_record_info(Decl* d, uint32_t& index) {
+  bool event = d->kind == DeclKind::Event;
   if (too_many_decls(d, program_.records.size(), "records and events")) return false;
-  auto r = std::make_unique<RecordInfo>();
-  r->index = static_cast<uint32_t>(program_.records.size());
-  r->name = d->name;
-  r->pos = d->name_pos;
-  r->decl = d;
-  r->is_event_args = d->kind == DeclKind::Event;
-  r->broken = d->broken;
-  r->type = types_.record(r.get());
-  if (d->kind == DeclKind::Record) {
-    index = r->index;
-  } else {
-    if (too_many_decls(d, program_.events.size(), "events")) return false;
-    auto e = std::make_unique<EventInfo>();
-    e->index = index = static_cast<uint32_t>(program_.events.size());
-    e->name = d->name;
-    e->pos = d->name_pos;
-    e->decl = d;
-    e->args = r.get();
-    program_.events.push_back(std::move(e));
+  if (event && too_many_decls(d, program_.events.size(), "events")) return false;
+  RecordInfo& r = add_info(program_.records, d);
+  r.is_event_args = event;
+  r.broken = d->broken;
+  r.type = types_.record(&r);
+  index = r.index;
+  if (event) {
+    EventInfo& e = add_info(program_.events, d);
+    e.args = &r;
+    index = e.index;
   }
-  program_.records.push_back(std::move(r));
   return true;
 }
 
@@ -159,37 +167,23 @@ bool Checker::add_decl_info(Decl* d, uint32_t& index) {
   switch (d->kind) {
     case DeclKind::Record:
     case DeclKind::Event: return add_record_info(d, index);
-    case DeclKind::Table: {
+    case DeclKind::Table:
       if (too_many_decls(d, program_.tables.size(), "tables")) return false;
-      auto t = std::make_unique<TableInfo>();
-      t->index = index = static_cast<uint32_t>(program_.tables.size());
-      t->name = d->name;
-      t->pos = d->name_pos;
-      t->decl = d;
-      program_.tables.push_back(std::move(t));
+      index = add_info(program_.tables, d).index;
       return true;
-    }
     case DeclKind::Var: {
       if (too_many_decls(d, program_.vars.size(), "vars")) return false;
-      auto v = std::make_unique<VarInfo>();
-      v->index = index = static_cast<uint32_t>(program_.vars.size());
-      v->name = d->name;
-      v->pos = d->name_pos;
-      v->decl = d;
-      v->init = d->init;
-      program_.vars.push_back(std::move(v));
+      VarInfo& v = add_info(program_.vars, d);
+      v.init = d->init;
+      index = v.index;
       return true;
     }
     case DeclKind::Query:
     case DeclKind::Fn: {
       if (too_many_decls(d, program_.functions.size(), "queries and functions")) return false;
-      auto f = std::make_unique<FunctionInfo>();
-      f->index = index = static_cast<uint32_t>(program_.functions.size());
-      f->kind = d->kind == DeclKind::Query ? FnKind::Query : FnKind::Helper;
-      f->name = d->name;
-      f->pos = d->name_pos;
-      f->decl = d;
-      program_.functions.push_back(std::move(f));
+      FunctionInfo& f = add_info(program_.functions, d);
+      f.kind = d->kind == DeclKind::Query ? FnKind::Query : FnKind::Helper;
+      index = f.index;
       return true;
     }
     case DeclKind::On:
@@ -535,13 +529,9 @@ void Checker::resolve_var(VarInfo& v) {
 // functions
 
 void Checker::declare_handler(Decl* d) {
-  auto f = std::make_unique<FunctionInfo>();
-  f->index = static_cast<uint32_t>(program_.functions.size());
-  f->kind = FnKind::Handler;
-  f->name = d->name;
-  f->pos = d->name_pos;
-  f->decl = d;
-  f->event = UINT32_MAX;  // unknown until found below
+  FunctionInfo& f = add_info(program_.functions, d);
+  f.kind = FnKind::Handler;
+  f.event = UINT32_MAX;  // unknown until found below
   const Global* g = find_global(d->name);
   if (g && g->kind == GlobalKind::Event) {
     EventInfo& e = *program_.events[g->index];
@@ -549,8 +539,8 @@ void Checker::declare_handler(Decl* d) {
       error(d->name_pos, d->name_width,
             fmt::format("event `{}` already has a handler at {}", str(d->name), at(e.handler->pos)));
     } else {
-      e.handler = f.get();
-      f->event = e.index;
+      e.handler = &f;
+      f.event = e.index;
     }
   } else if (g) {
     error(d->name_pos, d->name_width,
@@ -562,7 +552,6 @@ void Checker::declare_handler(Decl* d) {
     error(d->name_pos, d->name_width,
           fmt::format("no event `{}`{}", str(d->name), did_you_mean(str(d->name), events)));
   }
-  program_.functions.push_back(std::move(f));
 }
 
 void Checker::resolve_signature(FunctionInfo& f) {

@@ -113,6 +113,7 @@ class Parser {
   // ---- declarations ----
   void parse_decl();
   void parse_table_decl();
+  bool parse_decl_ref(Decl* d, std::string_view what);
   void parse_var_decl();
   void parse_function_decl();
   bool at_index_decl() const;
@@ -450,6 +451,18 @@ void Parser::parse_decl() {
   }
 }
 
+// The name a declaration refers to (a table's record type, an index's
+// table), into d->record: false when there is none (said).
+bool Parser::parse_decl_ref(Decl* d, std::string_view what) {
+  if (!at(Tok::Ident)) {
+    error(tok(), fmt::format("expected {}, {}", what, found(tok())));
+    return false;
+  }
+  d->record = tok().sym;
+  d->record_pos = advance().pos;
+  return true;
+}
+
 void Parser::parse_table_decl() {
   // table -> 'table' NAME ':' NAME 'key' (NAME | '(' NAME {',' NAME} ')')
   Decl* d = new_decl(DeclKind::Table);
@@ -457,12 +470,7 @@ void Parser::parse_table_decl() {
   ast_.module.decls.push_back(d);
   d->broken = true;
   if (!expect(Tok::Colon, "after the table name (`table name: Record key field`)")) return;
-  if (!at(Tok::Ident)) {
-    error(tok(), fmt::format("expected the table's record type, {}", found(tok())));
-    return;
-  }
-  d->record = tok().sym;
-  d->record_pos = advance().pos;
+  if (!parse_decl_ref(d, "the table's record type")) return;
   if (!expect(Tok::KwKey, "and the key field (`table name: Record key field`)")) return;
   if (!parse_key_fields(d)) return;
   d->broken = false;
@@ -540,12 +548,7 @@ void Parser::parse_index_decl() {
   ast_.module.decls.push_back(d);
   d->broken = true;
   if (!expect(Tok::KwOn, "after the index name (`index name on table (field, ...)`)")) return;
-  if (!at(Tok::Ident)) {
-    error(tok(), fmt::format("expected the index's table, {}", found(tok())));
-    return;
-  }
-  d->record = tok().sym;
-  d->record_pos = advance().pos;
+  if (!parse_decl_ref(d, "the index's table")) return;
   if (!at(Tok::LParen)) {
     error(tok(), fmt::format("expected `(` and the index's fields (`index name on table (field, ...)`), {}", found(tok())));
     return;
