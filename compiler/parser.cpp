@@ -392,6 +392,8 @@ Decl* Parser::new_decl(DeclKind kind) {
   return d;
 }
 
+// The declaration's name; once it is read the declaration is kept in the
+// module (see parse_decl).
 bool Parser::parse_decl_name(Decl* d, std::string_view what) {
   if (!at(Tok::Ident)) {
     std::string extra = is_keyword(tok().kind) ? " (keywords cannot be names)" : "";
@@ -402,6 +404,7 @@ bool Parser::parse_decl_name(Decl* d, std::string_view what) {
   d->name_pos = tok().pos;
   d->name_width = width(tok());
   advance();
+  ast_.module.decls.push_back(d);
   return true;
 }
 
@@ -417,7 +420,6 @@ void Parser::parse_decl() {
       bool is_record = at(Tok::KwRecord);
       Decl* d = new_decl(is_record ? DeclKind::Record : DeclKind::Event);
       if (!parse_decl_name(d, is_record ? "record" : "event")) return;
-      ast_.module.decls.push_back(d);
       parse_field_list(d->fields, is_record ? "record" : "event");
       d->broken = panic_;
       return;
@@ -428,7 +430,6 @@ void Parser::parse_decl() {
       // on -> 'on' NAME block
       Decl* d = new_decl(DeclKind::On);
       if (!parse_decl_name(d, "on")) return;
-      ast_.module.decls.push_back(d);
       parse_body(d);
       return;
     }
@@ -467,7 +468,6 @@ void Parser::parse_table_decl() {
   // table -> 'table' NAME ':' NAME 'key' (NAME | '(' NAME {',' NAME} ')')
   Decl* d = new_decl(DeclKind::Table);
   if (!parse_decl_name(d, "table")) return;
-  ast_.module.decls.push_back(d);
   d->broken = true;
   if (!expect(Tok::Colon, "after the table name (`table name: Record key field`)")) return;
   if (!parse_decl_ref(d, "the table's record type")) return;
@@ -481,7 +481,6 @@ void Parser::parse_var_decl() {
   // var -> 'var' NAME ':' type '=' literal
   Decl* d = new_decl(DeclKind::Var);
   if (!parse_decl_name(d, "var")) return;
-  ast_.module.decls.push_back(d);
   d->broken = true;
   if (!expect(Tok::Colon, "and a type after the var's name (`var name: num = 0`)")) return;
   d->type = parse_type();
@@ -499,7 +498,6 @@ void Parser::parse_function_decl() {
   bool is_query = at(Tok::KwQuery);
   Decl* d = new_decl(is_query ? DeclKind::Query : DeclKind::Fn);
   if (!parse_decl_name(d, is_query ? "query" : "fn")) return;
-  ast_.module.decls.push_back(d);
   d->broken = true;  // until the signature is read whole
   parse_params(d->params);
   if (panic_) return;
@@ -545,7 +543,6 @@ void Parser::parse_index_decl() {
   Decl* d = new_decl(DeclKind::Index);
   d->unique = unique;
   if (!parse_decl_name(d, "index")) return;
-  ast_.module.decls.push_back(d);
   d->broken = true;
   if (!expect(Tok::KwOn, "after the index name (`index name on table (field, ...)`)")) return;
   if (!parse_decl_ref(d, "the index's table")) return;
