@@ -11,8 +11,7 @@ ssize_t Framer::read_from(int fd, Outbox& out) {
   auto* http = std::get_if<HttpFramer>(&in_);
   if (!http) return std::get<LineFramer>(in_).read_from(fd);
   ssize_t n = http->read_from(fd);
-  scratch_.clear();
-  if (http->take_interim(scratch_)) out.append_bytes(scratch_);
+  out.append_framed([&](std::string& bytes) { http->take_interim(bytes); });
   return n;
 }
 
@@ -51,9 +50,7 @@ void Framer::deliver(std::string_view answer, Outbox& out) {
     out.append(answer);
     return;
   }
-  scratch_.clear();
-  http->frame(answer, scratch_);
-  out.append_bytes(scratch_);
+  out.append_framed([&](std::string& bytes) { http->frame(answer, bytes); });
 }
 
 bool Framer::expire(std::chrono::steady_clock::time_point now) {

@@ -51,7 +51,6 @@ class Framer {
  private:
   size_t max_line_bytes_;
   std::variant<LineFramer, HttpFramer> in_;
-  std::string scratch_;  // an HTTP response being framed (reused)
 };
 
 }  // namespace aup::runtime

@@ -28,6 +28,8 @@ constexpr std::string_view kIdempotencyHeader = "idempotency-key";
 constexpr std::string_view kExpectHeader = "expect";
 constexpr std::string_view kContinueExpectation = "100-continue";  // lower-cased, as read
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+// The longest header name compared, and one more byte.
+constexpr size_t kMaxHeaderName = kIdempotencyHeader.size() + 1;
 
 // Its value: spaces around it dropped, and the quotes of a structured-field
 // string (`Idempotency-Key: "8e03978e"`, as the draft writes it) taken off.
@@ -112,25 +114,17 @@ namespace {
 // Each read asks for at least this much room; the buffer is twice that.
 constexpr size_t kReadBytes = 16 * 1024;
 
-// Whether `body` is at most one JSON value (or nothing), judged only by
-// its structure: no `,` or `:` outside brackets and strings, brackets that
-// never close more than they opened. What makes it a valid value is left
-// to the Service's one parse; this only makes sure the body cannot add
-// keys to the request line around it (`{}, "id": 1`) or close it early.
-bool one_json_value(std::string_view body) {
-  JsonStrings strings;
-  int depth = 0;
-  for (char c : body) {
-    if (!strings.outside(c)) continue;
-    if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (--depth < 0) return false;
-    } else if ((c == ',' || c == ':') && depth == 0) {
-      return false;
-    }
-  }
-  return true;
+// http-parser counts a message's request line and headers itself (CRLFs
+// included, and any blank lines before the request line) and stops one
+// byte past its limit with HPE_HEADER_OVERFLOW. The limit is one for the
+// process: every parser here, of either side, sets it before it is made
+// (once; a static's initialization is thread-safe).
+void set_parser_header_limit() {
+  static const bool set = [] {
+    http_parser_set_max_header_size(kMaxHttpHeaderBytes);
+    return true;
+  }();
+  (void)set;
 }
 
 // A path as a message shows it: printable ASCII as it is, any other byte
@@ -151,14 +145,34 @@ std::string shown(std::string_view path) {
 // so no locale: std::tolower is a library call per byte.
 char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
-bool blank(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; });
-}
-
 }  // namespace
+
+void HttpFramer::BodyShape::feed(std::string_view piece) {
+  for (char c : piece) {
+    if (!strings_.outside(c)) {  // within a string, or one of its quotes
+      seen_ = true;
+      continue;
+    }
+    switch (c) {
+      case ' ':
+      case '\t':
+      case '\r':
+      case '\n': continue;
+      case '{':
+      case '[': ++depth_; break;
+      case '}':
+      case ']': bad_ |= --depth_ < 0; break;
+      case ',':
+      case ':': bad_ |= depth_ == 0; break;
+      default: break;
+    }
+    seen_ = true;
+  }
+}
 
 HttpFramer::HttpFramer(size_t max_body_bytes, std::chrono::milliseconds timeout)
     : max_body_bytes_(max_body_bytes), timeout_(timeout), buf_(2 * kReadBytes) {
+  set_parser_header_limit();
   http_parser_init(&parser_, HTTP_REQUEST);
   parser_.data = this;
   http_parser_settings_init(&settings_);
@@ -252,24 +266,18 @@ bool HttpFramer::expire(std::chrono::steady_clock::time_point now) {
 }
 
 // Runs the parser over what is buffered until a piece is ready or the
-// bytes run out. The parser pauses itself at the end of a request's
-// headers (to route it and bound its body) and at the end of the request.
+// bytes run out: one http_parser_execute a request when its bytes are all
+// here. The request is routed in on_headers_complete and finished in
+// on_message_complete, which pauses the parser so that it stops there
+// (one request parsed ahead); a refusal at the headers pauses it too.
+// The parser itself counts the request line and headers against
+// kMaxHttpHeaderBytes (set_parser_header_limit).
 void HttpFramer::parse_ahead() {
   while (!have_ && !stop_ && begin_ < end_) {
-    bool in_headers = !headers_seen_;
-    size_t n = http_parser_execute(&parser_, &settings_, buf_.data() + begin_, end_ - begin_);
-    begin_ += n;
+    begin_ += http_parser_execute(&parser_, &settings_, buf_.data() + begin_, end_ - begin_);
     http_errno e = HTTP_PARSER_ERRNO(&parser_);
-    // Paused at the end of the headers, the parser leaves their last LF to
-    // read again when it goes on: it is the headers' byte all the same.
-    if (in_headers) header_bytes_ += n + (e == HPE_PAUSED && paused_at_headers_ ? 1 : 0);
-    if (in_headers && header_bytes_ > kMaxHttpHeaderBytes) {
-      refuse(431, fmt::format("the request's headers are longer than {} bytes", kMaxHttpHeaderBytes), true);
-    } else if (e == HPE_PAUSED) {
+    if (e == HPE_PAUSED) {
       http_parser_pause(&parser_, 0);
-      if (paused_at_headers_) headers_done();
-      if (paused_at_end_) message_done();
-      paused_at_headers_ = paused_at_end_ = false;
     } else if (e != HPE_OK) {
       if (body_too_long_) {
         refuse(413, fmt::format("the body is longer than {} bytes (--max-line)", max_body_bytes_), true);
@@ -298,26 +306,29 @@ int HttpFramer::on_message_begin(http_parser* p) {
   f->key_.clear();
   f->expect_.clear();
   f->body_bytes_ = 0;
+  f->body_shape_ = BodyShape{};
   f->body_too_long_ = false;
   return 0;
 }
 
 int HttpFramer::on_url(http_parser* p, const char* at, size_t n) {
   auto* f = static_cast<HttpFramer*>(p->data);
-  // Bounded by the header limit: parse_ahead refuses past it.
+  // Bounded by the header limit: the parser stops past it.
   if (f->url_.size() + n <= kMaxHttpHeaderBytes) f->url_.append(at, n);
   return 0;
 }
 
 // A header's name and value may each come in pieces (split across reads):
-// a name piece after a value starts the next header.
+// a name piece after a value starts the next header. Of a name, the first
+// kMaxHeaderName bytes are kept: enough to tell the names read here from
+// any longer one.
 int HttpFramer::on_header_field(http_parser* p, const char* at, size_t n) {
   auto* f = static_cast<HttpFramer*>(p->data);
   if (f->in_value_) f->header_name_.clear();
   f->in_value_ = false;
-  for (size_t i = 0; i < n && f->header_name_.size() <= kIdempotencyHeader.size(); ++i) {
-    f->header_name_ += ascii_lower(at[i]);
-  }
+  size_t from = f->header_name_.size();
+  f->header_name_.append(at, std::min(n, kMaxHeaderName - std::min(from, kMaxHeaderName)));
+  for (size_t i = from; i < f->header_name_.size(); ++i) f->header_name_[i] = ascii_lower(f->header_name_[i]);
   return 0;
 }
 
@@ -328,7 +339,7 @@ int HttpFramer::on_header_value(http_parser* p, const char* at, size_t n) {
     f->key_.clear();
   }
   f->in_value_ = true;
-  // Bounded by the header limit: parse_ahead refuses past it.
+  // Bounded by the header limit: the parser stops past it.
   if (f->header_name_ == kIdempotencyHeader && f->key_.size() + n <= kMaxHttpHeaderBytes) f->key_.append(at, n);
   // Lower-cased, as header names are: the expectation is case-insensitive.
   if (f->header_name_ == kExpectHeader && f->expect_.size() + n <= kMaxHttpHeaderBytes) {
@@ -339,8 +350,8 @@ int HttpFramer::on_header_value(http_parser* p, const char* at, size_t n) {
 
 int HttpFramer::on_headers_complete(http_parser* p) {
   auto* f = static_cast<HttpFramer*>(p->data);
-  f->paused_at_headers_ = true;
-  http_parser_pause(p, 1);
+  f->headers_done();
+  if (f->have_) http_parser_pause(p, 1);  // refused, and the connection closes: read no further
   return 0;
 }
 
@@ -351,21 +362,23 @@ int HttpFramer::on_body(http_parser* p, const char* at, size_t n) {
     f->body_too_long_ = true;
     return 1;  // stops the parser: refused, 413
   }
-  if (f->args_) f->next_.text.append(at, n);  // else dropped: a refused request's, or /schema's
+  if (f->args_) {  // else dropped: a refused request's, or /schema's
+    f->next_.text.append(at, n);
+    f->body_shape_.feed(std::string_view(at, n));  // in the read buffer, not the copy just written
+  }
   return 0;
 }
 
 int HttpFramer::on_message_complete(http_parser* p) {
   auto* f = static_cast<HttpFramer*>(p->data);
-  f->paused_at_end_ = true;
-  http_parser_pause(p, 1);
+  f->message_done();
+  http_parser_pause(p, 1);  // the next request stays unparsed until this one is taken
   return 0;
 }
 
 // The request line and headers are in: route it, and refuse a body that
 // says it is over the limit before reading any of it.
 void HttpFramer::headers_done() {
-  headers_seen_ = true;
   if ((parser_.flags & F_CONTENTLENGTH) && parser_.content_length > max_body_bytes_) {
     refuse(413, fmt::format("the body is {} bytes; at most {} are taken (--max-line)", parser_.content_length,
                             max_body_bytes_),
@@ -376,6 +389,14 @@ void HttpFramer::headers_done() {
   // a client waiting to send it is told to. HTTP/1.0 has no 100 Continue
   // (RFC 9110, 10.1.1), so such a client is not waiting for one.
   continue_owed_ = parser_.http_major == 1 && parser_.http_minor >= 1 && key_value(expect_) == kContinueExpectation;
+  // An origin-form target without a query or fragment (what clients send:
+  // `/events/transfer`) is its own path: the request line's parser has
+  // checked its bytes as the URL parser would, and the URL parser would
+  // only say that it is all path.
+  if (!url_.empty() && url_[0] == '/' && url_.find('?') == std::string::npos && url_.find('#') == std::string::npos) {
+    route(url_);
+    return;
+  }
   http_parser_url u;
   http_parser_url_init(&u);
   if (http_parser_parse_url(url_.data(), url_.size(), 0, &u) != 0 || !(u.field_set & (1 << UF_PATH))) {
@@ -432,8 +453,6 @@ void HttpFramer::route(std::string_view path) {
 void HttpFramer::message_done() {
   in_message_ = false;
   continue_owed_ = false;  // the body is here: nothing to wait for
-  headers_seen_ = false;
-  header_bytes_ = 0;
   bool keep_alive = http_should_keep_alive(&parser_) != 0 && !parser_.upgrade;
   if (refuse_status_ != 0) {
     refuse(refuse_status_, refuse_message_, !keep_alive);
@@ -442,13 +461,11 @@ void HttpFramer::message_done() {
   }
   std::string& line = next_.text;
   if (args_) {  // an event's or query's: the body is its args
-    size_t body_at = line.size() - body_bytes_;
-    std::string_view body = std::string_view(line).substr(body_at);
-    if (!one_json_value(body)) {
+    if (!body_shape_.one_value()) {
       refuse(400, "the body must be one JSON value: the arguments, as an object", !keep_alive);
       return;
     }
-    if (blank(body)) line += "{}";
+    if (body_shape_.blank()) line += "{}";
     if (has_key_) {
       line += ",\"key\":";
       json_append_string(line, key_value(key_));
@@ -476,8 +493,6 @@ void HttpFramer::refuse(int status, std::string_view message, bool close) {
   stop_ = close;
   in_message_ = false;
   continue_owed_ = false;
-  headers_seen_ = false;
-  header_bytes_ = 0;
 }
 
 // ---- the client side ----------------------------------------------------------------
@@ -537,6 +552,7 @@ bool http_request_for_line(std::string_view line, std::string_view host, std::st
 }
 
 HttpAnswerReader::HttpAnswerReader() {
+  set_parser_header_limit();
   http_parser_init(&parser_, HTTP_RESPONSE);
   parser_.data = this;
   http_parser_settings_init(&settings_);

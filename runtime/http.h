@@ -38,6 +38,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/json.h"
+
 namespace aup::runtime {
 
 // The request line and every header, as sent (CRLFs included). curl sends
@@ -114,6 +116,23 @@ class HttpFramer {
   bool expire(std::chrono::steady_clock::time_point now);
 
  private:
+  // Whether a body is at most one JSON value (or nothing), judged only by
+  // its structure as its pieces arrive: no `,` or `:` outside brackets and
+  // strings, brackets that never close more than they opened. What makes
+  // it a valid value is left to the Service's one parse; this only makes
+  // sure the body cannot add keys to the request line around it
+  // (`{}, "id": 1`) or close it early.
+  class BodyShape {
+   public:
+    void feed(std::string_view piece);
+    bool one_value() const { return !bad_; }
+    bool blank() const { return !seen_; }  // nothing but JSON whitespace
+
+   private:
+    JsonStrings strings_;
+    int depth_ = 0;
+    bool bad_ = false, seen_ = false;
+  };
   struct Pending {
     std::string text;  // the request line, or a refusal's answer line
     bool answer = false;
@@ -142,8 +161,8 @@ class HttpFramer {
   http_parser_settings settings_;
   // The message being parsed.
   std::string url_;
-  size_t header_bytes_ = 0;
   size_t body_bytes_ = 0;
+  BodyShape body_shape_;  // the args' body, as read
   bool in_message_ = false;
   bool args_ = false;  // the body is the request's args (an event's or a query's)
   bool prometheus_ = false;  // GET /metrics
@@ -155,9 +174,7 @@ class HttpFramer {
   std::string key_;
   std::string expect_;          // the Expect header's value, lower-cased
   bool continue_owed_ = false;  // it was 100-continue and the body is not here yet
-  bool headers_seen_ = false;
   bool body_too_long_ = false;
-  bool paused_at_headers_ = false, paused_at_end_ = false;
   std::chrono::steady_clock::time_point started_;
   // When the latest bytes were read: a request's clock starts at the
   // latest read when its parsing begins (one clock reading a read, not one

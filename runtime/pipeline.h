@@ -203,10 +203,14 @@ class Outbox {
     buf_ += answer;
     count(static_cast<int64_t>(answer.size()));
   }
-  // Bytes framed by the transport (an HTTP response, runtime/framer.h).
-  void append_bytes(std::string_view bytes) {
-    buf_ += bytes;
-    count(static_cast<int64_t>(bytes.size()));
+  // Bytes the transport frames (an HTTP response, runtime/framer.h),
+  // written in place: `frame(std::string&)` appends them to the buffer.
+  template <class Frame>
+  void append_framed(Frame&& frame) {
+    size_t before = buf_.size();
+    frame(buf_);
+    assert(buf_.size() >= before);
+    count(static_cast<int64_t>(buf_.size() - before));
   }
   // Bytes appended and not yet written.
   size_t waiting() const { return buf_.size() - at_; }

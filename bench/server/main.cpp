@@ -6,7 +6,7 @@
 // Usage: server_bench --aup PATH --bank BANK.aup --store LABEL=DIR...
 //          [--connections 1,16,64] [--seconds 5] [--warmup 1]
 //          [--accounts 10000] [--window 64] [--io-threads 2]
-//          [--transports unix,tcp,http] [--reps 3] [--seed 92] [--out DIR]
+//          [--transports unix,tcp,http] [--cpus CLIENT:SERVER] [--reps 3] [--seed 92] [--out DIR]
 //          [--name server] [--smoke]
 //
 // --transports (default unix): how the load reaches the server: the line
@@ -14,6 +14,11 @@
 // /events/transfer, as many outstanding as --window: pipelined, or with
 // --window 1 closed loop). Each store runs over each; rows of tcp and http
 // are "STORE tcp" and "STORE http", their ratios to memory over unix.
+//
+// --cpus CLIENT:SERVER ("0:1"; `auto` is 0:1 on two or more CPUs, `none`
+// the default): the clients on CLIENT, the server under taskset on SERVER.
+// For the owner serving (--io-threads 0); with I/O threads the server
+// wants more than one CPU.
 //
 // --store LABEL=DIR (repeatable): a durable store; every run makes a fresh
 // directory inside DIR and removes it afterwards.
@@ -26,6 +31,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -107,7 +113,7 @@ sv::Options parse_args(int argc, char** argv) {
   aup::bench::CommandLine args(argc, argv, kProgram,
                                "--aup PATH --bank BANK.aup --store LABEL=DIR... [--connections 1,16,64] "
                                "[--seconds S] [--warmup S] [--accounts N] [--window N] [--io-threads N] "
-                               "[--transports unix,tcp,http] [--reps N] [--seed N] [--out DIR] [--name NAME] "
+                               "[--transports unix,tcp,http] [--cpus CLIENT:SERVER] [--reps N] [--seed N] [--out DIR] [--name NAME] "
                                "[--smoke]");
   sv::Options o;
   args.parse(o, 1, kMaxCount, [&](const std::string& a) {
@@ -134,6 +140,12 @@ sv::Options parse_args(int argc, char** argv) {
       if (o.name.empty() || o.name.find('/') != std::string::npos) args.usage("--name needs a plain file name");
     } else if (a == "--transports") {
       o.transports = transports(args, args.value());
+    } else if (a == "--cpus") {
+      try {
+        o.cpus = aup::bench::parse_cpu_plan(args.value());
+      } catch (const std::invalid_argument& e) {
+        args.usage(e.what());
+      }
     } else if (a == "--io-threads") {
       o.io_threads = static_cast<uint32_t>(args.count_value(0, 64));
     } else {
@@ -165,6 +177,7 @@ int main(int argc, char** argv) {
     const char* tmp = std::getenv("TMPDIR");
     sv::TempDir work(tmp && *tmp ? tmp : "/tmp", "aup-server");  // sockets, and the smoke test's store
     if (o.smoke && o.stores.empty()) o.stores.push_back(sv::StoreDir{"durable", work.path() + "/stores"});
+    if (o.cpus) aup::bench::pin_this_thread(o.cpus->client);  // before any client thread starts
     std::vector<sv::Sample> samples = sv::run_all(o, work.path());
     aup::bench::publish(o.out_dir, o.name, sv::to_json(env, o, samples), sv::to_markdown(env, o, samples));
     if (o.smoke && !answered(samples, o)) return aup::bench::smoke_failure(kProgram);

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "bench/common/cpus.h"
 #include "bench/common/program.h"
 
 namespace aup::bench::server {
@@ -34,6 +36,10 @@ struct Options : RunOptions {
   // store is run over each, in the same rotation. Rows of another
   // transport than unix are labelled "STORE TRANSPORT" ("memory http").
   std::vector<std::string> transports{"unix"};
+  // --cpus CLIENT:SERVER: this process (its client threads) on CLIENT, the
+  // server under `taskset -c SERVER`; none (the default) leaves both to the
+  // scheduler, as a server with I/O threads wants more than one CPU.
+  std::optional<CpuPlan> cpus;
   std::string name = "server";             // results go to bench/results/NAME.{json,md}
 };
 

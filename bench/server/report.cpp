@@ -166,6 +166,9 @@ std::string to_json(const Environment& env, const Options& o, const std::vector<
       "  \"repetitions\": {},\n  \"seconds\": {},\n  \"warmup_seconds\": {},\n  \"accounts\": {},\n  \"window\": {},\n"
       "  \"io_threads\": {},\n  \"seed\": {},\n",
       o.reps, o.seconds, o.warmup, o.accounts, o.window, o.io_threads, o.seed);
+  out += o.cpus ? fmt::format("  \"cpus\": {{\"client\": {}, \"server\": {}}},\n", json_string(o.cpus->client),
+                              json_string(o.cpus->server))
+                : std::string("  \"cpus\": null,\n");
   out += "  \"stores\": [{\"label\": \"memory\", \"dir\": null}";
   for (const StoreDir& d : o.stores) out += fmt::format(", {{\"label\": {}, \"dir\": {}}}", json_string(d.label), json_string(d.dir));
   out += "],\n  \"points\": [\n";
@@ -183,9 +186,12 @@ std::string to_json(const Environment& env, const Options& o, const std::vector<
 std::string to_markdown(const Environment& env, const Options& o, const std::vector<Sample>& samples) {
   std::string md = markdown_opening("Events over sockets: `aup run --listen`", env, o.command);
   md += fmt::format(
-      "Machine: {}; aup built {}; 1-minute load average at the start {:.2f}. The server and this client share "
-      "the machine's CPUs: the client's own CPU per event is in the table.\n\n",
-      env.machine, env.build_type, env.load_average);
+      "Machine: {}; aup built {}; 1-minute load average at the start {:.2f}. {}: the client's own CPU per "
+      "event is in the table.\n\n",
+      env.machine, env.build_type, env.load_average,
+      o.cpus ? fmt::format("The server runs on CPU {} (taskset) and this client's threads on CPU {} (`--cpus {}:{}`)",
+                           o.cpus->server, o.cpus->client, o.cpus->client, o.cpus->server)
+             : std::string("The server and this client share the machine's CPUs"));
   md += fmt::format(
       "Load: examples/bank/bank.aup with {} accounts opened and funded, then transfers of 1 between random "
       "different accounts (each one succeeds) over a Unix socket; C connections, each on its own thread, {}. "

@@ -78,6 +78,7 @@ Sample run_one(const Options& o, const Kind& kind, uint32_t connections, uint32_
   if (!kind.dir.empty()) run_dir.emplace(kind.dir, "aup-server-bench");
   ServerConfig config{o.aup, o.bank, work_dir + "/server.sock", run_dir ? run_dir->path() + "/store" : "",
                       o.io_threads};
+  if (o.cpus) config.cpus = o.cpus->server;
   config.tcp = kind.transport == "tcp";
   config.http = kind.transport == "http";
   ServerProcess server(config);

@@ -25,7 +25,7 @@
 #include <string>
 
 #include "bench/tpcc/backend.h"
-#include "bench/tpcc/cpus.h"
+#include "bench/common/cpus.h"
 #include "bench/tpcc/matrix.h"
 #include "bench/tpcc/measure.h"
 #include "bench/tpcc/same_state.h"
@@ -133,7 +133,7 @@ int do_run(const Common& c, const RunSpec& spec_in, const std::string& json_path
   RunSpec spec = spec_in;
   spec.warehouses = c.warehouses;
   spec.seed = c.seed;
-  Measured m = measure(backend_config(c, c.backend, c.dir, spec.terminals), spec, parse_cpu_plan(c.cpus),
+  Measured m = measure(backend_config(c, c.backend, c.dir, spec.terminals), spec, bench::parse_cpu_plan(c.cpus),
                        progress_line);
   end_progress();
   std::printf("%s, W=%lld, %u terminals: %s", c.backend.c_str(), static_cast<long long>(c.warehouses),
@@ -284,7 +284,7 @@ int main_impl(int argc, char** argv) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
   try {
-    parse_cpu_plan(common.cpus);
+    bench::parse_cpu_plan(common.cpus);
     matrix.cells = cells_text.empty() ? default_cells() : parse_cells(cells_text);
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "aup-tpcc: %s\n", e.what());
@@ -303,7 +303,7 @@ int main_impl(int argc, char** argv) {
       matrix.module = common.module;
       matrix.io_threads = common.io_threads;
       matrix.engine = common.engine;
-      matrix.cpus = parse_cpu_plan(common.cpus);
+      matrix.cpus = bench::parse_cpu_plan(common.cpus);
       for (int i = 0; i < argc; ++i) matrix.command += (i ? " " : "") + std::string(argv[i]);
       return run_matrix(matrix);
     }

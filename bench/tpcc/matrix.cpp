@@ -88,13 +88,13 @@ BackendConfig config_for(const MatrixOptions& o, const MatrixMedium& m, const st
 
 // Pins a load as measure() pins a run: aup's server on plan.server and this
 // thread on plan.client; SQLite, in this thread, on plan.server.
-void pin_for_load(BackendConfig& c, const std::optional<CpuPlan>& cpus) {
+void pin_for_load(BackendConfig& c, const std::optional<bench::CpuPlan>& cpus) {
   if (!cpus) return;
   if (c.kind == "aup") {
-    pin_this_thread(cpus->client);
+    bench::pin_this_thread(cpus->client);
     c.server_cpus = cpus->server;
   } else {
-    pin_this_thread(cpus->server);
+    bench::pin_this_thread(cpus->server);
   }
 }
 

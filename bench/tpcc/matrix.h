@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "bench/tpcc/backend.h"
-#include "bench/tpcc/cpus.h"
+#include "bench/common/cpus.h"
 
 namespace aup::tpcc {
 
@@ -42,7 +42,7 @@ struct MatrixOptions {
   std::string module;  // examples/tpcc/tpcc.aup
   uint32_t io_threads = 0;
   std::string engine;  // the aup server's --engine; "": none (aup's default)
-  std::optional<CpuPlan> cpus;
+  std::optional<bench::CpuPlan> cpus;
   std::string out_dir;  // bench/results; empty: write nothing
   std::string command;  // as typed, for the report
 };

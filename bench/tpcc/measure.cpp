@@ -36,13 +36,13 @@ std::string problems_json(const std::vector<std::string>& problems) {
 
 }  // namespace
 
-Measured measure(BackendConfig config, const RunSpec& spec, const std::optional<CpuPlan>& cpus,
+Measured measure(BackendConfig config, const RunSpec& spec, const std::optional<bench::CpuPlan>& cpus,
                  const std::function<void(const std::string&)>& progress) {
   if (cpus) {
     if (runs_in_this_process(config)) {
-      pin_this_thread(cpus->server);
+      bench::pin_this_thread(cpus->server);
     } else {
-      pin_this_thread(cpus->client);
+      bench::pin_this_thread(cpus->client);
       config.server_cpus = cpus->server;
     }
   }

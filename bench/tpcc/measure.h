@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "bench/tpcc/backend.h"
-#include "bench/tpcc/cpus.h"
+#include "bench/common/cpus.h"
 #include "bench/tpcc/driver.h"
 
 namespace aup::tpcc {
@@ -29,7 +29,7 @@ struct Measured {
 // process on plan.server and this thread (so the terminals) on plan.client
 // for aup; this whole process on plan.server for SQLite, whose work is in
 // it. Throws when the backend fails; consistency problems are returned.
-Measured measure(BackendConfig config, const RunSpec& spec, const std::optional<CpuPlan>& cpus,
+Measured measure(BackendConfig config, const RunSpec& spec, const std::optional<bench::CpuPlan>& cpus,
                  const std::function<void(const std::string&)>& progress);
 
 // The figures of one run as one JSON object (no newline), with `labels`

@@ -85,15 +85,26 @@ TEST_SUITE("http") {
   }
 
   TEST_CASE("a body cannot add keys to the request line or close it early") {
-    for (const char* body : {R"({}, "id": 1)", R"({}}, {"query":"x")", "1, 2", R"("a":1)"}) {
-      Framed f = frame(post("/events/open", body) + post("/events/open", "{}"));
-      REQUIRE(f.pieces.size() == 2);
-      CHECK(f.pieces[0].rfind("400 ", 0) == 0);
-      CHECK(f.pieces[1] == R"({"event":"open","args":{}})");  // the connection goes on
+    // Judged as the body's pieces arrive: whole, or a byte at a time.
+    for (size_t step : {size_t{1} << 20, size_t{1}, size_t{3}}) {
+      CAPTURE(step);
+      for (const char* body : {R"({}, "id": 1)", R"({}}, {"query":"x")", "1, 2", R"("a":1)", R"({"a":"\""}, "b")"}) {
+        Framed f = frame(post("/events/open", body) + post("/events/open", "{}"), step);
+        REQUIRE(f.pieces.size() == 2);
+        CHECK(f.pieces[0].rfind("400 ", 0) == 0);
+        CHECK(f.pieces[1] == R"({"event":"open","args":{}})");  // the connection goes on
+      }
+      // Commas and colons inside strings and brackets are the value's own.
+      CHECK(frame(post("/events/e", R"({"a":"x,y:}]\"","b":[1,2]})"), step).pieces ==
+            std::vector<std::string>{R"({"event":"e","args":{"a":"x,y:}]\"","b":[1,2]}})"});
+      // A body of only whitespace is no arguments, as an empty one is.
+      CHECK(frame(post("/events/e", " \r\n\t"), step).pieces ==
+            std::vector<std::string>{"{\"event\":\"e\",\"args\": \r\n\t{}}"});
     }
-    // Commas and colons inside strings and brackets are the value's own.
-    CHECK(frame(post("/events/e", R"({"a":"x,y:}]\"","b":[1,2]})")).pieces ==
-          std::vector<std::string>{R"({"event":"e","args":{"a":"x,y:}]\"","b":[1,2]}})"});
+    // A chunked body is judged across its chunks.
+    CHECK(frame("POST /events/e HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n6\r\n,\"a\":1\r\n0\r\n\r\n")
+              .pieces[0]
+              .rfind("400 ", 0) == 0);
     // A body that is one value but not an object is the Service's to refuse
     // (bad_args), as over the line protocol.
     CHECK(frame(post("/events/e", "5")).pieces == std::vector<std::string>{R"({"event":"e","args":5})"});

@@ -223,7 +223,7 @@ TEST_SUITE("metrics") {
       Outbox out;
       out.count_in(gauge);
       out.append("{\"ok\":true}\n");
-      out.append_bytes("abc");
+      out.append_framed([](std::string& b) { b += "abc"; });
       CHECK(gauge->load() == 15);
       CHECK(metric(metrics.sample(), "answer_bytes_waiting") == 15);
       out.clear();

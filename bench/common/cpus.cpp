@@ -1,4 +1,4 @@
-#include "bench/tpcc/cpus.h"
+#include "bench/common/cpus.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 
-namespace aup::tpcc {
+namespace aup::bench {
 
 namespace {
 
@@ -63,4 +63,4 @@ void pin_this_thread(const std::string& list) {
   }
 }
 
-}  // namespace aup::tpcc
+}  // namespace aup::bench

@@ -1,12 +1,13 @@
-// Pinning on a 2-core machine, as the seeds put the load generator on its
-// own core: the terminals' driver on one CPU, the system under test (the aup
-// server process, or this process when SQLite runs in it) on the other.
+// Pinning on a 2-core machine: the load generator on one CPU, the system
+// under test on the other (bench/tpcc: the terminals' driver, and the aup
+// server process or this process when SQLite runs in it; bench/server: its
+// clients, and the aup server).
 #pragma once
 
 #include <optional>
 #include <string>
 
-namespace aup::tpcc {
+namespace aup::bench {
 
 struct CpuPlan {
   std::string client;  // a `taskset -c` list: "0"
@@ -23,4 +24,4 @@ std::optional<CpuPlan> parse_cpu_plan(const std::string& text);
 // refuses.
 void pin_this_thread(const std::string& list);
 
-}  // namespace aup::tpcc
+}  // namespace aup::bench
