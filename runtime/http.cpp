@@ -122,9 +122,10 @@ constexpr size_t kReadBytes = 16 * 1024;
 
 // http-parser counts a message's request line and headers itself (CRLFs
 // included, and any blank lines before the request line) and stops one
-// byte past its limit with HPE_HEADER_OVERFLOW. The limit is one for the
-// process: every parser here, of either side, sets it before it is made
-// (once; a static's initialization is thread-safe).
+// byte past its limit with HPE_HEADER_OVERFLOW; a chunked body's trailers
+// are counted the same way, afresh from the last chunk's size line. The
+// limit is one for the process: every parser here, of either side, sets it
+// before it is made (once; a static's initialization is thread-safe).
 void set_parser_header_limit() {
   static const bool set = [] {
     http_parser_set_max_header_size(kMaxHttpHeaderBytes);

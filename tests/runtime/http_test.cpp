@@ -218,6 +218,21 @@ TEST_SUITE("http") {
     CHECK(endless.pieces[0].rfind("431 ", 0) == 0);
   }
 
+  TEST_CASE("a chunked body's trailers have the same limit as the headers: under it taken, past it 431") {
+    // http-parser counts the trailers from the last chunk's size line on,
+    // so they get a limit of their own, the same 16 KiB.
+    std::string body = "POST /events/e HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n";
+    auto trailer = [&](size_t value) { return body + "X: " + std::string(value, 'x') + "\r\n\r\n"; };
+    for (size_t step : {size_t{1000}, size_t{1} << 20}) {
+      CAPTURE(step);
+      CHECK(frame(trailer(kMaxHttpHeaderBytes - 64), step).pieces == std::vector<std::string>{R"({"event":"e","args":{}})"});
+      Framed past = frame(trailer(kMaxHttpHeaderBytes), step);
+      REQUIRE(past.pieces.size() == 1);
+      CHECK(past.pieces[0].rfind("431 ", 0) == 0);
+      CHECK(past.eof);
+    }
+  }
+
   TEST_CASE("what is not HTTP is 400 and the connection closes; requests before it are answered") {
     for (const char* junk : {"HELLO\r\n\r\n", "GET /\x01 HTTP/1.1\r\n\r\n", "GET /x HTTP/1.1\r\nBad Header\r\n\r\n",
                              "POST /events/e HTTP/1.1\r\nContent-Length: x\r\n\r\n", "{\"event\":\"open\"}\n"}) {
