@@ -22,7 +22,12 @@ void CommandLine::parse(RunOptions& o, uint64_t min, uint64_t max,
   for (; taken_ < args_.size(); ++taken_) {
     at_ = taken_;
     const std::string& a = arg();
-    if (a == "--reps") {
+    if (a == "--help" || a == "-h") {
+      std::printf("usage: %s %s\n(each flag is described in the opening comment of this benchmark's main.cpp under "
+                  "bench/)\n",
+                  program_.c_str(), synopsis_.c_str());
+      std::exit(0);
+    } else if (a == "--reps") {
       o.reps = static_cast<uint32_t>(count_value(min, max));
     } else if (a == "--seed") {
       o.seed = count_value(min, max);

@@ -27,6 +27,7 @@ class CommandLine {
   CommandLine(int argc, char** argv, std::string program, std::string synopsis);
 
   // Reads every argument in order, so a later flag overrides an earlier one:
+  // --help prints the usage line to stdout and exits 0;
   // --reps N and --seed N (counts in [min, max]) and --out DIR go into `o`;
   // any other is given to `own`, which takes it (and its value(), if it has
   // one) or returns false, a usage error. Then sets o.command.
