@@ -29,8 +29,6 @@ constexpr std::string_view kIdempotencyHeader = "idempotency-key";
 constexpr std::string_view kExpectHeader = "expect";
 constexpr std::string_view kContinueExpectation = "100-continue";  // lower-cased, as read
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-// The longest header name compared, and one more byte.
-constexpr size_t kMaxHeaderName = kIdempotencyHeader.size() + 1;
 
 // Its value: spaces around it dropped, and the quotes of a structured-field
 // string (`Idempotency-Key: "8e03978e"`, as the draft writes it) taken off.
@@ -331,7 +329,7 @@ int HttpFramer::on_message_begin(http_parser* p) {
   f->refuse_status_ = 0;
   f->args_ = false;
   f->prometheus_ = false;
-  f->header_name_.clear();
+  f->header_name_size_ = 0;
   f->in_value_ = false;
   f->has_key_ = false;
   f->key_.clear();
@@ -351,29 +349,31 @@ int HttpFramer::on_url(http_parser* p, const char* at, size_t n) {
 
 // A header's name and value may each come in pieces (split across reads):
 // a name piece after a value starts the next header. Of a name, the first
-// kMaxHeaderName bytes are kept: enough to tell the names read here from
-// any longer one.
+// kMaxHeaderName bytes are kept, lower-cased.
 int HttpFramer::on_header_field(http_parser* p, const char* at, size_t n) {
+  static_assert(kMaxHeaderName > std::max(kIdempotencyHeader.size(), kExpectHeader.size()),
+                "a longer name must not look like one compared");
   auto* f = static_cast<HttpFramer*>(p->data);
-  if (f->in_value_) f->header_name_.clear();
+  if (f->in_value_) f->header_name_size_ = 0;
   f->in_value_ = false;
-  size_t from = f->header_name_.size();
-  f->header_name_.append(at, std::min(n, kMaxHeaderName - std::min(from, kMaxHeaderName)));
-  for (size_t i = from; i < f->header_name_.size(); ++i) f->header_name_[i] = ascii_lower(f->header_name_[i]);
+  size_t take = std::min(n, kMaxHeaderName - f->header_name_size_);
+  for (size_t i = 0; i < take; ++i) f->header_name_[f->header_name_size_ + i] = ascii_lower(at[i]);
+  f->header_name_size_ += take;
   return 0;
 }
 
 int HttpFramer::on_header_value(http_parser* p, const char* at, size_t n) {
   auto* f = static_cast<HttpFramer*>(p->data);
-  if (!f->in_value_ && f->header_name_ == kIdempotencyHeader) {
+  std::string_view name = f->header_name();
+  if (!f->in_value_ && name == kIdempotencyHeader) {
     f->has_key_ = true;  // a second one replaces the first
     f->key_.clear();
   }
   f->in_value_ = true;
   // Bounded by the header limit: the parser stops past it.
-  if (f->header_name_ == kIdempotencyHeader && f->key_.size() + n <= kMaxHttpHeaderBytes) f->key_.append(at, n);
+  if (name == kIdempotencyHeader && f->key_.size() + n <= kMaxHttpHeaderBytes) f->key_.append(at, n);
   // Lower-cased, as header names are: the expectation is case-insensitive.
-  if (f->header_name_ == kExpectHeader && f->expect_.size() + n <= kMaxHttpHeaderBytes) {
+  if (name == kExpectHeader && f->expect_.size() + n <= kMaxHttpHeaderBytes) {
     for (size_t i = 0; i < n; ++i) f->expect_ += ascii_lower(at[i]);
   }
   return 0;
@@ -424,6 +424,7 @@ void HttpFramer::headers_done() {
   // `/events/transfer`) is its own path: the request line's parser has
   // checked its bytes as the URL parser would, and the URL parser would
   // only say that it is all path.
+  if (route_again()) return;
   if (!url_.empty() && url_[0] == '/' && url_.find('?') == std::string::npos && url_.find('#') == std::string::npos) {
     route(url_);
     return;
@@ -476,7 +477,20 @@ void HttpFramer::route(std::string_view path) {
     json_append_string(next_.text, name);
     next_.text += ",\"args\":";
     args_ = true;
+    last_method_ = parser_.method;
+    last_url_ = url_;
+    last_prefix_ = next_.text;
   }
+}
+
+// The same method and target as the last event or query routed: its
+// request line begins the same way (and route() would say so again).
+bool HttpFramer::route_again() {
+  if (parser_.method != last_method_ || url_ != last_url_) return false;
+  next_.text = last_prefix_;
+  allow_ = {};  // only a 405 says it
+  args_ = true;
+  return true;
 }
 
 // The request is whole: its request line is finished (or its refusal

@@ -149,6 +149,7 @@ class HttpFramer {
   void headers_done();
   void message_done();
   void route(std::string_view path);
+  bool route_again();
   void refuse(int status, std::string_view message, bool close);
   void make_room();
 
@@ -166,9 +167,13 @@ class HttpFramer {
   bool in_message_ = false;
   bool args_ = false;  // the body is the request's args (an event's or a query's)
   bool prometheus_ = false;  // GET /metrics
-  // The header being read (its name, lower-cased, up to kMaxHeaderName
-  // bytes), and the request's Idempotency-Key: the request line's `key`.
-  std::string header_name_;
+  // The header being read (its name, lower-cased, its first
+  // kMaxHeaderName bytes: enough to tell the names read here from any
+  // longer one), and the request's Idempotency-Key: the request line's `key`.
+  static constexpr size_t kMaxHeaderName = 16;
+  char header_name_[kMaxHeaderName] = {};
+  size_t header_name_size_ = 0;
+  std::string_view header_name() const { return {header_name_, header_name_size_}; }
   bool in_value_ = false;
   bool has_key_ = false;
   std::string key_;
@@ -184,6 +189,11 @@ class HttpFramer {
   int refuse_status_ = 0;  // refused at its headers; its body is read and dropped
   std::string refuse_message_;
   std::string_view allow_;
+  // The last event or query routed: its method, its target, and the start
+  // of its request line. A client that sends one kind of request over and
+  // over is routed once.
+  unsigned last_method_ = ~0u;
+  std::string last_url_, last_prefix_;
   // The next piece, parsed ahead; `handed_` holds the one handed out.
   Pending next_, handed_;
   bool have_ = false;

@@ -125,6 +125,28 @@ TEST_SUITE("http") {
     CHECK(!f.eof);
   }
 
+  TEST_CASE("a route repeated is the same request line; a new method or target is routed afresh") {
+    // The framer keeps the last event or query routed: a repeat must not
+    // take it for another method's or path's, nor a refusal for it.
+    Framed f = frame(post("/events/open", "{}") + post("/events/open", R"({"id":2})") +
+                     "GET /events/open HTTP/1.1\r\n\r\n" + post("/events/opened", "{}") +
+                     "GET /queries/total HTTP/1.1\r\n\r\n" + post("/queries/total", "{}") +
+                     "PUT /queries/total HTTP/1.1\r\n\r\n" + post("/events/open", "", "Idempotency-Key: k\r\n") +
+                     post("/events/open", ""));
+    REQUIRE(f.pieces.size() == 9);
+    CHECK(f.pieces[0] == R"({"event":"open","args":{}})");
+    CHECK(f.pieces[1] == R"({"event":"open","args":{"id":2}})");
+    // (Requests here are not answered, so a refusal's status is not its
+    // own: its message tells the 405.)
+    CHECK(f.pieces[2].find("/events/open takes POST, not GET") != std::string::npos);
+    CHECK(f.pieces[3] == R"({"event":"opened","args":{}})");
+    CHECK(f.pieces[4] == R"({"query":"total","args":{}})");
+    CHECK(f.pieces[5] == R"({"query":"total","args":{}})");
+    CHECK(f.pieces[6].find("/queries/total takes GET, POST, not PUT") != std::string::npos);
+    CHECK(f.pieces[7] == R"({"event":"open","args":{},"key":"k"})");
+    CHECK(f.pieces[8] == R"({"event":"open","args":{}})");
+  }
+
   TEST_CASE("a path that is not UTF-8 is shown escaped, so the answer stays JSON") {
     Framed f = frame("GET /a\x8d\xd0 HTTP/1.1\r\n\r\n");
     REQUIRE(f.pieces.size() == 1);
