@@ -420,11 +420,11 @@ void HttpFramer::headers_done() {
   // a client waiting to send it is told to. HTTP/1.0 has no 100 Continue
   // (RFC 9110, 10.1.1), so such a client is not waiting for one.
   continue_owed_ = parser_.http_major == 1 && parser_.http_minor >= 1 && key_value(expect_) == kContinueExpectation;
+  if (route_again()) return;
   // An origin-form target without a query or fragment (what clients send:
   // `/events/transfer`) is its own path: the request line's parser has
   // checked its bytes as the URL parser would, and the URL parser would
   // only say that it is all path.
-  if (route_again()) return;
   if (!url_.empty() && url_[0] == '/' && url_.find('?') == std::string::npos && url_.find('#') == std::string::npos) {
     route(url_);
     return;
@@ -488,7 +488,6 @@ void HttpFramer::route(std::string_view path) {
 bool HttpFramer::route_again() {
   if (parser_.method != last_method_ || url_ != last_url_) return false;
   next_.text = last_prefix_;
-  allow_ = {};  // only a 405 says it
   args_ = true;
   return true;
 }

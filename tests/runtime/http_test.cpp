@@ -18,8 +18,10 @@ using namespace std::chrono_literals;
 constexpr size_t kBody = 256;
 
 // What the framer gives for `bytes` fed in pieces of `step` bytes: each
-// request line as it is, each refusal as "STATUS ANSWER" (the status its
-// response gets), and whether the connection is done (no more requests).
+// request line as it is, each refusal as "STATUS ANSWER", and whether the
+// connection is done (no more requests). Requests are not answered here,
+// so STATUS is the refusal's own only when no request came before it (it
+// is the status of the oldest response owed).
 struct Framed {
   std::vector<std::string> pieces;
   bool eof = false;
@@ -136,8 +138,7 @@ TEST_SUITE("http") {
     REQUIRE(f.pieces.size() == 9);
     CHECK(f.pieces[0] == R"({"event":"open","args":{}})");
     CHECK(f.pieces[1] == R"({"event":"open","args":{"id":2}})");
-    // (Requests here are not answered, so a refusal's status is not its
-    // own: its message tells the 405.)
+    // (Requests came before these refusals, so their message tells the 405.)
     CHECK(f.pieces[2].find("/events/open takes POST, not GET") != std::string::npos);
     CHECK(f.pieces[3] == R"({"event":"opened","args":{}})");
     CHECK(f.pieces[4] == R"({"query":"total","args":{}})");
