@@ -205,6 +205,34 @@ query balance(id: num) { return accounts[id].balance }
     CHECK(a.got[3].second.find("\"id\":\"q2\"") == 1);
   }
 
+  TEST_CASE("entries reused from a batch that held a query carry nothing of it into a failed batch") {
+    // Entries keep their strings across batches; everything else of an
+    // entry is reset when it is reused. A second batch that puts events
+    // where the first had a query that read its events must answer each of
+    // them with its own fate, not run the old query again in its place.
+    testing::Running run(kBank);
+    FakeDurability d(run.state());
+    Service service(run.module(), run.state(), ServiceOptions{});
+    Committer batch(service, d, 0);
+    take(service, batch, 1, R"({"event":"open","args":{"id":1}})");
+    take(service, batch, 2, R"({"query":"balance","args":{"id":1},"id":"q"})");  // reads the open: rerun mark
+    Answers first;
+    CHECK(batch.commit(first));
+    REQUIRE(first.got.size() == 2);
+    take(service, batch, 1, R"({"event":"open","args":{"id":2},"id":"e1"})");
+    take(service, batch, 2, R"({"event":"open","args":{"id":3},"id":"e2"})");  // the query's entry
+    d.fail_next = true;
+    Answers a;
+    CHECK(!batch.commit(a));
+    REQUIRE(a.got.size() == 2);
+    for (const auto& [to, answer] : a.got) {
+      INFO(answer);
+      CHECK(answer.find("\"code\":\"unavailable\",\"message\":\"not written: the disk said no\"") !=
+            std::string::npos);
+    }
+    CHECK(a.got[1].second.find("\"id\":\"e2\"") == 1);
+  }
+
   TEST_CASE("a batch is full at its event limit; failed events do not count") {
     testing::Running run(kBank);
     FakeDurability d(run.state());
