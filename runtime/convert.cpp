@@ -46,7 +46,7 @@ std::string_view json_kind_name(const JsonNode& n) {
   return "?";
 }
 
-bool JsonToValue::fail(std::string what, std::string_view code) {
+bool JsonToValue::fail(std::string what, Code code) {
   error_ = std::move(what);
   code_ = code;
   path_.clear();
@@ -139,7 +139,7 @@ bool JsonToValue::number(const JsonNode& node, Value* out) {
     return fail(fmt::format("{} is not exactly a number aup can hold (integers beyond ±2^53 are rounded: "
                             "it would be {}); send it as text",
                             node.raw, json_exact_integer(node.num)),
-                "bad_number");
+                Code::BadNumber);
   }
   *out = vm::num_value(node.num);
   return true;

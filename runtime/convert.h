@@ -17,8 +17,9 @@
 #include <string_view>
 #include <vector>
 
-#include "vm/interp.h"
+#include "runtime/code.h"
 #include "runtime/json.h"
+#include "vm/interp.h"
 
 namespace aup::runtime {
 
@@ -49,7 +50,7 @@ class JsonToValue {
   // expected number, got string`), and its code: bad_args, or bad_number
   // for an integer no num holds exactly.
   const std::string& error() const { return error_; }
-  std::string_view code() const { return code_; }
+  Code code() const { return code_; }
 
  private:
   // The same, without the path in the message: a failure's path is
@@ -59,7 +60,7 @@ class JsonToValue {
   bool record_at(uint32_t n, uint32_t record, vm::Value* out);
   template <class Field>
   bool fields_at(uint32_t n, size_t count, Field field, vm::RecObj* out);
-  bool fail(std::string what, std::string_view code = "bad_args");
+  bool fail(std::string what, Code code = Code::BadArgs);
   bool finish(bool ok, std::string_view name = {});
   bool number(const JsonNode& node, vm::Value* out);
 
@@ -67,7 +68,7 @@ class JsonToValue {
   vm::Vm& vm_;
   std::vector<std::string> path_;
   std::string error_;
-  std::string_view code_ = "bad_args";
+  Code code_ = Code::BadArgs;
 };
 
 class ValueToJson {

@@ -48,7 +48,7 @@ void StateTables::set_var(uint32_t v, uint64_t value) {
   state_.set_var_raw(v, value);
 }
 
-bool StoreDurability::commit_batch(std::string& error) {
+bool StoreDurability::commit_batch(storage::Fate& fate, std::string& why) {
   using Op = storage::BatchEncoder::Op;
   // The journal lists the batch's changes in order; the encoder keeps
   // their net effect per row.
@@ -61,12 +61,12 @@ bool StoreDurability::commit_batch(std::string& error) {
       case vm::Change::Kind::Replace: batch_.note(Op::Replace, c.target, c.key); break;
     }
   }
-  storage::Status st = store_.commit(batch_);
+  storage::Status st = store_.commit(batch_, fate);
   batch_.clear();
   if (!st.ok()) {
     // Nothing of the batch may be assumed written: undo it in memory too.
     state_.rollback(0);
-    error = st.message;
+    why = st.message;
     return false;
   }
   state_.commit();

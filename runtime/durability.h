@@ -1,12 +1,13 @@
-// How a batch of applied events becomes durable, for the request loop.
+// How a batch of applied events becomes durable, for the Committer
+// (runtime/committer.h).
 //
-// The loop applies events one after another, then asks commit_batch() to
-// make all their changes durable before it writes a single answer. In
+// The Committer applies events one after another, then asks commit_batch()
+// to make all their changes durable before it settles a single answer. In
 // memory that is immediate; with a store (--data) it is one log entry and
 // one fdatasync for the whole batch (group commit). When a commit fails the
-// loop rolls the batch back and answers its events `unavailable`; after a
-// failure whose outcome is unknown, refusing() stays set and every later
-// event is refused until a restart (queries still work).
+// batch is rolled back and its events are answered `unavailable` with the
+// batch's fate; after a failed write or sync refusing() stays set and every
+// later event is refused until a restart (queries still work).
 #pragma once
 
 #include <memory>
@@ -32,10 +33,11 @@ struct StoreFigures {
 class Durability {
  public:
   virtual ~Durability() = default;
-  // Makes every change since the last commit durable; false with a reason
-  // when it could not, the batch then rolled back in memory too.
-  virtual bool commit_batch(std::string& error) = 0;
-  // Set while events must be refused, with why.
+  // Makes every change since the last commit durable; false when it could
+  // not, with what became of the batch (`fate`) and why: the batch is then
+  // rolled back in memory too.
+  virtual bool commit_batch(storage::Fate& fate, std::string& why) = 0;
+  // Set while events must be refused (not written: they do not run), with why.
   virtual const std::string* refusing() const = 0;
   // Between batches (checkpoints are taken in here).
   virtual void between_batches() {}
@@ -51,7 +53,7 @@ class Durability {
 class MemoryDurability : public Durability {
  public:
   explicit MemoryDurability(vm::State& s) : state_(s) {}
-  bool commit_batch(std::string&) override {
+  bool commit_batch(storage::Fate&, std::string&) override {
     state_.commit();
     return true;
   }
@@ -81,7 +83,7 @@ class StoreDurability : public Durability {
  public:
   StoreDurability(vm::State& state, const storage::Schema& schema, storage::Store& store)
       : state_(state), store_(store), batch_(schema) {}
-  bool commit_batch(std::string& error) override;
+  bool commit_batch(storage::Fate& fate, std::string& why) override;
   const std::string* refusing() const override {
     return store_.unavailable() ? &store_.unavailable_reason() : nullptr;
   }

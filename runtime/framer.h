@@ -1,8 +1,10 @@
-// What one connection of `aup run --listen` speaks, behind one interface
-// for both server loops (owner_server.h, server.h): the line protocol
-// (LineFramer, pipeline.h) or HTTP (HttpFramer, http.h). Either way it
-// cuts the bytes read into request lines the Service takes, answers what it
-// refuses itself in its place, and frames each answer line on the way out.
+// What one connection speaks (or standard input): bytes cut into requests,
+// and answers framed on the way out. The line protocol (LineFramer: one
+// request object a line, one answer line each) or HTTP (HttpFramer,
+// runtime/http.h); Framer holds either, so the server's loop is one.
+//
+// A framer also answers what it refuses itself (a line over the limit, an
+// HTTP request with no route), in its place among the answers.
 #pragma once
 
 #include <sys/types.h>
@@ -12,11 +14,53 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
+#include "runtime/answer.h"
 #include "runtime/http.h"
-#include "runtime/pipeline.h"
+#include "runtime/outbox.h"
+#include "runtime/request.h"
 
 namespace aup::runtime {
+
+inline constexpr size_t kDefaultMaxLineBytes = size_t{16} << 20;
+
+// Splits what a connection sends into request lines. One buffer, reused;
+// it grows only while one line fills it, up to the line limit plus a
+// read's worth (a longer line is answered bad_request and skipped up to
+// its newline, without being held).
+class LineFramer {
+ public:
+  explicit LineFramer(size_t max_line_bytes, size_t initial_bytes = 16 * 1024);
+
+  // One read(2) into the free space: the bytes read, 0 at end of input
+  // (which the framer then remembers), or -errno.
+  ssize_t read_from(int fd);
+
+  enum class Piece : uint8_t { None, Line, TooLong };
+  // The next piece of what was read. A Line is a view into the buffer,
+  // valid until the next read_from; it has no newline and no trailing
+  // `\r`, and blank lines are skipped. After the end of input the last
+  // line counts even without a newline.
+  Piece next(std::string_view& line);
+
+  // Whether next() would give a piece now.
+  bool ready() const;
+  bool eof() const { return eof_; }
+  void set_eof() { eof_ = true; }
+  // Bytes read but not yet taken by next().
+  size_t buffered() const { return end_ - begin_; }
+  size_t max_line_bytes() const { return max_line_bytes_; }
+
+ private:
+  void make_room();
+
+  size_t max_line_bytes_;
+  std::vector<char> buf_;
+  size_t begin_ = 0, end_ = 0;
+  bool skipping_ = false;  // inside a line over the limit
+  bool eof_ = false;
+};
 
 enum class Protocol : uint8_t { Lines, Http };
 
@@ -33,24 +77,26 @@ class Framer {
   // the peer an interim response (100 Continue): appended to `out`.
   ssize_t read_from(int fd, Outbox& out);
   enum class Piece : uint8_t { None, Request, Answer };
-  // A Request: `request` is a request line, valid until the next read or
-  // next(). An Answer: one the framer formed (a line over the limit, a
+  // A Request: `request` views the framer's buffer until the next read or
+  // next(). An Answer: one the framer made (a line over the limit, a
   // refused HTTP request), to be delivered in its place like any other.
-  Piece next(std::string_view& request, std::string& answer);
+  Piece next(RequestText& request, Answer& refusal);
   bool ready() const;
   // No more requests will come (the peer's end of input, or HTTP's last).
   bool eof() const;
   void set_eof();
-  // Appends answer line `answer` to `out`, framed: as it is, or as the
-  // HTTP response to the oldest request not yet answered.
-  void deliver(std::string_view answer, Outbox& out);
+  // Appends `a` to `out` as this protocol writes it: an answer line, or
+  // the HTTP response to the oldest request not yet answered.
+  void deliver(const Answer& a, Outbox& out);
   // A request that took too long to arrive is refused (HTTP; see http.h):
   // true when it was, and next() gives the refusal.
   bool expire(std::chrono::steady_clock::time_point now);
 
  private:
-  size_t max_line_bytes_;
   std::variant<LineFramer, HttpFramer> in_;
 };
+
+// The answer to a line over the limit (it is skipped up to its newline).
+void too_long(size_t max_line_bytes, Answer& out);
 
 }  // namespace aup::runtime

@@ -12,7 +12,6 @@
 
 #include "runtime/json.h"
 #include "runtime/metrics.h"
-#include "runtime/reply.h"
 
 namespace aup::runtime {
 
@@ -39,36 +38,27 @@ std::string_view key_value(std::string_view v) {
   return v;
 }
 
-struct CodeStatus {
-  std::string_view code;
-  int status;
-};
-// docs/protocol.md, "HTTP": keep the two in step.
-constexpr CodeStatus kCodeStatus[] = {
-    {"bad_request", 400}, {"bad_args", 400},   {"bad_number", 400},   {"unknown_event", 404},
-    {"unknown_query", 404}, {"not_found", 404}, {"duplicate", 409},    {"stale_row", 409},
-    {"failed", 422},      {"out_of_range", 422}, {"not_finite", 422}, {"budget", 422},
-    {"unavailable", 503},
-};
-
 }  // namespace
 
-int http_status_for_code(std::string_view code) {
-  for (const CodeStatus& c : kCodeStatus) {
-    if (c.code == code) return c.status;
+// docs/protocol.md, "HTTP": keep the two in step.
+int http_status_for_code(Code code) {
+  switch (code) {
+    case Code::Ok: return 200;
+    case Code::BadRequest:
+    case Code::BadArgs:
+    case Code::BadNumber: return 400;
+    case Code::UnknownEvent:
+    case Code::UnknownQuery:
+    case Code::NotFound: return 404;
+    case Code::Duplicate:
+    case Code::StaleRow: return 409;
+    case Code::Failed:
+    case Code::OutOfRange:
+    case Code::NotFinite:
+    case Code::Budget: return 422;
+    case Code::Unavailable: return 503;
   }
   return 500;
-}
-
-int http_status_of_answer(std::string_view answer) {
-  constexpr std::string_view kOk = R"({"ok":true)", kFailed = R"({"ok":false,"error":{"code":")";
-  if (answer.substr(0, kOk.size()) == kOk) return 200;
-  // reply.h writes exactly this prefix when there is no id; codes are
-  // plain words, so the code ends at the next quote.
-  assert(answer.substr(0, kFailed.size()) == kFailed);
-  if (answer.substr(0, kFailed.size()) != kFailed) return 500;
-  std::string_view rest = answer.substr(kFailed.size());
-  return http_status_for_code(rest.substr(0, rest.find('"')));
 }
 
 std::string_view http_reason(int status) {
@@ -153,47 +143,6 @@ char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - '
 
 }  // namespace
 
-namespace {
-
-// What a body's byte outside its strings says about its shape.
-enum class Shape : uint8_t { Other, Space, Quote, Open, Close, Separator };
-
-constexpr std::array<Shape, 256> kShapes = [] {
-  std::array<Shape, 256> t{};
-  for (unsigned char c : {' ', '\t', '\r', '\n'}) t[c] = Shape::Space;
-  t['"'] = Shape::Quote;
-  t['{'] = t['['] = Shape::Open;
-  t['}'] = t[']'] = Shape::Close;
-  t[','] = t[':'] = Shape::Separator;
-  return t;
-}();
-
-}  // namespace
-
-// A byte a turn outside strings, through a table; a string's contents in
-// JsonStrings' tight loop (most of a body's bytes are names and values).
-void HttpFramer::BodyShape::feed(std::string_view piece) {
-  const char* p = piece.data();
-  const char* end = p + piece.size();
-  if (strings_.in_string()) p = strings_.rest_of_string(p, end);
-  while (p < end) {
-    Shape shape = kShapes[static_cast<unsigned char>(*p++)];
-    if (shape == Shape::Space) continue;
-    seen_ = true;
-    switch (shape) {
-      case Shape::Quote:
-        strings_.outside('"');  // opens the string
-        p = strings_.rest_of_string(p, end);
-        break;
-      case Shape::Open: ++depth_; break;
-      case Shape::Close: bad_ |= --depth_ < 0; break;
-      case Shape::Separator: bad_ |= depth_ == 0; break;
-      case Shape::Space:
-      case Shape::Other: break;
-    }
-  }
-}
-
 HttpFramer::HttpFramer(size_t max_body_bytes, std::chrono::milliseconds timeout)
     : max_body_bytes_(max_body_bytes), timeout_(timeout), buf_(2 * kReadBytes) {
   set_parser_header_limit();
@@ -245,39 +194,58 @@ size_t HttpFramer::feed(std::string_view bytes) {
   return n;
 }
 
-HttpFramer::Piece HttpFramer::next(std::string_view& request, std::string& answer) {
+HttpFramer::Piece HttpFramer::next(RequestText& request, Answer& refusal) {
   if (!have_) return Piece::None;
   std::swap(handed_, next_);
   have_ = false;
   owed_.push_back(handed_.head);
   parse_ahead();
   if (handed_.answer) {
-    answer.swap(handed_.text);
+    std::swap(refusal, handed_.refusal);
     return Piece::Answer;
   }
-  request = handed_.text;
+  request = RequestText{};
+  request.form = RequestText::Form::Route;
+  request.kind = handed_.kind;
+  request.name = handed_.name;
+  request.body = handed_.body;
+  request.has_key = handed_.has_key;
+  request.key = key_value(handed_.key);
   return Piece::Request;
 }
 
-void HttpFramer::frame(std::string_view answer, std::string& out) {
+void HttpFramer::frame(const Answer& a, std::string& out) {
   // One response for each piece handed out, in order.
   assert(!owed_.empty());
   HttpResponseHead head = owed_.front();
   owed_.pop_front();
-  if (head.status == 0) head.status = http_status_of_answer(answer);
-  if (head.prometheus) {
-    metrics_text_.clear();
-    // Made from the answer itself, so it says what the JSON says; an
-    // answer that is not the figures (a server without them) goes as it is.
-    head.prometheus = head.status == 200 && prometheus_from_stats(answer, metrics_text_);
-    if (head.prometheus) {
-      append_http_head(out, head, metrics_text_.size());
-      out += metrics_text_;
-      return;
-    }
+  if (head.status == 0) head.status = http_status_for_code(a.code);
+  if (a.ok() && !a.stats) {
+    // The usual answer's length is known before it is written: written
+    // once, straight after its head.
+    constexpr size_t kOk = std::string_view("{\"ok\":true}\n").size(), kResult = std::string_view(",\"result\":").size();
+    size_t bytes = kOk + (a.has_result ? kResult + a.text.size() : 0);
+    append_http_head(out, head, bytes);
+    size_t before = out.size();
+    append_answer(out, a, false);
+    out += '\n';
+    assert(out.size() - before == bytes);
+    (void)before;
+    take_interim(out);
+    return;
   }
-  append_http_head(out, head, answer.size());
-  out += answer;
+  body_text_.clear();
+  // The figures as Prometheus text; an answer that is not the figures (a
+  // server without them) goes as it is.
+  head.prometheus = head.prometheus && a.ok() && a.stats;
+  if (head.prometheus) {
+    prometheus_text(*a.stats, body_text_);
+  } else {
+    append_answer(body_text_, a, false);
+    body_text_ += '\n';
+  }
+  append_http_head(out, head, body_text_.size());
+  out += body_text_;
   take_interim(out);
 }
 
@@ -325,17 +293,16 @@ int HttpFramer::on_message_begin(http_parser* p) {
   f->in_message_ = true;
   f->started_ = f->read_at_;  // see read_at_
   f->url_.clear();
-  f->next_.text.clear();
+  f->next_.body.clear();
+  f->next_.has_key = false;
+  f->next_.key.clear();
   f->refuse_status_ = 0;
-  f->args_ = false;
+  f->keep_body_ = false;
   f->prometheus_ = false;
   f->header_name_size_ = 0;
   f->in_value_ = false;
-  f->has_key_ = false;
-  f->key_.clear();
   f->expect_.clear();
   f->body_bytes_ = 0;
-  f->body_shape_ = BodyShape{};
   f->body_too_long_ = false;
   return 0;
 }
@@ -365,13 +332,14 @@ int HttpFramer::on_header_field(http_parser* p, const char* at, size_t n) {
 int HttpFramer::on_header_value(http_parser* p, const char* at, size_t n) {
   auto* f = static_cast<HttpFramer*>(p->data);
   std::string_view name = f->header_name();
+  Pending& next = f->next_;
   if (!f->in_value_ && name == kIdempotencyHeader) {
-    f->has_key_ = true;  // a second one replaces the first
-    f->key_.clear();
+    next.has_key = true;  // a second one replaces the first
+    next.key.clear();
   }
   f->in_value_ = true;
   // Bounded by the header limit: the parser stops past it.
-  if (name == kIdempotencyHeader && f->key_.size() + n <= kMaxHttpHeaderBytes) f->key_.append(at, n);
+  if (name == kIdempotencyHeader && next.key.size() + n <= kMaxHttpHeaderBytes) next.key.append(at, n);
   // Lower-cased, as header names are: the expectation is case-insensitive.
   if (name == kExpectHeader && f->expect_.size() + n <= kMaxHttpHeaderBytes) {
     for (size_t i = 0; i < n; ++i) f->expect_ += ascii_lower(at[i]);
@@ -393,10 +361,7 @@ int HttpFramer::on_body(http_parser* p, const char* at, size_t n) {
     f->body_too_long_ = true;
     return 1;  // stops the parser: refused, 413
   }
-  if (f->args_) {  // else dropped: a refused request's, or /schema's
-    f->next_.text.append(at, n);
-    f->body_shape_.feed(std::string_view(at, n));  // in the read buffer, not the copy just written
-  }
+  if (f->keep_body_) f->next_.body.append(at, n);  // else dropped: a refused request's, or /schema's
   return 0;
 }
 
@@ -444,8 +409,8 @@ void HttpFramer::headers_done() {
   route(std::string_view(url_).substr(u.field_data[UF_PATH].off, u.field_data[UF_PATH].len));
 }
 
-// POST /events/NAME, GET|POST /queries/NAME, GET /schema: the start of the
-// request line (the body and its end come with the body), or a refusal.
+// POST /events/NAME, GET|POST /queries/NAME, GET /schema, /stats and
+// /metrics: what the request is, or a refusal.
 void HttpFramer::route(std::string_view path) {
   auto method = static_cast<http_method>(parser_.method);
   auto name_after = [&](std::string_view prefix, std::string_view& name) {
@@ -468,27 +433,28 @@ void HttpFramer::route(std::string_view path) {
     refuse_status_ = 405;
     refuse_message_ = fmt::format("{} takes {}, not {}", shown(path), allow_, http_method_str(method));
   } else if (schema) {
-    next_.text = R"({"schema":{})";
+    next_.kind = RequestKind::Schema;
   } else if (stats || metrics) {
-    next_.text = R"({"stats":{})";
+    next_.kind = RequestKind::Stats;
     prometheus_ = metrics;
   } else {
-    next_.text = event ? R"({"event":)" : R"({"query":)";
-    json_append_string(next_.text, name);
-    next_.text += ",\"args\":";
-    args_ = true;
+    next_.kind = event ? RequestKind::Event : RequestKind::Query;
+    next_.name.assign(name);
+    keep_body_ = true;
     last_method_ = parser_.method;
     last_url_ = url_;
-    last_prefix_ = next_.text;
+    last_kind_ = next_.kind;
+    last_name_ = next_.name;
   }
 }
 
-// The same method and target as the last event or query routed: its
-// request line begins the same way (and route() would say so again).
+// The same method and target as the last event or query routed: the same
+// request (and route() would say so again).
 bool HttpFramer::route_again() {
   if (parser_.method != last_method_ || url_ != last_url_) return false;
-  next_.text = last_prefix_;
-  args_ = true;
+  next_.kind = last_kind_;
+  next_.name = last_name_;
+  keep_body_ = true;
   return true;
 }
 
@@ -503,22 +469,12 @@ void HttpFramer::message_done() {
     if (refuse_status_ == 405) next_.head.allow = allow_;
     return;
   }
-  std::string& line = next_.text;
-  if (args_) {  // an event's or query's: the body is its args
-    if (!body_shape_.one_value()) {
-      refuse(400, "the body must be one JSON value: the arguments, as an object", !keep_alive);
-      return;
-    }
-    if (body_shape_.blank()) line += "{}";
-    if (has_key_) {
-      line += ",\"key\":";
-      json_append_string(line, key_value(key_));
-    }
+  if (!keep_body_) {  // the schema and stats routes take no arguments, nor a key
+    next_.body.clear();
+    next_.has_key = false;
   }
-  line += '}';
   next_.answer = false;
   next_.head = HttpResponseHead{};
-  next_.head.status = 0;  // from the answer's code
   next_.head.close = !keep_alive;
   next_.head.keep_alive_header = keep_alive && parser_.http_major == 1 && parser_.http_minor == 0;
   next_.head.prometheus = prometheus_;
@@ -527,8 +483,8 @@ void HttpFramer::message_done() {
 }
 
 void HttpFramer::refuse(int status, std::string_view message, bool close) {
-  next_.text.clear();
-  append_error(next_.text, {}, "bad_request", message);
+  next_.refusal.reset();
+  next_.refusal.fail(Code::BadRequest, message);
   next_.answer = true;
   next_.head = HttpResponseHead{};
   next_.head.status = status;

@@ -1,6 +1,6 @@
 // The request protocol over HTTP/1.1 (`aup run --listen http://HOST:PORT`,
 // docs/protocol.md, "HTTP"): another framing of the same requests, served
-// by the same pipeline (pipeline.h) as the line protocol.
+// by the same server (server.h) as the line protocol.
 //
 //   POST /events/NAME          body: the event's args (JSON; empty: {});
 //                              an Idempotency-Key header is its `key`
@@ -9,12 +9,14 @@
 //   GET /stats                 the stats request's JSON answer (runtime/metrics.h)
 //   GET /metrics               the same figures as Prometheus text
 //
-// Each complete HTTP request becomes the request line the Service takes
-// (`{"event":"NAME","args":BODY}`), and each answer line, once the
-// Committer has formed it, goes back as the body of an HTTP/1.1 response
-// whose status says what the answer's code says (http_status_for_code).
-// Answers leave in request order, so pipelined requests need nothing more.
-// Parsing is Debian's http-parser (libhttp-parser), never by hand.
+// Each complete HTTP request becomes a RequestText of the route's form
+// (runtime/request.h): the kind and name its method and path say, its body
+// (the arguments, parsed on their own by the Service) and its
+// Idempotency-Key. Each answer goes back as the body of an HTTP/1.1
+// response whose status its code says (http_status_for_code), written from
+// the Answer itself. Answers leave in request order, so pipelined requests
+// need nothing more. Parsing is Debian's http-parser (libhttp-parser),
+// never by hand.
 //
 // Limits: the request line and headers together at most
 // kMaxHttpHeaderBytes (431 and close); a body at most --max-line (413 and
@@ -38,7 +40,9 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/answer.h"
 #include "runtime/json.h"
+#include "runtime/request.h"
 
 namespace aup::runtime {
 
@@ -47,23 +51,19 @@ namespace aup::runtime {
 inline constexpr size_t kMaxHttpHeaderBytes = 16 * 1024;
 inline constexpr uint32_t kDefaultHttpTimeoutSeconds = 10;
 
-// The one table from an answer's error code to its HTTP status
-// (docs/protocol.md): 200 for ok, then 400, 404, 409, 422, 503; 500 for a
-// code the table does not know (none the Service writes).
-int http_status_for_code(std::string_view code);
-// The status for a formed answer line (`{"ok":true...` or
-// `{"ok":false,"error":{"code":"..."`; HTTP requests carry no id).
-int http_status_of_answer(std::string_view answer);
+// The one table from an answer's code to its HTTP status
+// (docs/protocol.md): 200 for ok, then 400, 404, 409, 422, 503.
+int http_status_for_code(Code code);
 std::string_view http_reason(int status);
 
-// One response: `body` is the answer line, newline included.
+// What a response's head says besides its length.
 struct HttpResponseHead {
-  int status = 200;
+  int status = 0;                // 0: the answer's code says (http_status_for_code)
   bool close = false;            // `Connection: close`; the last on the connection
   bool keep_alive_header = false;  // an HTTP/1.0 client that asked to keep the connection
   std::string_view allow;        // a 405's `Allow` header, else empty
-  // GET /metrics: the body is the stats answer made Prometheus text
-  // (Content-Type text/plain; version=0.0.4), not the answer line.
+  // GET /metrics: the body is the stats answer's figures as Prometheus
+  // text (Content-Type text/plain; version=0.0.4), not the answer.
   bool prometheus = false;
 };
 inline constexpr std::string_view kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
@@ -72,8 +72,8 @@ inline constexpr std::string_view kPrometheusContentType = "text/plain; version=
 void append_http_head(std::string& out, const HttpResponseHead& head, size_t body_bytes);
 
 // Cuts what one connection sends into requests. One read buffer, reused;
-// what the parser takes is copied out (the path, the body into the request
-// line), so the buffer never grows. At most one request is parsed ahead
+// what the parser takes is copied out (the path, the body), so the buffer
+// never grows. At most one request is parsed ahead
 // of the one handed out, so ready() is exact and back-pressure holds: a
 // connection not taken from is neither parsed nor read.
 class HttpFramer {
@@ -89,20 +89,19 @@ class HttpFramer {
   size_t feed(std::string_view bytes);
 
   enum class Piece : uint8_t { None, Request, Answer };
-  // The next piece: a Request (`request` views the request line, valid
-  // until the next call), or an Answer the framer formed itself (a refused
-  // request: `answer` is its answer line). Either way one response is owed,
-  // and frame() writes the responses in the order of the pieces.
-  Piece next(std::string_view& request, std::string& answer);
+  // The next piece: a Request (`request` views the framer's copy, valid
+  // until the next call), or an Answer the framer made itself (a refused
+  // request: `refusal`). Either way one response is owed, and frame()
+  // writes the responses in the order of the pieces.
+  Piece next(RequestText& request, Answer& refusal);
   bool ready() const { return have_; }
   // No more requests: the peer closed its end, or the last request was
   // handed out (`Connection: close`, HTTP/1.0, or a refusal that closes).
   bool eof() const { return eof_ || (stop_ && !have_); }
   void set_eof() { eof_ = true; }
 
-  // Appends the response to the oldest piece handed out: `answer` its
-  // answer line.
-  void frame(std::string_view answer, std::string& out);
+  // Appends the response to the oldest piece handed out: `a` its answer.
+  void frame(const Answer& a, std::string& out);
   // Appends `HTTP/1.1 100 Continue` when the request being read asked for
   // it (`Expect: 100-continue`) and every response before it is framed,
   // so it goes out in its place; true when it did. frame() calls it after
@@ -116,26 +115,12 @@ class HttpFramer {
   bool expire(std::chrono::steady_clock::time_point now);
 
  private:
-  // Whether a body is at most one JSON value (or nothing), judged only by
-  // its structure as its pieces arrive: no `,` or `:` outside brackets and
-  // strings, brackets that never close more than they opened. What makes
-  // it a valid value is left to the Service's one parse; this only makes
-  // sure the body cannot add keys to the request line around it
-  // (`{}, "id": 1`) or close it early.
-  class BodyShape {
-   public:
-    void feed(std::string_view piece);
-    bool one_value() const { return !bad_; }
-    bool blank() const { return !seen_; }  // nothing but JSON whitespace
-
-   private:
-    JsonStrings strings_;
-    int depth_ = 0;
-    bool bad_ = false, seen_ = false;
-  };
   struct Pending {
-    std::string text;  // the request line, or a refusal's answer line
-    bool answer = false;
+    bool answer = false;  // a refusal: `refusal` is its answer
+    Answer refusal;
+    RequestKind kind = RequestKind::Event;  // a request: what its route says
+    std::string name, body, key;
+    bool has_key = false;
     HttpResponseHead head;
   };
   static int on_message_begin(http_parser* p);
@@ -163,9 +148,8 @@ class HttpFramer {
   // The message being parsed.
   std::string url_;
   size_t body_bytes_ = 0;
-  BodyShape body_shape_;  // the args' body, as read
   bool in_message_ = false;
-  bool args_ = false;  // the body is the request's args (an event's or a query's)
+  bool keep_body_ = false;  // the body is the request's args (an event's or a query's)
   bool prometheus_ = false;  // GET /metrics
   // The header being read (its name, lower-cased, its first
   // kMaxHeaderName bytes: enough to tell the names read here from any
@@ -175,8 +159,6 @@ class HttpFramer {
   size_t header_name_size_ = 0;
   std::string_view header_name() const { return {header_name_, header_name_size_}; }
   bool in_value_ = false;
-  bool has_key_ = false;
-  std::string key_;
   std::string expect_;          // the Expect header's value, lower-cased
   bool continue_owed_ = false;  // it was 100-continue and the body is not here yet
   bool body_too_long_ = false;
@@ -189,20 +171,22 @@ class HttpFramer {
   int refuse_status_ = 0;  // refused at its headers; its body is read and dropped
   std::string refuse_message_;
   std::string_view allow_;
-  // The last event or query routed: its method, its target, and the start
-  // of its request line. A client that sends one kind of request over and
+  // The last event or query routed: its method, its target, and what the
+  // route made of them. A client that sends one kind of request over and
   // over is routed once.
   unsigned last_method_ = ~0u;
-  std::string last_url_, last_prefix_;
+  std::string last_url_, last_name_;
+  RequestKind last_kind_ = RequestKind::Event;
   // The next piece, parsed ahead; `handed_` holds the one handed out.
   Pending next_, handed_;
   bool have_ = false;
   bool stop_ = false;  // the piece parsed ahead is the connection's last
   std::deque<HttpResponseHead> owed_;  // responses owed, in order
-  std::string metrics_text_;  // a GET /metrics body being made (reused)
+  std::string body_text_;  // a response's body being made (reused)
 };
 
 // ---- the client side (aup call, aup shell, bench/server) ----
+// (The client's requests are request lines of the line protocol, made HTTP.)
 
 // The HTTP request for a request line of the line protocol: an event is
 // POST /events/NAME, a query POST /queries/NAME, the schema GET /schema,

@@ -16,7 +16,7 @@
 #include <cstring>
 
 #include "runtime/http.h"
-#include "runtime/reply.h"
+#include "runtime/answer.h"
 
 namespace aup::runtime {
 
@@ -181,10 +181,14 @@ void set_interest(int epfd, int fd, uint64_t tag, uint32_t want, uint32_t& inter
   interest = want;
 }
 
-Acceptor::Acceptor(int listen_fd, int epfd, uint64_t tag, uint32_t max_connections, bool http)
-    : listen_fd_(listen_fd), epfd_(epfd), tag_(tag), max_connections_(max_connections) {
+Acceptor::Acceptor(int listen_fd, int epfd, uint64_t tag, uint32_t max_connections, bool http, bool shared)
+    : listen_fd_(listen_fd), epfd_(epfd), tag_(tag), max_connections_(max_connections),
+      events_(EPOLLIN | (shared ? EPOLLEXCLUSIVE : 0u)) {
+  Answer refused;
+  refused.fail(Code::Unavailable, fmt::format("too many connections (the limit is {})", max_connections));
   std::string answer;
-  append_error(answer, {}, "unavailable", fmt::format("too many connections (the limit is {})", max_connections));
+  append_answer(answer, refused, false);
+  answer += '\n';
   if (http) {
     HttpResponseHead head;
     head.status = 503;
@@ -192,8 +196,12 @@ Acceptor::Acceptor(int listen_fd, int epfd, uint64_t tag, uint32_t max_connectio
     append_http_head(refusal_, head, answer.size());
   }
   refusal_ += answer;
+  watch();
+}
+
+void Acceptor::watch() {
   epoll_event ev{};
-  ev.events = EPOLLIN;
+  ev.events = events_;
   ev.data.u64 = tag_;
   ::epoll_ctl(epfd_, EPOLL_CTL_ADD, listen_fd_, &ev);
 }
@@ -228,10 +236,7 @@ int Acceptor::accept_next(uint32_t open_connections, bool stopping) {
 
 void Acceptor::resume(bool stopping) {
   if (!paused_ || stopping || std::chrono::steady_clock::now() < resume_at_) return;
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.u64 = tag_;
-  ::epoll_ctl(epfd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+  watch();
   paused_ = false;
 }
 

@@ -50,7 +50,10 @@ void set_interest(int epfd, int fd, uint64_t tag, uint32_t want, uint32_t& inter
 // resume().
 class Acceptor {
  public:
-  Acceptor(int listen_fd, int epfd, uint64_t tag, uint32_t max_connections, bool http);
+  // `shared`: other threads' epolls watch the same listener (each of
+  // several serving threads has an Acceptor for it): each connection
+  // wakes one of them (EPOLLEXCLUSIVE).
+  Acceptor(int listen_fd, int epfd, uint64_t tag, uint32_t max_connections, bool http, bool shared);
   // The next admitted connection (non-blocking, close-on-exec, TCP_NODELAY),
   // or -1 when none waits. While `stopping`, connections are closed unread.
   int accept_next(uint32_t open_connections, bool stopping);
@@ -60,10 +63,13 @@ class Acceptor {
   uint64_t refused() const { return refused_; }
 
  private:
+  void watch();
+
   int listen_fd_;
   int epfd_;
   uint64_t tag_;
   uint32_t max_connections_;
+  uint32_t events_;  // what it watches the listener for
   std::string refusal_;  // what a connection past the limit is sent
   bool paused_ = false;
   std::chrono::steady_clock::time_point resume_at_;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cassert>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -14,7 +15,8 @@
 namespace aup::runtime {
 
 std::string_view fail_code_name(size_t i) {
-  return i == kUnavailableCode ? "unavailable" : vm::error_code_name(static_cast<vm::ErrorCode>(i));
+  assert(i < kFailCodes);
+  return code_name(static_cast<Code>(i));
 }
 
 // ---- the table ------------------------------------------------------------------------
@@ -146,18 +148,6 @@ void prometheus_text(const MetricSample& s, std::string& out) {
       out += fmt::format("{}{{code=\"{}\"}} {}\n", name, fail_code_name(c), s.by_code[c]);
     }
   }
-}
-
-bool prometheus_from_stats(std::string_view answer, std::string& out) {
-  JsonDoc doc;
-  std::string error;
-  if (!doc.parse(answer, error) || doc.node(doc.root()).kind != JsonNode::Kind::Object) return false;
-  uint32_t ok = doc.member(doc.root(), "ok"), result = doc.member(doc.root(), "result");
-  if (!ok || doc.node(ok).kind != JsonNode::Kind::True || !result) return false;
-  MetricSample s;
-  if (!sample_from_json(doc.node(result).raw, s, error)) return false;
-  prometheus_text(s, out);
-  return true;
 }
 
 // ---- LatencyWindow --------------------------------------------------------------------

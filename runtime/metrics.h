@@ -1,8 +1,8 @@
 // What `{"stats":{}}` answers and `GET /metrics` exposes (docs/protocol.md,
 // docs/operations.md "Monitoring"): counters and gauges of a running
 // `aup run`, from one table of descriptors (kMetrics), so the JSON answer
-// and the Prometheus text can never disagree: the text is made from the
-// JSON answer itself (prometheus_from_stats).
+// and the Prometheus text can never disagree: both are written from one
+// MetricSample (stats_json, prometheus_text).
 //
 // Threads. The stats request is answered wherever it is read: on the owner
 // (stdin, --io-threads 0) or on an I/O thread. So every figure is one that
@@ -29,8 +29,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/code.h"
 #include "storage/latency.h"
-#include "vm/interp.h"
 
 namespace aup::vm {
 class State;
@@ -51,11 +51,10 @@ class OwnedCounter {
   std::atomic<uint64_t> v_{0};
 };
 
-// The codes an event can fail with, as the Service answers them: the
-// VM's (vm/interp.h), then `unavailable` (refused: the store cannot write).
-inline constexpr size_t kVmCodes = static_cast<size_t>(vm::ErrorCode::Budget) + 1;
-inline constexpr size_t kFailCodes = kVmCodes + 1;
-inline constexpr size_t kUnavailableCode = kVmCodes;
+// The codes an event can fail with (runtime/code.h): the VM's, then
+// `unavailable` (refused: the store cannot write), by their Code.
+inline constexpr size_t kFailCodes = kEventFailCodes;
+inline constexpr size_t kUnavailableCode = static_cast<size_t>(Code::Unavailable);
 std::string_view fail_code_name(size_t i);
 
 // ---- the table ------------------------------------------------------------------------
@@ -92,9 +91,6 @@ void stats_json(const MetricSample& s, std::string& out);
 bool sample_from_json(std::string_view result, MetricSample& s, std::string& error);
 // The Prometheus text exposition format (version 0.0.4).
 void prometheus_text(const MetricSample& s, std::string& out);
-// GET /metrics: the text for an answer line of `{"stats":{}}`; false (and
-// nothing written) when the answer is not an ok stats answer.
-bool prometheus_from_stats(std::string_view answer, std::string& out);
 
 // ---- commit latency over the last minute --------------------------------------------
 

@@ -1,82 +1,62 @@
-// `aup run --listen`: the request protocol over many connections
+// `aup run --listen`: the request protocol over many connections, one
+// server for every transport (Unix, TCP, HTTP) and every --io-threads
 // (docs/architecture.md, docs/protocol.md).
 //
-// Two ways to serve, chosen by --io-threads. With 0 (the default when the
-// process may run on at most two CPUs) the owner thread serves the connections
-// itself and runs each request to completion: owner_server.h. With N >= 1,
-// as the rest of this comment says:
-//   - the owner (the calling thread) applies every event, in the order the
-//     I/O threads handed them over, commits them in batches (one log entry,
-//     one fdatasync) and publishes a snapshot before any answer leaves;
-//   - a fixed set of I/O threads, each with its own epoll, owns its
-//     connections: reads and splits lines, answers bad requests and runs
-//     queries itself (against the newest snapshot, never on the owner),
-//     hands events to the owner, and writes answers in request order.
+//   bytes ─► Framer ─► Service::prepare ─► Committer::take ─► commit ─► Framer ─► Outbox ─► bytes
+//           (lines or   (parse once: a      (apply, or run    (one log    (an answer  (one send
+//            HTTP)       typed Request)      the query)        entry, its  line, or an  a turn)
+//                                                              fate)       HTTP response)
 //
-// Group commit: the owner takes every event waiting when it is free, up to
-// --max-batch. It never waits on purpose to gather more: whatever arrives
-// while it applies and syncs a batch is the next batch, so a slow disk
-// makes batches large and a fast one (or --memory) never leaves the owner
-// idle while work waits.
+// A Loop (loop.h) is one thread's epoll over its connections: each turn it
+// reads once from every ready connection, takes their requests, ends the
+// batch, and writes each connection's answers with one send. What it does
+// with a request is its Dispatch's to say, and that is all that differs
+// between the two ways to serve:
+//   - --io-threads 0 (the default on at most two CPUs): the owner thread
+//     runs the one Loop itself and takes every request into its Committer
+//     (committer.h), on the live state: a query reads every earlier request
+//     of the batch, and every answer leaves once the batch is durable.
+//     Nothing crosses a thread on the request path: on one core, handing
+//     requests and answers between threads cost more than applying them
+//     (docs/benchmarks.md).
+//   - --io-threads N: N Loops on threads of their own read, parse and
+//     write; a query (or schema, stats) of a connection with nothing
+//     unanswered runs there at once, on the newest published snapshot;
+//     everything else, events and whatever follows them on the same
+//     connection, goes to the owner thread, whose Committer runs it as
+//     above and publishes a snapshot before any of the batch's answers
+//     leave. Either way a connection's answers come in its request order,
+//     and a query reads every earlier event of its connection.
 //
-// A connection's requests are handled in order: an event is answered once
-// its batch is durable; a query waits until the events before it on the
-// same connection are answered, then reads a snapshot that holds them (and
-// every event answered to anyone before it arrived); nothing after a
-// waiting query is read until it has run. An event whose client has gone
-// still commits; its answer is dropped.
+// Group commit: a batch is everything taken while the owner was busy, up
+// to --max-batch events. It never waits on purpose to gather more, so a
+// slow disk makes batches large and a fast one (or --memory) never leaves
+// the owner idle while work waits. An event whose client has gone still
+// commits; its answer is dropped.
 //
-// Every address of --listen is served by the same threads and pipeline;
-// an `http://` one speaks HTTP (http.h), framed per connection (framer.h).
+// Limits and back-pressure: connections (more are answered `unavailable`
+// and closed), line size (bad_request, the line skipped), requests taken
+// but not yet answered per connection (--max-pending), and answer bytes
+// waiting for a client (--max-output): past either of the last two the
+// connection is not read (nor its buffered requests taken) until that
+// clears, so a client that never reads holds at most that much memory.
 //
-// Limits: connections (more are answered `unavailable` and closed), line
-// size (bad_request, the line skipped), requests read but not yet answered
-// per connection, and answer bytes waiting for a client: past either of
-// the last two the connection is not read until it drains (back-pressure),
-// so a client that never reads holds at most that much memory.
-//
-// SIGINT/SIGTERM: stop accepting and reading; the events already handed to
-// the owner are committed and answered; answers are flushed (for at most a
-// few seconds); exit 0.
+// SIGINT/SIGTERM: stop accepting and reading; what was taken is committed
+// and answered; answers are flushed for at most a few seconds; exit 0.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
 #include <cstdio>
-#include <optional>
-#include <string>
-#include <vector>
 
 #include "runtime/durability.h"
-#include "runtime/http.h"
-#include "runtime/listener.h"
-#include "runtime/pipeline.h"
+#include "runtime/server_options.h"
 #include "runtime/service.h"
+#include "vm/state.h"
 
 namespace aup::runtime {
 
-struct ServerOptions {
-  // "unix:PATH", "HOST:PORT", ":PORT" (the line protocol), "http://HOST:PORT"
-  std::vector<std::string> listen;
-  uint32_t http_timeout_seconds = kDefaultHttpTimeoutSeconds;  // an HTTP request to arrive whole
-  uint32_t io_threads = 2;             // 0: the owner serves them (owner_server.h)
-  uint32_t max_connections = 1024;
-  uint32_t max_pending = 1024;         // per connection: read, not yet answered
-  size_t max_output_bytes = size_t{16} << 20;  // per connection: answers not yet taken
-  size_t max_line_bytes = kDefaultMaxLineBytes;
-  uint32_t max_batch = 0;              // events per commit; 0: every one waiting
-  std::optional<double> fixed_now;
-  bool stats = false;                  // a line a second on `err`
-  ServiceOptions service;
-};
-
-// --io-threads by default: 0 (the owner serves the connections itself,
-// owner_server.h) when this process may run on at most two CPUs, else 2.
-uint32_t default_io_threads();
-
 // Serves until SIGINT/SIGTERM. `owner` applies events to `state`;
 // `durability` commits them. Returns the exit code: 0 after a signal, 2
-// when the address cannot be listened on (the reason on `err`).
+// when an address cannot be listened on (the reason on `err`).
 int serve_socket(Service& owner, vm::State& state, Durability& durability, const ServerOptions& o,
                  std::FILE* err);
 

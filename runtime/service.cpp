@@ -4,7 +4,6 @@
 
 #include "runtime/convert.h"
 #include "runtime/keys.h"
-#include "runtime/reply.h"
 #include "runtime/schema.h"
 
 namespace aup::runtime {
@@ -47,6 +46,75 @@ std::string return_positions(const vm::Module& m, const vm::Function& f) {
   return s;
 }
 
+// An idempotency key (runtime/keys.h): a text of 1 to
+// kMaxIdempotencyKeyBytes bytes, on an event (a query changes nothing).
+std::string key_problem(RequestKind kind, const JsonNode* n, std::string_view key) {
+  if (kind != RequestKind::Event) return "`key` is for events: a query or a schema request changes nothing";
+  if (n && n->kind != JsonNode::Kind::String) return "`key` must be a string";
+  if (key.empty()) return "`key` must not be empty";
+  if (key.size() > kMaxIdempotencyKeyBytes) {
+    return fmt::format("`key` is {} bytes; at most {}", key.size(), kMaxIdempotencyKeyBytes);
+  }
+  return {};
+}
+
+// The members of a request object, by name; the first problem found.
+struct Members {
+  static constexpr uint32_t kNone = kNoArgs;
+  uint32_t event = kNone, query = kNone, schema = kNone, stats = kNone, args = kNone, id = kNone, key = kNone;
+  std::string problem;
+
+  void read(const JsonDoc& doc) {
+    const JsonNode& root = doc.node(doc.root());
+    uint32_t k = doc.first_child(doc.root());
+    for (uint32_t i = 0; i < root.count; ++i, k = doc.after(k + 1)) {
+      std::string_view name = doc.node(k).str;
+      uint32_t* slot = name == "event"    ? &event
+                       : name == "query"  ? &query
+                       : name == "schema" ? &schema
+                       : name == "stats"  ? &stats
+                       : name == "args"   ? &args
+                       : name == "id"     ? &id
+                       : name == "key"    ? &key
+                                          : nullptr;
+      if (!slot) {
+        note(fmt::format("unknown key `{}`; a request has `event` or `query`, `args`, `id` and `key`", name));
+      } else if (*slot != kNone) {
+        note(fmt::format("key `{}` appears twice", name));
+      } else {
+        *slot = k + 1;
+      }
+    }
+  }
+  void note(std::string p) {
+    if (problem.empty()) problem = std::move(p);
+  }
+  // `{"schema": {}}` and `{"stats": {}}`: nothing else beside them but an
+  // id, and an empty object, so that options can be added later without
+  // changing what today's requests mean.
+  void check_special(const JsonDoc& doc) {
+    bool schema_req = schema != kNone;
+    std::string_view what = schema_req ? "schema" : "stats";
+    if (event != kNone || query != kNone || args != kNone) {
+      note(schema_req ? "a `schema` request has no `event`, `query` or `args`"
+                      : "a `stats` request has no `event`, `query`, `schema` or `args`");
+    } else if (schema_req && stats != kNone) {
+      note("a request has `schema` or `stats`, not both");
+    }
+    const JsonNode& n = doc.node(schema_req ? schema : stats);
+    if (n.kind != JsonNode::Kind::Object || n.count != 0) note(fmt::format("`{}` must be the empty object {{}}", what));
+  }
+  void check_target(const JsonDoc& doc) {
+    if (event != kNone && query != kNone) {
+      note("a request has `event` or `query`, not both");
+    } else if (event == kNone && query == kNone) {
+      note("a request needs `event` or `query`");
+    } else if (doc.node(event != kNone ? event : query).kind != JsonNode::Kind::String) {
+      note(fmt::format("`{}` must be a string", event != kNone ? "event" : "query"));
+    }
+  }
+};
+
 }  // namespace
 
 Service::Service(const vm::Module& m, vm::State& s, ServiceOptions o)
@@ -60,361 +128,325 @@ Service::~Service() {
   if (metrics_) metrics_->unwatch(&counters_);
 }
 
-void Service::reply_ok(const std::string* body) { append_ok(*out_, id_, body); }
+// ---- prepare ----------------------------------------------------------------------------
 
-void Service::reply_error(std::string_view code, std::string_view message) {
-  append_error(*out_, id_, code, message);
+Request Service::prepare(const RequestText& text, JsonDoc& doc) const {
+  return text.form == RequestText::Form::Line ? prepare_line(text.line, doc) : prepare_route(text, doc);
 }
 
-void Service::result_failed(const ValueToJson& writer, const vm::Function& f) {
-  reply_error(vm::error_code_name(writer.code()),
-              fmt::format("{} ({})", writer.error(), return_positions(module_, f)));
+Request Service::prepare_line(std::string_view line, JsonDoc& doc) const {
+  std::string error;
+  if (!doc.parse(line, error)) return Request::refused(Code::BadRequest, "not JSON: " + error);
+  if (doc.node(doc.root()).kind != JsonNode::Kind::Object) {
+    return Request::refused(Code::BadRequest, "a request is a JSON object: {\"event\": ..., \"args\": {...}}");
+  }
+  Members m;
+  m.read(doc);
+  std::string_view id;
+  if (m.id != Members::kNone) {
+    JsonNode::Kind k = doc.node(m.id).kind;
+    if (k == JsonNode::Kind::Array || k == JsonNode::Kind::Object) {
+      m.note("`id` must be a number, a string, a bool or null");
+    } else {
+      id = doc.node(m.id).raw;
+    }
+  }
+  bool special = m.schema != Members::kNone || m.stats != Members::kNone;
+  if (m.problem.empty()) special ? m.check_special(doc) : m.check_target(doc);
+  RequestKind kind = m.schema != Members::kNone  ? RequestKind::Schema
+                     : m.stats != Members::kNone ? RequestKind::Stats
+                     : m.event != Members::kNone ? RequestKind::Event
+                                                 : RequestKind::Query;
+  std::string_view key;
+  if (m.problem.empty() && m.key != Members::kNone) {
+    const JsonNode& n = doc.node(m.key);
+    key = n.str;
+    m.note(key_problem(kind, &n, key));
+  }
+  if (!m.problem.empty()) return Request::refused(Code::BadRequest, std::move(m.problem), id);
+  if (m.args != Members::kNone && doc.node(m.args).kind != JsonNode::Kind::Object) {
+    return Request::refused(Code::BadArgs, "`args` must be an object", id);
+  }
+  std::string_view name;
+  if (!special) name = doc.node(m.event != Members::kNone ? m.event : m.query).str;
+  Request r = resolve(kind, name, doc, m.args);
+  r.id = id;
+  r.key = key;
+  return r;
+}
+
+// An HTTP request: the route gave its kind and name; the body, parsed on
+// its own, is its arguments.
+Request Service::prepare_route(const RequestText& text, JsonDoc& doc) const {
+  if (text.has_key) {
+    std::string problem = key_problem(text.kind, nullptr, text.key);
+    if (!problem.empty()) return Request::refused(Code::BadRequest, std::move(problem));
+  }
+  if (text.kind != RequestKind::Event && text.kind != RequestKind::Query) return resolve(text.kind, {}, doc, kNoArgs);
+  uint32_t args = kNoArgs;
+  if (text.body.find_first_not_of(" \t\r\n") != std::string_view::npos) {
+    std::string error;
+    if (!doc.parse(text.body, error)) return Request::refused(Code::BadRequest, "the body is not JSON: " + error);
+    if (doc.node(doc.root()).kind != JsonNode::Kind::Object) {
+      return Request::refused(Code::BadArgs, "the body must be a JSON object: the arguments by name");
+    }
+    args = doc.root();
+  }
+  Request r = resolve(text.kind, text.name, doc, args);
+  if (text.has_key) r.key = text.key;
+  return r;
+}
+
+// The event or query a name means, or an unknown_* refusal.
+Request Service::resolve(RequestKind kind, std::string_view name, const JsonDoc& doc, uint32_t args) const {
+  Request r;
+  r.kind = kind;
+  r.doc = &doc;
+  r.args = args;
+  if (kind == RequestKind::Event) {
+    int e = module_.event_index(name);
+    if (e < 0) {
+      return Request::refused(Code::UnknownEvent,
+                              fmt::format("no event `{}`; events: {}", name,
+                                          known_names(module_.events, [](const auto&) { return true; })));
+    }
+    r.target = static_cast<uint32_t>(e);
+  } else if (kind == RequestKind::Query) {
+    int q = module_.query_index(name);
+    if (q < 0) {
+      return Request::refused(Code::UnknownQuery,
+                              fmt::format("no query `{}`; queries: {}", name,
+                                          known_names(module_.functions, [](const vm::Function& f) {
+                                            return f.kind == vm::FnKind::Query;
+                                          })));
+    }
+    r.target = static_cast<uint32_t>(q);
+  }
+  return r;
+}
+
+// ---- run ----------------------------------------------------------------------------------
+
+Outcome Service::invalid(Code code, std::string_view why, Answer& out) {
+  counters_.bad_requests.inc();
+  out.fail(code, why);
+  return Outcome::Invalid;
 }
 
 // An event that failed (undone) or was refused, counted by its code.
-void Service::event_failed(std::string_view code, size_t code_index, std::string_view message) {
+void Service::event_failed(Code code, std::string_view message, Answer& out) {
   counters_.events_failed.inc();
-  counters_.failed_by_code[code_index].inc();
-  reply_error(code, message);
+  counters_.failed_by_code[static_cast<size_t>(code)].inc();
+  out.fail(code, message);
 }
 
-// An applied event: only its result for now (see finish()).
-void Service::applied(const std::string* body) {
-  has_result_ = body != nullptr;
-  if (body) *out_ += *body;
+void Service::result_failed(const ValueToJson& writer, const vm::Function& f, Answer& out) {
+  out.fail(code_of(writer.code()), fmt::format("{} ({})", writer.error(), return_positions(module_, f)));
 }
 
-Outcome Service::handle(std::string_view line, double now, std::string& out) {
-  prepare(line);
-  std::string result;
-  Outcome o = finish(now, result);
-  if (o == Outcome::EventApplied) {
-    append_ok(out, id_, has_result_ ? &result : nullptr);
-  } else {
-    out += result;
-  }
-  return o;
-}
-
-bool Service::prepare(std::string_view line) {
-  std::string error;
-  if (!own_doc_.parse(line, error)) {
-    reset();
-    parse_error_ = "not JSON: " + error;
-    return false;
-  }
-  return classify(own_doc_);
-}
-
-bool Service::prepare(const ParsedLine& parsed) {
-  if (!parsed.ok()) {
-    reset();
-    parse_error_ = "not JSON: " + parsed.error();
-    return false;
-  }
-  return classify(parsed.doc());
-}
-
-void Service::reset() {
-  id_ = {};
-  parse_error_.clear();
-  problem_.clear();
-  constexpr uint32_t kNone = JsonToValue::kNoNode;
-  event_ = query_ = schema_ = stats_ = args_ = key_ = kNone;
-  is_event_ = false;
-}
-
-// What the parsed request asks for, or what is wrong with it.
-bool Service::classify(const JsonDoc& doc) {
-  reset();
-  doc_ = &doc;
-  constexpr uint32_t kNone = JsonToValue::kNoNode;
-  const JsonNode& root = doc_->node(doc_->root());
-  if (root.kind != JsonNode::Kind::Object) {
-    parse_error_ = "a request is a JSON object: {\"event\": ..., \"args\": {...}}";
-    return false;
-  }
-  uint32_t id = kNone;
-  uint32_t key = doc_->first_child(doc_->root());
-  for (uint32_t k = 0; k < root.count; ++k) {
-    std::string_view name = doc_->node(key).str;
-    uint32_t* slot = name == "event"    ? &event_
-                     : name == "query"  ? &query_
-                     : name == "schema" ? &schema_
-                     : name == "stats"  ? &stats_
-                     : name == "args"   ? &args_
-                     : name == "id"     ? &id
-                     : name == "key"    ? &key_
-                                        : nullptr;
-    if (!slot) {
-      if (problem_.empty()) {
-        problem_ = fmt::format("unknown key `{}`; a request has `event` or `query`, `args`, `id` and `key`", name);
-      }
-    } else if (*slot != kNone) {
-      if (problem_.empty()) problem_ = fmt::format("key `{}` appears twice", name);
-    } else {
-      *slot = key + 1;
-    }
-    key = doc_->after(key + 1);
-  }
-  if (id != kNone) {
-    JsonNode::Kind k = doc_->node(id).kind;
-    if (k == JsonNode::Kind::Array || k == JsonNode::Kind::Object) {
-      if (problem_.empty()) problem_ = "`id` must be a number, a string, a bool or null";
-    } else {
-      id_ = doc_->node(id).raw;
-    }
-  }
-  if (problem_.empty() && schema_ != kNone) {
-    problem_ = schema_problem();
-  } else if (problem_.empty() && stats_ != kNone) {
-    problem_ = stats_problem();
-  } else if (problem_.empty()) {
-    if (event_ != kNone && query_ != kNone) {
-      problem_ = "a request has `event` or `query`, not both";
-    } else if (event_ == kNone && query_ == kNone) {
-      problem_ = "a request needs `event` or `query`";
-    } else if (doc_->node(event_ != kNone ? event_ : query_).kind != JsonNode::Kind::String) {
-      problem_ = fmt::format("`{}` must be a string", event_ != kNone ? "event" : "query");
-    }
-  }
-  if (problem_.empty() && key_ != kNone) problem_ = key_problem();
-  is_event_ = event_ != kNone;
-  return problem_.empty() && !is_event_;
-}
-
-// An idempotency key (runtime/keys.h): a text of 1 to
-// kMaxIdempotencyKeyBytes bytes, on an event (a query changes nothing).
-std::string Service::key_problem() const {
-  if (event_ == JsonToValue::kNoNode) return "`key` is for events: a query or a schema request changes nothing";
-  const JsonNode& n = doc_->node(key_);
-  if (n.kind != JsonNode::Kind::String) return "`key` must be a string";
-  if (n.str.empty()) return "`key` must not be empty";
-  if (n.str.size() > kMaxIdempotencyKeyBytes) {
-    return fmt::format("`key` is {} bytes; at most {}", n.str.size(), kMaxIdempotencyKeyBytes);
-  }
-  return {};
-}
-
-// `{"schema": {}}` asks for the module's description (runtime/schema.h):
-// nothing else beside it but an id, and an empty object, so that options
-// can be added later without changing what today's requests mean.
-std::string Service::schema_problem() const {
-  constexpr uint32_t kNone = JsonToValue::kNoNode;
-  if (event_ != kNone || query_ != kNone || args_ != kNone) {
-    return "a `schema` request has no `event`, `query` or `args`";
-  }
-  if (stats_ != kNone) return "a request has `schema` or `stats`, not both";
-  const JsonNode& n = doc_->node(schema_);
-  if (n.kind != JsonNode::Kind::Object || n.count != 0) return "`schema` must be the empty object {}";
-  return {};
-}
-
-// `{"stats": {}}` asks for the server's figures (runtime/metrics.h), with
-// the same rules as a schema request.
-std::string Service::stats_problem() const {
-  constexpr uint32_t kNone = JsonToValue::kNoNode;
-  if (event_ != kNone || query_ != kNone || args_ != kNone) {
-    return "a `stats` request has no `event`, `query`, `schema` or `args`";
-  }
-  const JsonNode& n = doc_->node(stats_);
-  if (n.kind != JsonNode::Kind::Object || n.count != 0) return "`stats` must be the empty object {}";
-  return {};
-}
-
-Outcome Service::finish(double now, std::string& out) {
-  out_ = &out;
-  if (!parse_error_.empty() || !problem_.empty()) {
-    counters_.bad_requests.inc();
-    reply_error("bad_request", parse_error_.empty() ? problem_ : parse_error_);
-    return Outcome::Invalid;
-  }
-  if (args_ != JsonToValue::kNoNode && doc_->node(args_).kind != JsonNode::Kind::Object) {
-    counters_.bad_requests.inc();
-    reply_error("bad_args", "`args` must be an object");
-    return Outcome::Invalid;
-  }
-  if (schema_ != JsonToValue::kNoNode) {
-    counters_.queries.inc();
-    if (schema_body_.empty()) schema_body_ = schema_json(module_);
-    reply_ok(&schema_body_);
-    return Outcome::Query;
-  }
-  if (stats_ != JsonToValue::kNoNode) {
-    // Not counted among the queries: watching the server does not move
-    // what it shows.
-    if (!metrics_) {
-      reply_error("unavailable", "this server keeps no stats");
+Outcome Service::run(const Request& r, double now, Answer& out) {
+  out.reset();
+  out.id.assign(r.id);
+  Outcome o = Outcome::Invalid;
+  switch (r.kind) {
+    case RequestKind::Refused: return invalid(r.refusal, r.why, out);
+    case RequestKind::Schema:
+      counters_.queries.inc();
+      if (schema_body_.empty()) schema_body_ = schema_json(module_);
+      out.has_result = true;
+      out.text = schema_body_;
       return Outcome::Query;
-    }
-    body_.clear();
-    stats_json(metrics_->sample(), body_);
-    reply_ok(&body_);
-    return Outcome::Query;
+    case RequestKind::Stats: return stats(out);
+    case RequestKind::Event: o = event(r, now, out); break;
+    case RequestKind::Query: o = query(r, now, out); break;
   }
-  Outcome o = is_event_ ? event(doc_->node(event_).str, args_, now) : query(doc_->node(query_).str, args_, now);
   vm_.reset_arena();
   return o;
 }
 
-Outcome Service::event(std::string_view name, uint32_t args, double now) {
-  int e = module_.event_index(name);
-  if (e < 0) {
-    counters_.bad_requests.inc();
-    reply_error("unknown_event", fmt::format("no event `{}`; events: {}", name,
-                                             known_names(module_.events, [](const auto&) { return true; })));
-    return Outcome::Invalid;
+void Service::refuse_event(const Request& r, storage::Fate fate, std::string_view why, Answer& out) {
+  out.reset();
+  out.id.assign(r.id);
+  event_failed(Code::Unavailable, why, out);
+  out.fate = fate;
+}
+
+// Not counted among the queries: watching the server does not move what
+// it shows.
+Outcome Service::stats(Answer& out) {
+  if (!metrics_) {
+    out.fail(Code::Unavailable, "this server keeps no stats");
+    return Outcome::Query;
   }
-  if (refusing_) {
-    event_failed("unavailable", kUnavailableCode, *refusing_);
-    return Outcome::EventFailed;
+  out.stats = std::make_unique<MetricSample>(metrics_->sample());
+  return Outcome::Query;
+}
+
+Outcome Service::event(const Request& r, double now, Answer& out) {
+  if (!r.key.empty() && !keys_) {
+    return invalid(Code::BadRequest, "this store keeps no idempotency keys: start `aup run` with --keys N to keep them",
+                   out);
   }
-  if (key_ != JsonToValue::kNoNode && !keys_) {
-    counters_.bad_requests.inc();
-    reply_error("bad_request", "this store keeps no idempotency keys: start `aup run` with --keys N to keep them");
-    return Outcome::Invalid;
-  }
-  const vm::EventDesc& ed = module_.events[static_cast<size_t>(e)];
-  JsonToValue reader(*doc_, vm_);
+  const vm::EventDesc& ed = module_.events[r.target];
+  JsonToValue reader(*r.doc, vm_);
   vm::Value rec;
-  if (!reader.record(args, ed.record, &rec)) {
-    counters_.bad_requests.inc();
-    reply_error(reader.code(), reader.error());
-    return Outcome::Invalid;
-  }
-  if (key_ != JsonToValue::kNoNode) return keyed_event(name, args, ed, rec, now);
-  return apply(ed, rec, now);
+  if (!reader.record(r.args, ed.record, &rec)) return invalid(reader.code(), reader.error(), out);
+  if (!r.key.empty()) return keyed_event(r, rec, now, out);
+  return apply(ed, rec, now, out);
 }
 
 // The first request with a key applies and keeps it; a later one with the
 // same event and args is answered the kept result (an applied event again:
 // its answer, too, leaves once its batch is durable, so it never claims
 // more than the first one's); anything else under the key is refused.
-Outcome Service::keyed_event(std::string_view name, uint32_t args, const vm::EventDesc& ed, vm::Value rec,
-                             double now) {
-  std::string_view key = doc_->node(key_).str;
-  digest_ = KeyTable::digest(name, *doc_, args);
-  switch (keys_->find(key, digest_, kept_answer_)) {
+Outcome Service::keyed_event(const Request& r, vm::Value rec, double now, Answer& out) {
+  const vm::EventDesc& ed = module_.events[r.target];
+  digest_ = KeyTable::digest(ed.name, *r.doc, r.args);
+  switch (keys_->find(r.key, digest_, out.text)) {
     case KeyTable::Seen::Same:
       counters_.events_ok.inc();
       counters_.events_replayed.inc();
-      applied(kept_answer_.empty() ? nullptr : &kept_answer_);
+      out.has_result = !out.text.empty();
       return Outcome::EventApplied;
     case KeyTable::Seen::Other:
-      event_failed("duplicate", static_cast<size_t>(vm::ErrorCode::Duplicate),
+      event_failed(Code::Duplicate,
                    fmt::format("key \"{}\" was used by another request (another event, or other args); "
                                "a retry sends the same event and args",
-                               key));
+                               r.key),
+                   out);
       return Outcome::EventFailed;
     case KeyTable::Seen::New: break;
   }
-  Outcome o = apply(ed, rec, now, kMaxKeptAnswerBytes);
-  if (o == Outcome::EventApplied) keys_->keep(key, digest_, has_result_ ? body_ : std::string_view{}, now);
+  Outcome o = apply(ed, rec, now, out, kMaxKeptAnswerBytes);
+  if (o == Outcome::EventApplied) keys_->keep(r.key, digest_, out.has_result ? out.text : std::string_view{}, now);
   return o;
 }
 
 // `max_answer`: the longest answer the event may have (a keyed event's is
 // kept with its key); a longer one fails it with `budget`.
-Outcome Service::apply(const vm::EventDesc& ed, vm::Value rec, double now, size_t max_answer) {
+Outcome Service::apply(const vm::EventDesc& ed, vm::Value rec, double now, Answer& out, size_t max_answer) {
   size_t mark = state_->mark();
   vm::Value result = 0;
   if (!vm_.run(ed.handler, &rec, 1, now, &result)) {
     state_->rollback(mark);
-    vm::ErrorCode code = vm_.failure().code;
-    event_failed(vm::error_code_name(code), static_cast<size_t>(code), vm_.failure().message);
+    event_failed(code_of(vm_.failure().code), vm_.failure().message, out);
     return Outcome::EventFailed;
   }
-  uint32_t type = module_.functions[ed.handler].result_type;
-  if (type == vm::kTypeVoid) {
+  const vm::Function& handler = module_.functions[ed.handler];
+  if (handler.result_type == vm::kTypeVoid) {
     counters_.events_ok.inc();
-    applied(nullptr);
     return Outcome::EventApplied;
   }
   // The result is written before the event counts as done: one that cannot
   // be sent (a number that is not finite) fails the event and undoes it.
-  body_.clear();
+  out.text.clear();
   ValueToJson writer(vm_);
-  if (!writer.write(result, type, body_)) {
+  if (!writer.write(result, handler.result_type, out.text)) {
     state_->rollback(mark);
     counters_.events_failed.inc();
     counters_.failed_by_code[static_cast<size_t>(writer.code())].inc();
-    result_failed(writer, module_.functions[ed.handler]);
+    result_failed(writer, handler, out);
     return Outcome::EventFailed;
   }
-  if (body_.size() > max_answer) {
+  if (out.text.size() > max_answer) {
     state_->rollback(mark);
-    event_failed(vm::error_code_name(vm::ErrorCode::Budget), static_cast<size_t>(vm::ErrorCode::Budget),
+    event_failed(Code::Budget,
                  fmt::format("the answer is {} bytes of JSON, and a keyed event's answer, kept with its key, "
                              "is at most {} ({})",
-                             body_.size(), max_answer, return_positions(module_, module_.functions[ed.handler])));
+                             out.text.size(), max_answer, return_positions(module_, handler)),
+                 out);
     return Outcome::EventFailed;
   }
   counters_.events_ok.inc();
-  applied(&body_);
+  out.has_result = true;
   return Outcome::EventApplied;
 }
 
-Outcome Service::query(std::string_view name, uint32_t args, double now) {
-  int q = module_.query_index(name);
-  if (q < 0) {
-    counters_.bad_requests.inc();
-    reply_error("unknown_query", fmt::format("no query `{}`; queries: {}", name,
-                                             known_names(module_.functions, [](const vm::Function& f) {
-                                               return f.kind == vm::FnKind::Query;
-                                             })));
-    return Outcome::Invalid;
-  }
-  const vm::Function& f = module_.functions[static_cast<size_t>(q)];
-  // Parameters come by name from `args`, each once, none unknown.
-  std::vector<vm::Value> params(f.param_names.size(), 0);
+// Parameters come by name from `args`, each once, none unknown; false
+// with the refusal answered.
+bool Service::query_params(const Request& r, const vm::Function& f, std::vector<vm::Value>& params, Answer& out) {
+  params.assign(f.param_names.size(), 0);
   std::vector<bool> seen(params.size(), false);
-  JsonToValue reader(*doc_, vm_);
-  if (args != JsonToValue::kNoNode) {
-    const JsonNode& obj = doc_->node(args);
-    uint32_t key = doc_->first_child(args);
-    for (uint32_t k = 0; k < obj.count; ++k, key = doc_->after(key + 1)) {
-      std::string_view pname = doc_->node(key).str;
-      size_t p = 0;
-      while (p < params.size() && f.param_names[p] != pname) ++p;
-      if (p == params.size()) {
-        counters_.bad_requests.inc();
-        reply_error("bad_args", fmt::format("unknown field `{}`", pname));
-        return Outcome::Invalid;
-      }
-      if (seen[p]) {
-        counters_.bad_requests.inc();
-        reply_error("bad_args", fmt::format("field `{}` appears twice", pname));
-        return Outcome::Invalid;
-      }
-      seen[p] = true;
-      if (!reader.value(key + 1, f.param_types[p], &params[p], pname)) {
-        counters_.bad_requests.inc();
-        reply_error(reader.code(), reader.error());
-        return Outcome::Invalid;
-      }
+  JsonToValue reader(*r.doc, vm_);
+  const JsonDoc& doc = *r.doc;
+  uint32_t count = r.args == kNoArgs ? 0 : doc.node(r.args).count;
+  uint32_t key = r.args == kNoArgs ? 0 : doc.first_child(r.args);
+  for (uint32_t k = 0; k < count; ++k, key = doc.after(key + 1)) {
+    std::string_view pname = doc.node(key).str;
+    size_t p = 0;
+    while (p < params.size() && f.param_names[p] != pname) ++p;
+    if (p == params.size() || seen[p]) {
+      invalid(Code::BadArgs, p == params.size() ? unknown_field_message(pname) : twice_field_message(pname), out);
+      return false;
+    }
+    seen[p] = true;
+    if (!reader.value(key + 1, f.param_types[p], &params[p], pname)) {
+      invalid(reader.code(), reader.error(), out);
+      return false;
     }
   }
   for (size_t p = 0; p < params.size(); ++p) {
     if (!seen[p]) {
-      counters_.bad_requests.inc();
-      reply_error("bad_args", fmt::format("missing field `{}`", f.param_names[p]));
-      return Outcome::Invalid;
+      invalid(Code::BadArgs, missing_field_message(f.param_names[p]), out);
+      return false;
     }
   }
+  return true;
+}
+
+Outcome Service::query(const Request& r, double now, Answer& out) {
+  const vm::Function& f = module_.functions[r.target];
+  std::vector<vm::Value> params;
+  if (!query_params(r, f, params, out)) return Outcome::Invalid;
   counters_.queries.inc();
   vm::Value result = 0;
-  if (!vm_.run(static_cast<uint32_t>(q), params.data(), static_cast<uint32_t>(params.size()), now, &result)) {
-    reply_error(vm::error_code_name(vm_.failure().code), vm_.failure().message);
+  if (!vm_.run(r.target, params.data(), static_cast<uint32_t>(params.size()), now, &result)) {
+    out.fail(code_of(vm_.failure().code), vm_.failure().message);
     return Outcome::Query;
   }
-  body_.clear();
+  out.text.clear();
   ValueToJson writer(vm_);
-  if (!writer.write(result, f.result_type, body_)) {
-    result_failed(writer, f);
+  if (!writer.write(result, f.result_type, out.text)) {
+    result_failed(writer, f, out);
     return Outcome::Query;
   }
-  reply_ok(&body_);
+  out.has_result = true;
   return Outcome::Query;
+}
+
+// ---- HeldRequest ---------------------------------------------------------------------------
+
+void HeldRequest::hold(const RequestText& t) {
+  form_ = t.form;
+  kind_ = t.kind;
+  has_key_ = t.has_key;
+  text_.assign(t.form == RequestText::Form::Line ? t.line : t.body);
+  name_.assign(t.name);
+  key_.assign(t.key);
+  prepared_ = false;
+}
+
+RequestText HeldRequest::text() const {
+  RequestText t;
+  t.form = form_;
+  if (form_ == RequestText::Form::Line) {
+    t.line = text_;
+  } else {
+    t.kind = kind_;
+    t.name = name_;
+    t.body = text_;
+    t.has_key = has_key_;
+    t.key = key_;
+  }
+  return t;
+}
+
+const Request& HeldRequest::prepare(const Service& service) {
+  if (!prepared_) {
+    request_ = service.prepare(text(), doc_);
+    prepared_ = true;
+  }
+  return request_;
 }
 
 }  // namespace aup::runtime

@@ -2,66 +2,80 @@
 
 #include <fmt/format.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/signalfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <string>
-#include <vector>
 
-#include "runtime/lines.h"
-#include "runtime/pipeline.h"
+#include "runtime/committer.h"
+#include "runtime/outbox.h"
+#include "runtime/signals.h"
 
 namespace aup::runtime {
 
 namespace {
 
-bool write_all(int fd, const std::string& s, std::string& error) {
-  size_t done = 0;
-  while (done < s.size()) {
-    ssize_t n = ::write(fd, s.data() + done, s.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      error = fmt::format("cannot write responses: {}", std::strerror(errno));
-      return false;
+// Writes everything waiting, waiting for the descriptor when it is full
+// (a non-blocking stdout); false with the reason when it cannot.
+bool write_all(Outbox& out, int fd, std::FILE* err) {
+  for (;;) {
+    switch (out.send_to(fd)) {
+      case Outbox::Sent::All: return true;
+      case Outbox::Sent::Some: {
+        pollfd p{fd, POLLOUT, 0};
+        ::poll(&p, 1, -1);
+        break;
+      }
+      case Outbox::Sent::Gone:
+        fmt::print(err, "aup: cannot write responses: {}\n", std::strerror(out.error()));
+        return false;
     }
-    done += static_cast<size_t>(n);
   }
-  return true;
 }
 
-// Hands every complete line read so far to the pipeline; the answers of
-// what was committed go to `out`.
-void take_lines(LineFramer& in, Service& service, Committer& batch, size_t max_line_bytes, double now,
-                std::string& out) {
-  auto deliver = [&out](uint64_t, std::string& answer) { out += answer; };
-  std::string_view line;
-  for (LineFramer::Piece p; (p = in.next(line)) != LineFramer::Piece::None;) {
-    if (p == LineFramer::Piece::TooLong) {
-      batch.add(0, too_long_answer(max_line_bytes));
-      continue;
+// The requests read so far, through the Committer into `out`.
+class StdioBatch {
+ public:
+  StdioBatch(Service& service, Durability& durability, const StdioOptions& o)
+      : service_(service), batch_(service, durability, o.max_batch), in_(Protocol::Lines, o.max_line_bytes, {}),
+        out_(/*socket=*/false) {}
+  Framer& in() { return in_; }
+  Outbox& out() { return out_; }
+  // Takes every complete request read so far; what was committed goes to
+  // the outbox.
+  void take_all(double now) {
+    auto deliver = [this](uint64_t, Answer& a) { in_.deliver(a, out_); };
+    for (Framer::Piece p; (p = in_.next(text_, refusal_)) != Framer::Piece::None;) {
+      if (p == Framer::Piece::Answer) {
+        std::swap(batch_.add(0), refusal_);
+      } else {
+        batch_.take(0, service_.prepare(text_, doc_), text_, now);
+      }
+      if (batch_.full()) batch_.commit(deliver);
     }
-    service.prepare(line);
-    batch.take(0, now, line);
-    if (batch.full()) batch.commit(deliver);
+    batch_.commit(deliver);  // everything read together: one commit, then the answers
   }
-  batch.commit(deliver);  // everything read together: one commit, then the answers
-}
+
+ private:
+  Service& service_;
+  Committer batch_;
+  Framer in_;
+  Outbox out_;
+  RequestText text_;
+  Answer refusal_;
+  JsonDoc doc_;
+};
 
 }  // namespace
 
 int serve_stdio(Service& service, Durability& durability, const StdioOptions& o, int in_fd, int out_fd,
                 std::FILE* err) {
   SignalFd signals;
-  Committer batch(service, durability, o.max_batch);
-  LineFramer in(o.max_line_bytes, 64 * 1024);
-  std::string out;
-  std::string error;
+  StdioBatch batch(service, durability, o);
   bool stop = false;
-  while (!in.eof() && !stop) {
+  while (!batch.in().eof() && !stop) {
     pollfd fds[2] = {{in_fd, POLLIN, 0}, {signals.fd(), POLLIN, 0}};
     int ready = ::poll(fds, signals.fd() >= 0 ? 2 : 1, -1);
     if (ready < 0) {
@@ -78,20 +92,14 @@ int serve_stdio(Service& service, Durability& durability, const StdioOptions& o,
       stop = true;
     }
     if (!(fds[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-    ssize_t n = in.read_from(in_fd);
+    ssize_t n = batch.in().read_from(in_fd, batch.out());
     if (n < 0) {
       if (n == -EINTR || n == -EAGAIN) continue;
       fmt::print(err, "aup: cannot read requests: {}\n", std::strerror(static_cast<int>(-n)));
       return 2;
     }
-    take_lines(in, service, batch, o.max_line_bytes, o.fixed_now ? *o.fixed_now : now_ms(), out);
-    if (!out.empty()) {
-      if (!write_all(out_fd, out, error)) {
-        fmt::print(err, "aup: {}\n", error);
-        return 2;
-      }
-      out.clear();
-    }
+    batch.take_all(o.fixed_now ? *o.fixed_now : now_ms());
+    if (!write_all(batch.out(), out_fd, err)) return 2;
   }
   durability.close();
   return 0;

@@ -6,12 +6,14 @@
 // read blocks (so a client that pipelines sees its answers promptly and a
 // batch costs one write).
 //
-// Group commit: the events of one read (up to `max_batch` of them) form a
-// batch. They are applied one after another, then made durable together
-// (Durability: one log entry, one fdatasync), and only then answered. A
-// query waits for the events before it to be committed, so it reads their
-// effect and never state that might still be undone. A batch whose commit
-// fails is rolled back and its events are answered `unavailable`. A line longer than the limit is answered with
+// The same pieces as the server's (runtime/server.h), down to the answer
+// writer: a line Framer, the Service's prepare, the Committer, an Outbox.
+// The requests of one read (up to `max_batch` events) form a batch: applied
+// one after another, made durable together (one log entry, one fdatasync),
+// and only then answered. A query in the batch reads the events before it;
+// its answer, too, waits for their commit (and it runs again should that
+// fail). A batch whose commit fails is rolled back and its events are
+// answered `unavailable`. A line longer than the limit is answered with
 // bad_request and skipped up to its newline. Blank lines are ignored; a
 // trailing `\r` is dropped. End of input: the last line (even without a
 // newline) is handled, answered, and the loop ends (exit 0). SIGINT or
@@ -26,7 +28,7 @@
 #include <optional>
 
 #include "runtime/durability.h"
-#include "runtime/pipeline.h"
+#include "runtime/framer.h"
 #include "runtime/service.h"
 
 namespace aup::runtime {

@@ -193,7 +193,8 @@ Status Store::write_first_images(const SchemaDiff& diff, StoreOpenReport& report
   return Status::good();
 }
 
-Status Store::commit(BatchEncoder& batch) {
+Status Store::commit(BatchEncoder& batch, Fate& fate) {
+  fate = Fate::NotWritten;
   if (unavailable()) return Status::error(unavailable_);
   payload_.clear();
   std::fill(entry_bytes_.begin(), entry_bytes_.end(), 0);
@@ -206,7 +207,7 @@ Status Store::commit(BatchEncoder& batch) {
   io_.point("commit.before_write");
   auto started = std::chrono::steady_clock::now();
   Status st = log_->append(seq, payload_);
-  if (!st.ok() && !log_->broken()) return Status::error("not written: " + st.message, st.err);  // e.g. ENOSPC
+  if (!st.ok() && !log_->broken()) return st;  // not written (no space for a new segment): the store carries on
   if (st.ok()) {
     io_.point("commit.after_write");
     st = log_->sync();
@@ -223,23 +224,26 @@ Status Store::commit(BatchEncoder& batch) {
       return Status::good();
     }
   }
-  return fail_commit(st);
+  return fail_commit(st, fate);
 }
 
 // A write or sync failed: the disk's state is uncertain, so the store takes
 // no more events until it is reopened (and recovery reads what is really
 // there). The batch's entry is withdrawn if that still works, so its events
 // can be answered as certainly not written.
-Status Store::fail_commit(const Status& failed) {
-  std::string why =
-      "the store takes no events since a write to the log failed (" + failed.message + "); restart aup to recover";
+Status Store::fail_commit(const Status& failed, Fate& fate) {
   // Every later event is refused with this, before it runs: not written.
-  unavailable_ = "not written: " + why;
+  unavailable_ =
+      "the store takes no events since a write to the log failed (" + failed.message + "); restart aup to recover";
   Status w = log_->withdraw();
-  if (w.ok()) return Status::error(unavailable_, failed.err);
-  return Status::error(fmt::format("perhaps written: {}; withdrawing the entry failed too ({}), so whether these "
-                                   "events survive the restart is unknown",
-                                   why, w.message),
+  if (w.ok()) {
+    fate = Fate::NotWritten;
+    return Status::error(unavailable_, failed.err);
+  }
+  fate = Fate::PerhapsWritten;
+  return Status::error(fmt::format("{}; withdrawing the entry failed too ({}), so whether these events survive the "
+                                   "restart is unknown",
+                                   unavailable_, w.message),
                        failed.err);
 }
 

@@ -87,14 +87,14 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   // Writes one batch as one log entry and syncs it. Returns when the entry
-  // is durable. A refusal's message begins with what became of the batch:
-  // "not written: ..." (certain) or "perhaps written: ..." (a failed sync
-  // whose entry could not be withdrawn either). After a failed write or
-  // sync the store is unavailable until reopened; a refusal that changed
-  // nothing (no space for a new segment) leaves it available.
-  Status commit(BatchEncoder& batch);
+  // is durable. A refusal says why, and `fate` what became of the batch:
+  // certainly not written, or perhaps written (a failed sync whose entry
+  // could not be withdrawn either). After a failed write or sync the store
+  // is unavailable until reopened; a refusal that changed nothing (no space
+  // for a new segment) leaves it available.
+  Status commit(BatchEncoder& batch, Fate& fate);
   bool unavailable() const { return !unavailable_.empty(); }
-  // The refusal of every later event ("not written: ...").
+  // Why every later event is refused (before it runs: not written).
   const std::string& unavailable_reason() const { return unavailable_; }
   uint64_t last_seq() const { return last_seq_; }
 
@@ -129,7 +129,7 @@ class Store {
   Status finish_checkpoint();
   void release_covered();
   void release_covered_now();
-  Status fail_commit(const Status& failed);
+  Status fail_commit(const Status& failed, Fate& fate);
   static void report_background(const Status& st);
 
   Io& io_;

@@ -4,15 +4,13 @@
 // (1 to 256), so requests split at any point; the rest is what the client
 // sends, then its end of input.
 //
-// Oracles: every request line the framer makes is one the Service could
-// have had over the line protocol: `{"event":NAME,"args":BODY}` (with a
-// `"key"` after the args when an Idempotency-Key header came),
-// `{"query":...}`, `{"schema":{}}` or `{"stats":{}}`, and when it is JSON
-// its object has only those keys (a body never adds one); every refusal is a `bad_request`
-// answer; no piece comes once the framer said the connection is done; and
-// the responses framed for the pieces, read back by the client's reader,
-// are one per piece, in order, each with its answer as the body and the
-// status the table gives its code.
+// Oracles: every request the framer makes is a route's: an event or a
+// query with a name (no `/` in it) and its body, the schema or the stats,
+// and the Service prepares it to that kind or refuses it; every refusal is
+// a `bad_request` answer; no piece comes once the framer said the
+// connection is done; and the responses framed for the pieces, read back
+// by the client's reader, are one per piece, in order, each with its
+// answer as the body and the status the table gives its code.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -21,7 +19,7 @@
 
 #include "runtime/durability.h"
 #include "runtime/http.h"
-#include "runtime/pipeline.h"
+#include "runtime/committer.h"
 #include "runtime/service.h"
 #include "tests/fuzz/fuzz_common.h"
 #include "vm/state.h"
@@ -52,19 +50,18 @@ Bank& bank() {
   return *b;
 }
 
-void check_request_line(std::string_view line) {
-  bool fixed = line == R"({"schema":{}})" || line == R"({"stats":{}})";
-  bool shaped = line.rfind(R"({"event":")", 0) == 0 || line.rfind(R"({"query":")", 0) == 0 || fixed;
-  if (!shaped || line.back() != '}') fuzz::oracle_failed("a request line of another shape: " + std::string(line));
-  if (fixed) return;
-  runtime::JsonDoc doc;
-  std::string error;
-  if (!doc.parse(line, error)) return;  // a body that is not JSON: the Service says bad_request
-  const runtime::JsonNode& root = doc.node(doc.root());
-  if (root.kind != runtime::JsonNode::Kind::Object) fuzz::oracle_failed("a request line that is not an object");
-  uint32_t keys = doc.member(doc.root(), "key") != 0 ? 3u : 2u;
-  if (root.count != keys || doc.member(doc.root(), "args") == 0) {
-    fuzz::oracle_failed("a body added keys to its request line: " + std::string(line));
+void check_request(const runtime::RequestText& r, const runtime::Request& prepared) {
+  using runtime::RequestKind;
+  if (r.form != runtime::RequestText::Form::Route) fuzz::oracle_failed("a request that is not a route's");
+  bool named = r.kind == RequestKind::Event || r.kind == RequestKind::Query;
+  if (named && (r.name.empty() || r.name.find('/') != std::string_view::npos)) {
+    fuzz::oracle_failed("a route's name that is no name: " + std::string(r.name));
+  }
+  if (!named && (r.kind == RequestKind::Refused || !r.body.empty() || r.has_key)) {
+    fuzz::oracle_failed("a schema or stats request with a body or key");
+  }
+  if (prepared.kind != RequestKind::Refused && prepared.kind != r.kind) {
+    fuzz::oracle_failed("a route prepared to another kind of request");
   }
 }
 
@@ -77,23 +74,22 @@ void serve(std::string_view bytes, size_t step) {
   runtime::MemoryDurability memory(state);
   runtime::Committer batch(b.service, memory, 0);
   runtime::HttpFramer framer(kMaxBody, 10s);
-  std::vector<std::string> answers;
-  std::string_view request;
-  std::string refusal;
+  std::vector<runtime::Answer> answers;
+  runtime::RequestText request;
+  runtime::Answer refusal;
+  runtime::JsonDoc doc;
   auto take = [&] {
     for (runtime::HttpFramer::Piece p; (p = framer.next(request, refusal)) != runtime::HttpFramer::Piece::None;) {
       if (p == runtime::HttpFramer::Piece::Answer) {
-        if (refusal.rfind(R"({"ok":false,"error":{"code":"bad_request")", 0) != 0) {
-          fuzz::oracle_failed("a refusal that is not bad_request: " + refusal);
-        }
-        batch.add(0, refusal);
+        if (refusal.code != runtime::Code::BadRequest) fuzz::oracle_failed("a refusal that is not bad_request");
+        std::swap(batch.add(0), refusal);
         continue;
       }
-      check_request_line(request);
-      b.service.prepare(request);
-      batch.take(0, kNow, request);
+      runtime::Request r = b.service.prepare(request, doc);
+      check_request(request, r);
+      batch.take(0, r, request, kNow);
     }
-    batch.commit([&](uint64_t, std::string& answer) { answers.push_back(answer); });
+    batch.commit([&](uint64_t, runtime::Answer& a) { answers.push_back(std::move(a)); });
   };
   for (size_t at = 0; at < bytes.size() && !framer.eof();) {
     size_t n = framer.feed(bytes.substr(at, std::min(step, bytes.size() - at)));
@@ -106,17 +102,19 @@ void serve(std::string_view bytes, size_t step) {
   b.service.rebind(b.idle);
 
   std::string responses;
-  for (const std::string& a : answers) framer.frame(a, responses);
+  for (const runtime::Answer& a : answers) framer.frame(a, responses);
   runtime::HttpAnswerReader reader;
   std::string error, body;
   if (!reader.feed(responses, error)) fuzz::oracle_failed("framed responses do not read back: " + error);
   int status = 0;
-  for (const std::string& a : answers) {
-    if (!reader.next(status, body) || body != a) fuzz::oracle_failed("a response lost or out of order");
+  for (const runtime::Answer& a : answers) {
+    std::string want;
+    runtime::append_answer(want, a, false);
+    want += '\n';
+    if (!reader.next(status, body) || body != want) fuzz::oracle_failed("a response lost or out of order");
     if (fuzz::check_answers(body) != 1) fuzz::oracle_failed("a response's body is not one answer");
-    int from_code = runtime::http_status_of_answer(a);
     // A refusal has a status of its own (404, 405, 408, 413, 431, 400).
-    if (status != from_code && a.find(R"("code":"bad_request")") == std::string::npos) {
+    if (status != runtime::http_status_for_code(a.code) && a.code != runtime::Code::BadRequest) {
       fuzz::oracle_failed("a status other than its code's");
     }
   }

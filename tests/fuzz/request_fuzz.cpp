@@ -26,7 +26,7 @@
 
 #include "tests/fuzz/fuzz_common.h"
 #include "runtime/durability.h"
-#include "runtime/pipeline.h"
+#include "runtime/committer.h"
 #include "runtime/service.h"
 #include "vm/state.h"
 
@@ -122,14 +122,19 @@ std::string answer(runtime::Service& service, vm::State& state, const std::vecto
   runtime::MemoryDurability memory(state);
   runtime::Committer batch(service, memory, 0);
   std::string answers;
-  auto deliver = [&](uint64_t, std::string& answer) {
-    if (fuzz::check_answers(answer) != 1) fuzz::oracle_failed("not one answer a line");
-    answers += answer;
+  auto deliver = [&](uint64_t, runtime::Answer& a) {
+    size_t before = answers.size();
+    runtime::append_answer_line(answers, a);
+    if (fuzz::check_answers(std::string_view(answers).substr(before)) != 1) {
+      fuzz::oracle_failed("not one answer a line");
+    }
   };
+  runtime::JsonDoc doc;
   for (std::string_view line : lines) {
-    bool query = service.prepare(line);
-    if (query && batch.events() > 0) batch.commit(deliver);
-    batch.take(0, kNow);
+    runtime::RequestText text = runtime::RequestText::of_line(line);
+    runtime::Request r = service.prepare(text, doc);
+    if (r.kind == runtime::RequestKind::Query && batch.events() > 0) batch.commit(deliver);
+    batch.take(0, r, text, kNow);
   }
   batch.commit(deliver);
   return answers;

@@ -10,6 +10,7 @@
 #include "vm/disasm.h"
 #include "tests/fuzz/fuzz_common.h"
 #include "vm/module_file.h"
+#include "runtime/committer.h"
 #include "runtime/service.h"
 #include "vm/state.h"
 
@@ -54,10 +55,14 @@ void run_module(const vm::Module& m) {
     runtime::json_append_string(line, f.name);
     lines.push_back(line + "}");
   }
+  runtime::MemoryDurability memory(state);
+  runtime::Committer batch(service, memory, 0);
   std::string out;
+  runtime::JsonDoc doc;
   for (size_t i = 0; i < lines.size() && i < kMaxRuns; ++i) {
-    service.handle(lines[i], 1.7e12, out);
-    state.commit();
+    runtime::RequestText text = runtime::RequestText::of_line(lines[i]);
+    batch.take(0, service.prepare(text, doc), text, 1.7e12);
+    batch.commit([&out](uint64_t, runtime::Answer& a) { runtime::append_answer_line(out, a); });
   }
   fuzz::check_answers(out);
 }

@@ -105,9 +105,9 @@ TEST_SUITE("convert") {
     const uint32_t num_type = vm::kTypeNum;
     vm::Value v;
     CHECK_FALSE(reader.value(1, num_type, &v));
-    CHECK(reader.code() == "bad_number");
+    CHECK(reader.code() == runtime::Code::BadNumber);
     CHECK_FALSE(reader.value(2, num_type, &v));
-    CHECK(reader.code() == "bad_args");
+    CHECK(reader.code() == runtime::Code::BadArgs);
     CHECK(reader.error() == "expected number, got string");
     CHECK(reader.value(3, num_type, &v));
     CHECK(vm::as_num(v) == 3);

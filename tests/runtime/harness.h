@@ -11,12 +11,29 @@
 
 #include "compiler/codegen.h"
 #include "compiler/compiler.h"
-#include "vm/jit/jit.h"
+#include "runtime/committer.h"
+#include "runtime/durability.h"
 #include "runtime/json.h"
 #include "runtime/service.h"
+#include "vm/jit/jit.h"
 #include "vm/state.h"
 
 namespace aup::testing {
+
+// One request line prepared and run on `service`, not committed (as the
+// events of a batch are, before its commit): what it did, and its answer
+// as the line protocol writes it (an applied event's as if committed).
+inline runtime::Outcome apply_line(runtime::Service& service, std::string_view line, double now = 0,
+                                   std::string* answer = nullptr) {
+  runtime::JsonDoc doc;
+  runtime::Answer a;
+  runtime::Outcome o = service.run(service.prepare(runtime::RequestText::of_line(line), doc), now, a);
+  if (answer) {
+    answer->clear();
+    runtime::append_answer_line(*answer, a);
+  }
+  return o;
+}
 
 class Running {
  public:
@@ -44,14 +61,18 @@ class Running {
       o.native = native_.get();
     }
     service_ = std::make_unique<runtime::Service>(*module_, *state_, o);
+    memory_ = std::make_unique<runtime::MemoryDurability>(*state_);
+    batch_ = std::make_unique<runtime::Committer>(*service_, *memory_, 0);
   }
 
-  // One request; the response line (without its newline). Commits, as
-  // --memory does.
+  // One request, a batch of its own; the response line (without its
+  // newline). Committed, as --memory commits.
   std::string call(const std::string& line, double now = 1.7e12) {
     std::string out;
-    service_->handle(line, now, out);
-    state_->commit();
+    runtime::RequestText text = runtime::RequestText::of_line(line);
+    runtime::JsonDoc doc;
+    batch_->take(0, service_->prepare(text, doc), text, now);
+    batch_->commit([&out](uint64_t, runtime::Answer& a) { runtime::append_answer_line(out, a); });
     REQUIRE(!out.empty());
     REQUIRE(out.back() == '\n');
     out.pop_back();
@@ -80,12 +101,15 @@ class Running {
 
   vm::State& state() { return *state_; }
   const vm::Module& module() const { return *module_; }
+  runtime::Service& service() { return *service_; }
 
  private:
   std::unique_ptr<vm::Module> module_;
   std::unique_ptr<vm::State> state_;
   std::unique_ptr<vm::NativeCode> native_;  // --engine jit's code, or null
   std::unique_ptr<runtime::Service> service_;
+  std::unique_ptr<runtime::MemoryDurability> memory_;
+  std::unique_ptr<runtime::Committer> batch_;
 };
 
 // The text of a source file of the project.

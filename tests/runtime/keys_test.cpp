@@ -13,6 +13,7 @@
 #include "compiler/codegen.h"
 #include "compiler/compiler.h"
 #include "runtime/service.h"
+#include "tests/runtime/harness.h"
 #include "vm/state.h"
 
 namespace aup::runtime {
@@ -71,17 +72,15 @@ class Keyed {
   }
   // One request, committed at once (as --memory does); the answer line.
   std::string call(const std::string& line, double now = 1.7e12) {
-    std::string out;
-    service_->handle(line, now, out);
+    std::string out = apply(line, now);
     state_->commit();
-    REQUIRE(!out.empty());
-    out.pop_back();
     return out;
   }
   // Applied but not committed: a batch whose commit is still to come.
   std::string apply(const std::string& line, double now = 1.7e12) {
     std::string out;
-    service_->handle(line, now, out);
+    testing::apply_line(*service_, line, now, &out);
+    REQUIRE(!out.empty());
     out.pop_back();
     return out;
   }

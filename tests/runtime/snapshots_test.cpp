@@ -42,7 +42,7 @@ std::string put(int id, int qty) {
 std::string dump(Service& reader, Snapshot* s) {
   reader.rebind(*s->view);
   std::string out;
-  reader.handle(R"({"query":"dump"})", 0, out);
+  testing::apply_line(reader, R"({"query":"dump"})", 0, &out);
   return out;
 }
 

@@ -18,6 +18,7 @@
 #include "tests/runtime/harness.h"
 #include "storage/backup.h"
 #include "storage/codec.h"
+#include "runtime/committer.h"
 #include "runtime/durability.h"
 #include "storage/image.h"
 #include "storage/key_values.h"
@@ -79,24 +80,27 @@ class Durable {
   const Status& status() const { return status_; }
   const StoreOpenReport& report() const { return report_; }
 
-  // Applies the lines as one batch; returns the responses (rewritten to
-  // `unavailable` when the commit fails).
+  // Applies the lines as one batch through the Committer; returns the
+  // responses, an event refused or undone as "unavailable: " and its
+  // message.
   std::vector<std::string> batch(const std::vector<std::string>& lines) {
-    std::vector<std::string> out;
-    std::vector<bool> applied;
+    runtime::Committer batch(*service_, *durable_, 0);
+    runtime::JsonDoc doc;
     for (const std::string& l : lines) {
-      service_->set_refusing(durable_->refusing());
-      std::string r;
-      applied.push_back(service_->handle(l, 1.7e12, r) == runtime::Outcome::EventApplied);
-      out.push_back(r);
+      runtime::RequestText text = runtime::RequestText::of_line(l);
+      batch.take(0, service_->prepare(text, doc), text, 1.7e12);
     }
-    std::string error;
-    if (!durable_->commit_batch(error)) {
-      for (size_t i = 0; i < out.size(); ++i) {
-        if (applied[i]) out[i] = "unavailable: " + error;
+    std::vector<std::string> out;
+    batch.commit([&out](uint64_t, runtime::Answer& a) {
+      std::string line;
+      if (a.code == runtime::Code::Unavailable) {
+        REQUIRE(a.fate);  // an event's: it says what became of it
+        out.push_back(fmt::format("unavailable: {}: {}", storage::fate_text(*a.fate), a.text));
+        return;
       }
-    }
-    durable_->between_batches();
+      runtime::append_answer_line(line, a);
+      out.push_back(line);
+    });
     return out;
   }
   std::string one(const std::string& line) { return batch({line})[0]; }
@@ -420,7 +424,7 @@ on nop { }
                     "sync") == 0);
     CHECK(r[1] == r[0]);
     CHECK(d.unavailable());
-    CHECK(d.one(R"({"event":"put","args":{"id":5,"qty":1}})").find(R"("code":"unavailable")") != std::string::npos);
+    CHECK(d.one(R"({"event":"put","args":{"id":5,"qty":1}})").find("unavailable: not written: the store takes no events") == 0);
     CHECK(d.one(R"({"query":"count"})") == "{\"ok\":true,\"result\":2}\n");
   }
 

@@ -71,12 +71,11 @@ TEST_SUITE("state") {
     // Apply two events without committing, as a batch would.
     size_t m0 = s.mark();
     CHECK(m0 == 0);
-    std::string out;
     runtime::Service service(run.module(), s, runtime::ServiceOptions{});
-    service.handle(R"({"event":"add","args":{"id":5,"name":"five"}})", 0, out);
+    testing::apply_line(service, R"({"event":"add","args":{"id":5,"name":"five"}})");
     size_t m1 = s.mark();
     CHECK(m1 > m0);
-    service.handle(R"({"event":"add","args":{"id":6,"name":"six"}})", 0, out);
+    testing::apply_line(service, R"({"event":"add","args":{"id":6,"name":"six"}})");
     CHECK(s.table(0).size() == 3);
     s.rollback(m1);
     CHECK(s.table(0).size() == 2);
@@ -94,13 +93,12 @@ TEST_SUITE("state") {
     // commits or rolls back after its events have finished.
     testing::Running run(kModule);
     State& s = run.state();
-    std::string out;
     runtime::Service service(run.module(), s, runtime::ServiceOptions{});
     for (int i = 0; i < 40; ++i) {
-      service.handle(R"({"event":"tadd","args":{"k":"key-)" + std::to_string(i) + R"("}})", 0, out);
+      testing::apply_line(service, R"({"event":"tadd","args":{"k":"key-)" + std::to_string(i) + R"("}})");
     }
     for (int i = 0; i < 40; ++i) {
-      service.handle(R"({"event":"tbump","args":{"k":"key-)" + std::to_string(i) + R"("}})", 0, out);
+      testing::apply_line(service, R"({"event":"tbump","args":{"k":"key-)" + std::to_string(i) + R"("}})");
     }
     CHECK(s.table(1).size() == 40);
     size_t with_text_keys = 0;

@@ -1,4 +1,5 @@
-// Small pieces the request loops (stdio_loop.cpp, the servers) share.
+// SIGINT and SIGTERM as a descriptor a loop waits on (stdin's and the
+// server's), and the clock an event's `now` comes from.
 #pragma once
 
 #include <pthread.h>

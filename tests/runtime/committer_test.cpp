@@ -1,70 +1,20 @@
-// The request pipeline's pieces (runtime/pipeline.h), each on its own: the
-// line framer over what a connection sends in arbitrary pieces, the
-// committer settling a batch's answers by its fate, and the outbox over a
-// socket that takes only part of what waits.
+// The Committer (runtime/committer.h): a batch's answers in request order,
+// each event's settled by the batch's one commit, queries that read the
+// batch run again when it fails.
+#include "runtime/committer.h"
+
 #include <doctest/doctest.h>
-#include <fcntl.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <string>
 #include <vector>
 
+#include "runtime/framer.h"
 #include "tests/runtime/harness.h"
-#include "runtime/pipeline.h"
 
 namespace aup::runtime {
 namespace {
 
-// What the framer gives for `chunks` written one after another (each read
-// takes one chunk), then the end of input: lines as they are, a line over
-// the limit as "<too long>".
-std::vector<std::string> frame(const std::vector<std::string>& chunks, size_t max_line) {
-  int fds[2];
-  REQUIRE(::pipe(fds) == 0);
-  LineFramer in(max_line, 16);
-  std::vector<std::string> out;
-  auto drain = [&] {
-    std::string_view line;
-    for (LineFramer::Piece p; (p = in.next(line)) != LineFramer::Piece::None;) {
-      out.push_back(p == LineFramer::Piece::TooLong ? "<too long>" : std::string(line));
-    }
-  };
-  for (const std::string& c : chunks) {
-    REQUIRE(::write(fds[1], c.data(), c.size()) == static_cast<ssize_t>(c.size()));
-    REQUIRE(in.read_from(fds[0]) == static_cast<ssize_t>(c.size()));
-    drain();
-  }
-  ::close(fds[1]);
-  CHECK(in.read_from(fds[0]) == 0);
-  CHECK(in.eof());
-  drain();
-  CHECK(!in.ready());
-  ::close(fds[0]);
-  return out;
-}
-
-TEST_SUITE("pipeline") {
-  TEST_CASE("lines come whole whatever pieces they arrive in; blank lines are skipped, \\r dropped") {
-    std::vector<std::string> want{"one", "two", "three"};
-    CHECK(frame({"one\ntwo\nthree\n"}, 100) == want);
-    CHECK(frame({"o", "ne\ntw", "o\r\n", "\n  \t\r\n", "three\n"}, 100) == want);
-    CHECK(frame({"one\n", "two\n", "three"}, 100) == want);  // the last line needs no newline
-  }
-
-  TEST_CASE("a line over the limit is answered once and skipped to its newline, whole or in pieces") {
-    std::string big(40, 'x');
-    CHECK(frame({"a\n" + big + "\nb\n"}, 32) == std::vector<std::string>{"a", "<too long>", "b"});
-    // Arriving in pieces: refused as soon as it is past the limit, its
-    // later pieces dropped without growing the buffer.
-    CHECK(frame({"a\n" + big, big, big + "\nb\n"}, 32) == std::vector<std::string>{"a", "<too long>", "b"});
-    // At the limit it is a line.
-    std::string at(32, 'y');
-    CHECK(frame({at + "\n"}, 32) == std::vector<std::string>{at});
-    // Unfinished at the end of input: refused, not taken as a last line.
-    CHECK(frame({"a\n" + big}, 32) == std::vector<std::string>{"a", "<too long>"});
-  }
-
+TEST_SUITE("committer") {
   const char* kBank = R"(
 record Account { id: num, balance: num }
 table accounts: Account key id
@@ -79,12 +29,13 @@ query balance(id: num) { return accounts[id].balance }
   class FakeDurability : public Durability {
    public:
     explicit FakeDurability(vm::State& s) : state_(s) {}
-    bool commit_batch(std::string& error) override {
+    bool commit_batch(storage::Fate& fate, std::string& why) override {
       ++commits;
       if (fail_next) {
         fail_next = false;
         state_.rollback(0);
-        error = "not written: the disk said no";
+        fate = storage::Fate::NotWritten;
+        why = "the disk said no";
         return false;
       }
       state_.commit();
@@ -98,23 +49,32 @@ query balance(id: num) { return accounts[id].balance }
     vm::State& state_;
   };
 
+  // What each destination was given, as the line protocol writes it.
   struct Answers {
     std::vector<std::pair<uint64_t, std::string>> got;
-    void operator()(uint64_t to, std::string& answer) { got.emplace_back(to, answer); }
+    void operator()(uint64_t to, Answer& answer) {
+      std::string line;
+      append_answer_line(line, answer);
+      got.emplace_back(to, line);
+    }
   };
+
+  // Takes one request line into the batch, as a transport does.
+  void take(Service& service, Committer& batch, uint64_t to, std::string_view line) {
+    RequestText text = RequestText::of_line(line);
+    JsonDoc doc;
+    batch.take(to, service.prepare(text, doc), text, 0);
+  }
 
   TEST_CASE("a batch's answers come in order, each event's formed once its commit succeeded") {
     testing::Running run(kBank);
     FakeDurability d(run.state());
     Service service(run.module(), run.state(), ServiceOptions{});
     Committer batch(service, d, 0);
-    service.prepare(R"({"event":"open","args":{"id":1},"id":"a"})");
-    batch.take(7, 0);
-    batch.add(8, too_long_answer(10));
-    service.prepare(R"({"event":"open","args":{"id":1},"id":"b"})");  // a duplicate: fails, answered now
-    batch.take(7, 0);
-    service.prepare(R"({"event":"touch","args":{"id":1},"id":"c"})");
-    batch.take(9, 0);
+    take(service, batch, 7, R"({"event":"open","args":{"id":1},"id":"a"})");
+    too_long(10, batch.add(8));
+    take(service, batch, 7, R"({"event":"open","args":{"id":1},"id":"b"})");  // a duplicate: fails, answered now
+    take(service, batch, 9, R"({"event":"touch","args":{"id":1},"id":"c"})");
     CHECK(batch.events() == 2);
     Answers a;
     CHECK(batch.commit(a));
@@ -135,10 +95,8 @@ query balance(id: num) { return accounts[id].balance }
     FakeDurability d(run.state());
     Service service(run.module(), run.state(), ServiceOptions{});
     Committer batch(service, d, 0);
-    service.prepare(R"({"event":"open","args":{"id":1},"id":1})");
-    batch.take(1, 0);
-    service.prepare(R"({"event":"open","args":{"id":2}})");
-    batch.take(2, 0);
+    take(service, batch, 1, R"({"event":"open","args":{"id":1},"id":1})");
+    take(service, batch, 2, R"({"event":"open","args":{"id":2}})");
     d.fail_next = true;
     Answers a;
     CHECK(!batch.commit(a));
@@ -148,19 +106,12 @@ query balance(id: num) { return accounts[id].balance }
     CHECK(a.got[1].second ==
           "{\"ok\":false,\"error\":{\"code\":\"unavailable\",\"message\":\"not written: the disk said no\"}}\n");
     // Undone: a query after it reads the state before the batch.
-    service.prepare(R"({"query":"balance","args":{"id":1}})");
-    batch.take(3, 0);
+    take(service, batch, 3, R"({"query":"balance","args":{"id":1}})");
     Answers q;
     CHECK(!batch.commit(q));  // nothing to commit: the state did not change
     CHECK(d.commits == 1);
     REQUIRE(q.got.size() == 1);
     CHECK(q.got[0].second.find("\"code\":\"not_found\"") != std::string::npos);
-  }
-
-  // Takes one request line into the batch, as a transport does.
-  void take(Service& service, Committer& batch, uint64_t to, const std::string& line) {
-    service.prepare(line);
-    batch.take(to, 0, line);
   }
 
   TEST_CASE("a query inside a batch reads the events before it, and its answer waits for their commit") {
@@ -238,41 +189,15 @@ query balance(id: num) { return accounts[id].balance }
     FakeDurability d(run.state());
     Service service(run.module(), run.state(), ServiceOptions{});
     Committer batch(service, d, 2);
-    service.prepare(R"({"event":"open","args":{"id":1}})");
-    batch.take(0, 0);
-    service.prepare(R"({"event":"touch","args":{"id":5}})");  // not_found: rolled back
-    batch.take(0, 0);
+    take(service, batch, 0, R"({"event":"open","args":{"id":1}})");
+    take(service, batch, 0, R"({"event":"touch","args":{"id":5}})");  // not_found: rolled back
     CHECK(!batch.full());
-    service.prepare(R"({"event":"open","args":{"id":2}})");
-    batch.take(0, 0);
+    take(service, batch, 0, R"({"event":"open","args":{"id":2}})");
     CHECK(batch.full());
     Answers a;
     CHECK(batch.commit(a));
     CHECK(a.got.size() == 3);
     CHECK(!batch.full());
-  }
-
-  TEST_CASE("the outbox writes what the socket takes and keeps the rest; a gone peer is reported") {
-    int sv[2];
-    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == 0);
-    Outbox out;
-    CHECK(out.send_to(sv[0]) == Outbox::Sent::All);  // nothing waits
-    out.append("hello\n");
-    CHECK(out.send_to(sv[0]) == Outbox::Sent::All);
-    CHECK(out.waiting() == 0);
-    char buf[16];
-    CHECK(::read(sv[1], buf, sizeof buf) == 6);
-    // More than the socket holds: part goes, the rest waits in order.
-    std::string big(8 << 20, 'z');
-    big.back() = '\n';
-    out.append(big);
-    CHECK(out.send_to(sv[0]) == Outbox::Sent::Some);
-    size_t left = out.waiting();
-    CHECK(left > 0);
-    CHECK(left < big.size());
-    ::close(sv[1]);
-    CHECK(out.send_to(sv[0]) == Outbox::Sent::Gone);
-    ::close(sv[0]);
   }
 }
 

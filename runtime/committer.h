@@ -1,0 +1,119 @@
+// A batch's answers in request order, and its one commit: the way every
+// server of aup keeps answers in order (stdin, the owner serving sockets,
+// the owner behind I/O threads; runtime/server.h).
+//
+//   take(to, request)  runs it now, on the live state: an event is applied
+//                      (its answer waits for the batch's fate), a query
+//                      reads every request taken before it
+//   add(to)            an answer made elsewhere (a framer's refusal), in
+//                      its place
+//   commit(deliver)    makes the batch's events durable (one log entry, one
+//                      fdatasync: Durability), settles each applied event's
+//                      answer by the batch's fate, then gives every answer
+//                      to deliver(to, answer) in request order
+//
+// A query reads the live state, so it sees every request taken before it
+// (its own connection's events among them), and its answer is held with
+// the batch's and leaves only after the events it may have read are
+// durable. Should the commit fail, those events are undone, and every
+// query that may have read them runs again on the state they left before
+// any answer leaves: no answer ever shows a change that did not become
+// durable.
+#pragma once
+
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+
+#include "runtime/answer.h"
+#include "runtime/durability.h"
+#include "runtime/request.h"
+#include "runtime/service.h"
+#include "storage/latency.h"
+
+namespace aup::runtime {
+
+class Committer {
+ public:
+  // `service` and `durability` must outlive the Committer. max_events: a
+  // batch is full at that many applied events (0: never). The service's
+  // Metrics, if any, get the store's and state's figures now, and after
+  // each batch with events.
+  Committer(Service& service, Durability& durability, uint32_t max_events);
+  Committer(const Committer&) = delete;
+  Committer& operator=(const Committer&) = delete;
+
+  // Runs request `r` for destination `to` (a connection's number). `text`
+  // is what `r` was prepared from: a query that read events of this batch
+  // keeps it, to run again should the commit fail. Returns the bytes its
+  // answer holds so far (an event's: its result), so a transport can
+  // bound what one connection's answers hold.
+  size_t take(uint64_t to, const Request& r, const RequestText& text, double now);
+  // A place in the batch for an answer made elsewhere, for the caller to
+  // fill (it is delivered as it is).
+  Answer& add(uint64_t to);
+
+  uint32_t events() const { return events_; }
+  bool full() const { return max_events_ != 0 && events_ >= max_events_; }
+  bool empty() const { return used_ == 0; }
+  // Batches committed with at least one event, and how long each commit
+  // took (for --stats; whoever reads them may empty the histogram).
+  uint64_t commits() const { return commits_; }
+  storage::LatencyHistogram& commit_latency() { return commit_latency_; }
+
+  // Makes the batch's events durable (when it has any), settles their
+  // answers, and gives every answer of the batch to deliver(to, answer) in
+  // request order. Then the Durability's between-batches work runs. True
+  // when the state changed: the batch had events and they are durable.
+  template <class Deliver>
+  bool commit(Deliver&& deliver) {
+    uint32_t events = events_;
+    bool changed = settle();
+    for (size_t i = 0; i < used_; ++i) deliver(entries_[i].to, entries_[i].answer);
+    used_ = 0;
+    events_ = 0;
+    settled_ = false;
+    durability_.between_batches();
+    if (events > 0) publish(events, changed);
+    return changed;
+  }
+
+ private:
+  struct Entry {
+    uint64_t to = 0;
+    Answer answer;
+    bool applied = false;  // an applied event: its answer is settled by the batch's fate
+    bool rerun = false;    // a query that read events of this batch: run again if the commit fails
+    HeldRequest held;      // such a query, kept
+    double now = 0;        // and its `now`
+  };
+  Entry& next_entry(uint64_t to);
+  bool settle();
+  void rerun_queries();
+  // After a batch with events: its commit and the figures of the store
+  // and the state, for the stats request (one lock; nothing per event).
+  void publish(uint32_t events, bool committed);
+
+  Service& service_;
+  Durability& durability_;
+  uint32_t max_events_;
+  // The batch is the first used_ entries; the others keep their strings'
+  // capacity, so a batch allocates nothing for its answers once one as
+  // large has passed. A deque: entries never move (a HeldRequest views
+  // its own buffers).
+  std::deque<Entry> entries_;
+  size_t used_ = 0;
+  uint32_t events_ = 0;
+  // From settle() until commit() has delivered every answer: the batch's
+  // fate is known, and it takes nothing more (a request taken then would
+  // be answered with this batch's fate, or lost when used_ is reset).
+  bool settled_ = false;
+  std::string why_;  // a failed commit's reason
+  uint64_t commits_ = 0;
+  uint64_t last_commit_ns_ = 0;  // the last settle()'s commit
+  storage::LatencyHistogram commit_latency_;
+};
+
+}  // namespace aup::runtime

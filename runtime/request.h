@@ -1,0 +1,99 @@
+// A request, from the text its protocol carried to the value the Service
+// runs (docs/protocol.md, "Requests"; the way SQLite's prepare makes a
+// statement that step runs):
+//
+//   RequestText   what a framer cut out: a line of the line protocol (the
+//                 request object), or what an HTTP request's route and body
+//                 say (runtime/http.h). Views into the framer's buffer.
+//   Request       the text parsed once and resolved against the module
+//                 (Service::prepare): its kind, its event or query, its
+//                 arguments as a parsed JSON node, its id and key; or why it
+//                 is refused. Views into the JsonDoc it was parsed into.
+//   HeldRequest   a RequestText copied to keep: handed to another thread (an
+//                 I/O thread's event for the owner), or kept to run again (a
+//                 query whose batch's commit failed).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "runtime/code.h"
+#include "runtime/json.h"
+
+namespace aup::runtime {
+
+enum class RequestKind : uint8_t { Event, Query, Schema, Stats, Refused };
+
+struct RequestText {
+  enum class Form : uint8_t { Line, Route };
+  Form form = Form::Line;
+  std::string_view line;  // Line: the request object
+  // Route (HTTP): the kind and name its method and path say, its body (the
+  // arguments; blank: none), and its Idempotency-Key.
+  RequestKind kind = RequestKind::Event;
+  std::string_view name;
+  std::string_view body;
+  bool has_key = false;
+  std::string_view key;
+
+  static RequestText of_line(std::string_view line) {
+    RequestText t;
+    t.line = line;
+    return t;
+  }
+};
+
+// No node: a request without `args` (or an HTTP request without a body).
+inline constexpr uint32_t kNoArgs = UINT32_MAX;
+
+struct Request {
+  RequestKind kind = RequestKind::Refused;
+  uint32_t target = 0;  // Event: the event's number; Query: the query's function
+  const JsonDoc* doc = nullptr;
+  uint32_t args = kNoArgs;  // Event, Query: the arguments' object node
+  std::string_view id;      // the id as written (raw JSON), or ""
+  std::string_view key;     // Event: the idempotency key, or "" (none)
+  // Refused: its code and why.
+  Code refusal = Code::BadRequest;
+  std::string why;
+
+  static Request refused(Code code, std::string why, std::string_view id = {}) {
+    Request r;
+    r.refusal = code;
+    r.why = std::move(why);
+    r.id = id;
+    return r;
+  }
+};
+
+class Service;
+
+// A request's text kept, and parsed when it is needed. It never moves once
+// it has been prepared (its Request views its own buffers): keep it where
+// it was made, or by pointer.
+class HeldRequest {
+ public:
+  HeldRequest() = default;
+  explicit HeldRequest(const RequestText& t) { hold(t); }
+  HeldRequest(const HeldRequest&) = delete;
+  HeldRequest& operator=(const HeldRequest&) = delete;
+
+  // Copies `t` (reusing this one's buffers); forgets any earlier parse.
+  void hold(const RequestText& t);
+  RequestText text() const;
+  // Parses the copy and resolves it (the first time only).
+  const Request& prepare(const Service& service);
+
+ private:
+  RequestText::Form form_ = RequestText::Form::Line;
+  RequestKind kind_ = RequestKind::Event;
+  bool has_key_ = false;
+  std::string text_;  // the line, or the body
+  std::string name_, key_;
+  JsonDoc doc_;
+  Request request_;
+  bool prepared_ = false;
+};
+
+}  // namespace aup::runtime
