@@ -5,25 +5,29 @@
 namespace aup::runtime {
 
 void append_answer(std::string& out, const Answer& a, bool with_id) {
-  out += '{';
+  // A few appends of whole pieces: this runs once for every answer.
   if (with_id && !a.id.empty()) {
-    out += "\"id\":";
+    out += "{\"id\":";
     out += a.id;
-    out += ',';
+    out += ",\"ok\":";
+  } else {
+    out += "{\"ok\":";
   }
   if (a.ok()) {
-    out += "\"ok\":true";
     if (a.stats) {
-      out += ",\"result\":";
+      out += "true,\"result\":";
       stats_json(*a.stats, out);
+      out += '}';
     } else if (a.has_result) {
-      out += ",\"result\":";
+      out += "true,\"result\":";
       out += a.text;
+      out += '}';
+    } else {
+      out += "true}";
     }
-    out += '}';
     return;
   }
-  out += "\"ok\":false,\"error\":{\"code\":\"";
+  out += "false,\"error\":{\"code\":\"";
   out += code_name(a.code);  // a plain word: nothing to escape
   out += "\",\"message\":";
   if (a.fate) {

@@ -40,7 +40,8 @@ size_t Committer::take(uint64_t to, const Request& r, const RequestText& text, d
   } else if (o == Outcome::Query && r.kind == RequestKind::Query && events_ > 0) {
     // It read events whose commit may still fail.
     e.rerun = true;
-    e.held.hold(text);
+    if (!e.held) e.held = std::make_unique<HeldRequest>();
+    e.held->hold(text);
     e.now = now;
   }
   return e.answer.text.size();
@@ -85,7 +86,7 @@ void Committer::rerun_queries() {
   for (size_t i = 0; i < used_; ++i) {
     Entry& e = entries_[i];
     if (!e.rerun) continue;
-    const Request& r = e.held.prepare(service_);
+    const Request& r = e.held->prepare(service_);
     assert(r.kind == RequestKind::Query && r.id == e.answer.id);  // the same request again
     service_.run(r, e.now, e.answer);
   }

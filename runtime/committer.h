@@ -24,8 +24,9 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/answer.h"
 #include "runtime/durability.h"
@@ -86,8 +87,8 @@ class Committer {
     Answer answer;
     bool applied = false;  // an applied event: its answer is settled by the batch's fate
     bool rerun = false;    // a query that read events of this batch: run again if the commit fails
-    HeldRequest held;      // such a query, kept
-    double now = 0;        // and its `now`
+    std::unique_ptr<HeldRequest> held;  // such a query, kept (made the first time, then reused)
+    double now = 0;                     // and its `now`
   };
   Entry& next_entry(uint64_t to);
   bool settle();
@@ -101,9 +102,8 @@ class Committer {
   uint32_t max_events_;
   // The batch is the first used_ entries; the others keep their strings'
   // capacity, so a batch allocates nothing for its answers once one as
-  // large has passed. A deque: entries never move (a HeldRequest views
-  // its own buffers).
-  std::deque<Entry> entries_;
+  // large has passed.
+  std::vector<Entry> entries_;
   size_t used_ = 0;
   uint32_t events_ = 0;
   // From settle() until commit() has delivered every answer: the batch's

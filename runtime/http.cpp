@@ -196,21 +196,22 @@ size_t HttpFramer::feed(std::string_view bytes) {
 
 HttpFramer::Piece HttpFramer::next(RequestText& request, Answer& refusal) {
   if (!have_) return Piece::None;
-  std::swap(handed_, next_);
+  Pending& handed = pieces_[ahead_];
+  ahead_ ^= 1;
   have_ = false;
-  owed_.push_back(handed_.head);
+  owed_.push_back(handed.head);
   parse_ahead();
-  if (handed_.answer) {
-    std::swap(refusal, handed_.refusal);
+  if (handed.answer) {
+    std::swap(refusal, handed.refusal);
     return Piece::Answer;
   }
   request = RequestText{};
   request.form = RequestText::Form::Route;
-  request.kind = handed_.kind;
-  request.name = handed_.name;
-  request.body = handed_.body;
-  request.has_key = handed_.has_key;
-  request.key = key_value(handed_.key);
+  request.kind = handed.kind;
+  request.name = handed.name;
+  request.body = handed.body;
+  request.has_key = handed.has_key;
+  request.key = key_value(handed.key);
   return Piece::Request;
 }
 
@@ -293,9 +294,9 @@ int HttpFramer::on_message_begin(http_parser* p) {
   f->in_message_ = true;
   f->started_ = f->read_at_;  // see read_at_
   f->url_.clear();
-  f->next_.body.clear();
-  f->next_.has_key = false;
-  f->next_.key.clear();
+  f->next_piece().body.clear();
+  f->next_piece().has_key = false;
+  f->next_piece().key.clear();
   f->refuse_status_ = 0;
   f->keep_body_ = false;
   f->prometheus_ = false;
@@ -316,7 +317,9 @@ int HttpFramer::on_url(http_parser* p, const char* at, size_t n) {
 
 // A header's name and value may each come in pieces (split across reads):
 // a name piece after a value starts the next header. Of a name, the first
-// kMaxHeaderName bytes are kept, lower-cased.
+// kMaxHeaderName bytes are kept as they came; which header it is, is known
+// once its value begins (names are compared ignoring ASCII case, and only
+// when their length is one of the two looked for: most are neither).
 int HttpFramer::on_header_field(http_parser* p, const char* at, size_t n) {
   static_assert(kMaxHeaderName > std::max(kIdempotencyHeader.size(), kExpectHeader.size()),
                 "a longer name must not look like one compared");
@@ -324,24 +327,40 @@ int HttpFramer::on_header_field(http_parser* p, const char* at, size_t n) {
   if (f->in_value_) f->header_name_size_ = 0;
   f->in_value_ = false;
   size_t take = std::min(n, kMaxHeaderName - f->header_name_size_);
-  for (size_t i = 0; i < take; ++i) f->header_name_[f->header_name_size_ + i] = ascii_lower(at[i]);
+  std::memcpy(f->header_name_ + f->header_name_size_, at, take);
   f->header_name_size_ += take;
   return 0;
 }
 
+namespace {
+// Whether `name` is `lower` (lower-case ASCII) ignoring ASCII case.
+bool named(std::string_view name, std::string_view lower) {
+  if (name.size() != lower.size()) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (ascii_lower(name[i]) != lower[i]) return false;
+  }
+  return true;
+}
+}  // namespace
+
 int HttpFramer::on_header_value(http_parser* p, const char* at, size_t n) {
   auto* f = static_cast<HttpFramer*>(p->data);
-  std::string_view name = f->header_name();
-  Pending& next = f->next_;
-  if (!f->in_value_ && name == kIdempotencyHeader) {
-    next.has_key = true;  // a second one replaces the first
-    next.key.clear();
+  Pending& next = f->next_piece();
+  if (!f->in_value_) {
+    std::string_view name = f->header_name();
+    f->header_ = named(name, kIdempotencyHeader) ? Header::Key
+                 : named(name, kExpectHeader)    ? Header::Expect
+                                                 : Header::Other;
+    if (f->header_ == Header::Key) {
+      next.has_key = true;  // a second one replaces the first
+      next.key.clear();
+    }
   }
   f->in_value_ = true;
   // Bounded by the header limit: the parser stops past it.
-  if (name == kIdempotencyHeader && next.key.size() + n <= kMaxHttpHeaderBytes) next.key.append(at, n);
+  if (f->header_ == Header::Key && next.key.size() + n <= kMaxHttpHeaderBytes) next.key.append(at, n);
   // Lower-cased, as header names are: the expectation is case-insensitive.
-  if (name == kExpectHeader && f->expect_.size() + n <= kMaxHttpHeaderBytes) {
+  if (f->header_ == Header::Expect && f->expect_.size() + n <= kMaxHttpHeaderBytes) {
     for (size_t i = 0; i < n; ++i) f->expect_ += ascii_lower(at[i]);
   }
   return 0;
@@ -361,7 +380,7 @@ int HttpFramer::on_body(http_parser* p, const char* at, size_t n) {
     f->body_too_long_ = true;
     return 1;  // stops the parser: refused, 413
   }
-  if (f->keep_body_) f->next_.body.append(at, n);  // else dropped: a refused request's, or /schema's
+  if (f->keep_body_) f->next_piece().body.append(at, n);  // else dropped: a refused request's, or /schema's
   return 0;
 }
 
@@ -433,18 +452,18 @@ void HttpFramer::route(std::string_view path) {
     refuse_status_ = 405;
     refuse_message_ = fmt::format("{} takes {}, not {}", shown(path), allow_, http_method_str(method));
   } else if (schema) {
-    next_.kind = RequestKind::Schema;
+    next_piece().kind = RequestKind::Schema;
   } else if (stats || metrics) {
-    next_.kind = RequestKind::Stats;
+    next_piece().kind = RequestKind::Stats;
     prometheus_ = metrics;
   } else {
-    next_.kind = event ? RequestKind::Event : RequestKind::Query;
-    next_.name.assign(name);
+    next_piece().kind = event ? RequestKind::Event : RequestKind::Query;
+    next_piece().name.assign(name);
     keep_body_ = true;
     last_method_ = parser_.method;
     last_url_ = url_;
-    last_kind_ = next_.kind;
-    last_name_ = next_.name;
+    last_kind_ = next_piece().kind;
+    last_name_ = next_piece().name;
   }
 }
 
@@ -452,8 +471,8 @@ void HttpFramer::route(std::string_view path) {
 // request (and route() would say so again).
 bool HttpFramer::route_again() {
   if (parser_.method != last_method_ || url_ != last_url_) return false;
-  next_.kind = last_kind_;
-  next_.name = last_name_;
+  next_piece().kind = last_kind_;
+  next_piece().name = last_name_;
   keep_body_ = true;
   return true;
 }
@@ -466,29 +485,29 @@ void HttpFramer::message_done() {
   bool keep_alive = http_should_keep_alive(&parser_) != 0 && !parser_.upgrade;
   if (refuse_status_ != 0) {
     refuse(refuse_status_, refuse_message_, !keep_alive);
-    if (refuse_status_ == 405) next_.head.allow = allow_;
+    if (refuse_status_ == 405) next_piece().head.allow = allow_;
     return;
   }
   if (!keep_body_) {  // the schema and stats routes take no arguments, nor a key
-    next_.body.clear();
-    next_.has_key = false;
+    next_piece().body.clear();
+    next_piece().has_key = false;
   }
-  next_.answer = false;
-  next_.head = HttpResponseHead{};
-  next_.head.close = !keep_alive;
-  next_.head.keep_alive_header = keep_alive && parser_.http_major == 1 && parser_.http_minor == 0;
-  next_.head.prometheus = prometheus_;
+  next_piece().answer = false;
+  next_piece().head = HttpResponseHead{};
+  next_piece().head.close = !keep_alive;
+  next_piece().head.keep_alive_header = keep_alive && parser_.http_major == 1 && parser_.http_minor == 0;
+  next_piece().head.prometheus = prometheus_;
   have_ = true;
   stop_ = !keep_alive;
 }
 
 void HttpFramer::refuse(int status, std::string_view message, bool close) {
-  next_.refusal.reset();
-  next_.refusal.fail(Code::BadRequest, message);
-  next_.answer = true;
-  next_.head = HttpResponseHead{};
-  next_.head.status = status;
-  next_.head.close = close;
+  next_piece().refusal.reset();
+  next_piece().refusal.fail(Code::BadRequest, message);
+  next_piece().answer = true;
+  next_piece().head = HttpResponseHead{};
+  next_piece().head.status = status;
+  next_piece().head.close = close;
   have_ = true;
   stop_ = close;
   in_message_ = false;

@@ -151,14 +151,16 @@ class HttpFramer {
   bool in_message_ = false;
   bool keep_body_ = false;  // the body is the request's args (an event's or a query's)
   bool prometheus_ = false;  // GET /metrics
-  // The header being read (its name, lower-cased, its first
+  // The header being read (its name as sent, its first
   // kMaxHeaderName bytes: enough to tell the names read here from any
-  // longer one), and the request's Idempotency-Key: the request line's `key`.
+  // longer one), and which of the headers read here it is.
   static constexpr size_t kMaxHeaderName = 16;
   char header_name_[kMaxHeaderName] = {};
   size_t header_name_size_ = 0;
   std::string_view header_name() const { return {header_name_, header_name_size_}; }
   bool in_value_ = false;
+  enum class Header : uint8_t { Other, Key, Expect };
+  Header header_ = Header::Other;  // the header whose value is being read
   std::string expect_;          // the Expect header's value, lower-cased
   bool continue_owed_ = false;  // it was 100-continue and the body is not here yet
   bool body_too_long_ = false;
@@ -177,8 +179,11 @@ class HttpFramer {
   unsigned last_method_ = ~0u;
   std::string last_url_, last_name_;
   RequestKind last_kind_ = RequestKind::Event;
-  // The next piece, parsed ahead; `handed_` holds the one handed out.
-  Pending next_, handed_;
+  // Two pieces: the next, parsed ahead, and the one handed out (whose
+  // views the caller holds); they trade places at each next().
+  Pending pieces_[2];
+  unsigned ahead_ = 0;
+  Pending& next_piece() { return pieces_[ahead_]; }
   bool have_ = false;
   bool stop_ = false;  // the piece parsed ahead is the connection's last
   std::deque<HttpResponseHead> owed_;  // responses owed, in order

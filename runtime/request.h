@@ -58,12 +58,10 @@ struct Request {
   Code refusal = Code::BadRequest;
   std::string why;
 
-  static Request refused(Code code, std::string why, std::string_view id = {}) {
-    Request r;
-    r.refusal = code;
-    r.why = std::move(why);
-    r.id = id;
-    return r;
+  void refuse(Code code, std::string reason) {
+    kind = RequestKind::Refused;
+    refusal = code;
+    why = std::move(reason);
   }
 };
 

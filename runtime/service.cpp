@@ -134,21 +134,27 @@ Request Service::prepare(const RequestText& text, JsonDoc& doc) const {
   return text.form == RequestText::Form::Line ? prepare_line(text.line, doc) : prepare_route(text, doc);
 }
 
+// Each of these fills one Request, returned from every path, so it is
+// made in the caller's place (no copy of it, on the path of every request).
 Request Service::prepare_line(std::string_view line, JsonDoc& doc) const {
+  Request r;
   std::string error;
-  if (!doc.parse(line, error)) return Request::refused(Code::BadRequest, "not JSON: " + error);
+  if (!doc.parse(line, error)) {
+    r.refuse(Code::BadRequest, "not JSON: " + error);
+    return r;
+  }
   if (doc.node(doc.root()).kind != JsonNode::Kind::Object) {
-    return Request::refused(Code::BadRequest, "a request is a JSON object: {\"event\": ..., \"args\": {...}}");
+    r.refuse(Code::BadRequest, "a request is a JSON object: {\"event\": ..., \"args\": {...}}");
+    return r;
   }
   Members m;
   m.read(doc);
-  std::string_view id;
   if (m.id != Members::kNone) {
     JsonNode::Kind k = doc.node(m.id).kind;
     if (k == JsonNode::Kind::Array || k == JsonNode::Kind::Object) {
       m.note("`id` must be a number, a string, a bool or null");
     } else {
-      id = doc.node(m.id).raw;
+      r.id = doc.node(m.id).raw;
     }
   }
   bool special = m.schema != Members::kNone || m.stats != Members::kNone;
@@ -157,72 +163,77 @@ Request Service::prepare_line(std::string_view line, JsonDoc& doc) const {
                      : m.stats != Members::kNone ? RequestKind::Stats
                      : m.event != Members::kNone ? RequestKind::Event
                                                  : RequestKind::Query;
-  std::string_view key;
   if (m.problem.empty() && m.key != Members::kNone) {
     const JsonNode& n = doc.node(m.key);
-    key = n.str;
-    m.note(key_problem(kind, &n, key));
+    m.note(key_problem(kind, &n, n.str));
+    r.key = n.str;
   }
-  if (!m.problem.empty()) return Request::refused(Code::BadRequest, std::move(m.problem), id);
-  if (m.args != Members::kNone && doc.node(m.args).kind != JsonNode::Kind::Object) {
-    return Request::refused(Code::BadArgs, "`args` must be an object", id);
+  if (!m.problem.empty()) {
+    r.refuse(Code::BadRequest, std::move(m.problem));
+  } else if (m.args != Members::kNone && doc.node(m.args).kind != JsonNode::Kind::Object) {
+    r.refuse(Code::BadArgs, "`args` must be an object");
+  } else {
+    std::string_view name;
+    if (!special) name = doc.node(m.event != Members::kNone ? m.event : m.query).str;
+    resolve(kind, name, doc, m.args, r);
   }
-  std::string_view name;
-  if (!special) name = doc.node(m.event != Members::kNone ? m.event : m.query).str;
-  Request r = resolve(kind, name, doc, m.args);
-  r.id = id;
-  r.key = key;
   return r;
 }
 
 // An HTTP request: the route gave its kind and name; the body, parsed on
 // its own, is its arguments.
 Request Service::prepare_route(const RequestText& text, JsonDoc& doc) const {
+  Request r;
   if (text.has_key) {
     std::string problem = key_problem(text.kind, nullptr, text.key);
-    if (!problem.empty()) return Request::refused(Code::BadRequest, std::move(problem));
+    if (!problem.empty()) {
+      r.refuse(Code::BadRequest, std::move(problem));
+      return r;
+    }
   }
-  if (text.kind != RequestKind::Event && text.kind != RequestKind::Query) return resolve(text.kind, {}, doc, kNoArgs);
   uint32_t args = kNoArgs;
-  if (text.body.find_first_not_of(" \t\r\n") != std::string_view::npos) {
+  bool named = text.kind == RequestKind::Event || text.kind == RequestKind::Query;
+  if (named && text.body.find_first_not_of(" \t\r\n") != std::string_view::npos) {
     std::string error;
-    if (!doc.parse(text.body, error)) return Request::refused(Code::BadRequest, "the body is not JSON: " + error);
+    if (!doc.parse(text.body, error)) {
+      r.refuse(Code::BadRequest, "the body is not JSON: " + error);
+      return r;
+    }
     if (doc.node(doc.root()).kind != JsonNode::Kind::Object) {
-      return Request::refused(Code::BadArgs, "the body must be a JSON object: the arguments by name");
+      r.refuse(Code::BadArgs, "the body must be a JSON object: the arguments by name");
+      return r;
     }
     args = doc.root();
   }
-  Request r = resolve(text.kind, text.name, doc, args);
+  resolve(text.kind, text.name, doc, args, r);
   if (text.has_key) r.key = text.key;
   return r;
 }
 
-// The event or query a name means, or an unknown_* refusal.
-Request Service::resolve(RequestKind kind, std::string_view name, const JsonDoc& doc, uint32_t args) const {
-  Request r;
+// The event or query a name means (into `r`), or an unknown_* refusal.
+void Service::resolve(RequestKind kind, std::string_view name, const JsonDoc& doc, uint32_t args, Request& r) const {
   r.kind = kind;
   r.doc = &doc;
   r.args = args;
   if (kind == RequestKind::Event) {
     int e = module_.event_index(name);
     if (e < 0) {
-      return Request::refused(Code::UnknownEvent,
-                              fmt::format("no event `{}`; events: {}", name,
-                                          known_names(module_.events, [](const auto&) { return true; })));
+      r.refuse(Code::UnknownEvent, fmt::format("no event `{}`; events: {}", name,
+                                               known_names(module_.events, [](const auto&) { return true; })));
+      return;
     }
     r.target = static_cast<uint32_t>(e);
   } else if (kind == RequestKind::Query) {
     int q = module_.query_index(name);
     if (q < 0) {
-      return Request::refused(Code::UnknownQuery,
-                              fmt::format("no query `{}`; queries: {}", name,
-                                          known_names(module_.functions, [](const vm::Function& f) {
-                                            return f.kind == vm::FnKind::Query;
-                                          })));
+      r.refuse(Code::UnknownQuery, fmt::format("no query `{}`; queries: {}", name,
+                                               known_names(module_.functions, [](const vm::Function& f) {
+                                                 return f.kind == vm::FnKind::Query;
+                                               })));
+      return;
     }
     r.target = static_cast<uint32_t>(q);
   }
-  return r;
 }
 
 // ---- run ----------------------------------------------------------------------------------
