@@ -83,7 +83,7 @@ void json_append_number(std::string& out, double d);
 
 // Whether the characters of JSON text, taken one at a time, lie inside a
 // string: for code that must find the structure of text it does not parse
-// (the shell's words, an HTTP body spliced into a request line).
+// (the shell's words).
 class JsonStrings {
  public:
   // Takes the next character: true when it is outside every string and
@@ -103,23 +103,6 @@ class JsonStrings {
     return !in_string_;
   }
   bool in_string() const { return in_string_; }
-  // Within a string: takes bytes up to and including its closing quote, or
-  // all of them; returns where it stopped. The same as outside() a byte at
-  // a time, in a loop with nothing else in it.
-  const char* rest_of_string(const char* p, const char* end) {
-    while (p < end) {
-      char c = *p++;
-      if (escaped_) {
-        escaped_ = false;
-      } else if (c == '\\') {
-        escaped_ = true;
-      } else if (c == '"') {
-        in_string_ = false;
-        break;
-      }
-    }
-    return p;
-  }
 
  private:
   bool in_string_ = false, escaped_ = false;

@@ -333,27 +333,6 @@ TEST_SUITE("json") {
     CHECK(outside(R"("a" "b)") == " |open");
     CHECK(outside("") == "");
   }
-
-  TEST_CASE("JsonStrings: rest_of_string stops where outside() would leave the string, split anywhere") {
-    // Each text starts within a string (its opening quote taken already).
-    for (std::string_view text : {R"(abc"tail)", R"(a\"b"c)", R"(\\"x)", R"(no end)", R"(")", R"(\)"}) {
-      JsonStrings one;
-      one.outside('"');
-      size_t expect = 0;
-      while (expect < text.size() && one.in_string()) one.outside(text[expect++]);
-      for (size_t split = 0; split <= text.size(); ++split) {
-        CAPTURE(text);
-        CAPTURE(split);
-        JsonStrings strings;
-        strings.outside('"');
-        const char* end = text.data() + text.size();
-        const char* p = strings.rest_of_string(text.data(), text.data() + split);
-        if (strings.in_string()) p = strings.rest_of_string(p, end);
-        CHECK(static_cast<size_t>(p - text.data()) == expect);
-        CHECK(strings.in_string() == one.in_string());
-      }
-    }
-  }
 }
 
 }  // namespace
