@@ -163,7 +163,7 @@ class BTree {
   size_t node_bytes() const { return node_bytes_; }
   bool is_view() const { return view_; }
   // Nodes copied because a snapshot shared them, and nodes taken from the
-  // spares instead of malloc (seed 107), since the tree was made.
+  // spares instead of malloc, since the tree was made.
   uint64_t nodes_copied() const { return copied_; }
   uint64_t nodes_recycled() const { return recycled_; }
 
@@ -218,8 +218,9 @@ class BTree {
   bool view_ = false;
   uint64_t copied_ = 0;
   uint64_t recycled_ = 0;
-  // Freed nodes kept for reuse (seed 107): allocation was most of the cost
-  // of copy-on-write. Bounded so a shrinking table gives memory back.
+  // Freed nodes kept for reuse, so that the nodes copy-on-write copies come
+  // from here rather than from malloc. Bounded so a shrinking table gives
+  // memory back.
   static constexpr size_t kMaxSpares = 64;
   std::vector<Node*> spare_leaves_;
   std::vector<Inner*> spare_inners_;

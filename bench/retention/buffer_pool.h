@@ -10,7 +10,7 @@
 // once (the copy-in-progress is counted, not hidden). Pooled free buffers
 // are a cache: they are freed (evicted) when a request would not otherwise
 // fit. Capacities are powers of two from 64 B to 16 MiB, which is why a
-// 48 KiB selection costs a 64 KiB buffer, as it did in the seed.
+// 48 KiB selection costs a 64 KiB buffer.
 #pragma once
 
 #include <array>

@@ -1,4 +1,4 @@
-// The conditions of seed 007, each run with every policy. Seed: 2,048
+// The conditions of the comparison, each run with every policy: 2,048
 // records per condition, seed 20260922, general budget 8 MiB with queue
 // limit 512, a narrow 2 MiB budget for the mixed input, a 64-slot queue as a
 // sensitivity check, a slow consumer (5 ms hold, 20 us gap) and a fast one.
@@ -28,9 +28,9 @@ struct Condition {
   ConsumerTiming timing;
 };
 
-// The seed names five of its six conditions; the sixth (mixed input under
-// the general 8 MiB budget) is our reading of "general budget 8 MiB" next
-// to "narrow budget 2 MiB" for the mixed input.
+// small-q512 is the reference; the others change its queue (small-q64),
+// its selection (large-q512), its consumer (fast-q512) or its input (the
+// mixed sizes, under the narrow 2 MiB budget and under the general 8 MiB).
 inline constexpr std::array<Condition, 6> kSeedConditions = {{
     {"small-q512", "64 KiB records, 64-byte selection; 8 MiB budget, queue 512, slow consumer",
      Shape::small_selection, 8 * kMiB, 512, kSlowConsumer},

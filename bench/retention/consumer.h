@@ -1,7 +1,6 @@
 // The slow consumer: a queued result may be written only once it has been
 // held `hold_ns` since it was queued, and only `gap_ns` after the previous
-// output was written. Both are synthetic conditions of the seed (5 ms and
-// 20 us): they make results stay queued, which is what makes retention
+// output was written. Both are synthetic conditions (5 ms and 20 us): they make results stay queued, which is what makes retention
 // matter. Writes are real file I/O (one writev per frame, no fsync).
 #pragma once
 

@@ -22,7 +22,7 @@ extern char** environ;  // POSIX: the environment passed on to each run
 namespace aup::retention {
 namespace {
 
-// The slowest seed run took half a second; a run still going after this is
+// The slowest full run takes about half a second; a run still going after this is
 // stuck, and the bench stops rather than wait for ever.
 constexpr int64_t kRunTimeoutNs = 300'000'000'000;
 // How long the driver sleeps between looks at a run when no SIGCHLD comes.

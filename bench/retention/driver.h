@@ -33,7 +33,7 @@ struct BenchOptions {
   std::string command_line;  // recorded with the results
 };
 
-// Caps what a typo can ask for; the seed's full run is 5.
+// Caps what a typo can ask for; a full run is 5.
 inline constexpr uint32_t kMaxRepetitions = 100;
 
 struct FixtureRecord {

@@ -12,7 +12,7 @@
 
 namespace aup::retention {
 
-// The seed's record shapes.
+// The record shapes the conditions use (conditions.h).
 enum class Shape : uint8_t {
   small_selection,  // 64 KiB bodies, 64-byte selection at a random offset
   large_selection,  // 64 KiB bodies, 48 KiB selection at a random offset

@@ -5,7 +5,7 @@
 // and VmHWM, the kernel's peak resident set of the process (approximate,
 // includes the program itself). VmHWM is read from /proc/self/status and
 // not from getrusage: ru_maxrss survives exec, so a process started by a
-// bigger parent can report the parent's peak (seed 007 met exactly that).
+// bigger parent can report the parent's peak (docs/retention.md, "ru_maxrss").
 // Each measured run is its own process so that both start from nothing.
 #pragma once
 

@@ -1,4 +1,4 @@
-// retention: seed 007's buffer retention comparison (docs/retention.md).
+// retention: the buffer retention comparison (docs/retention.md).
 //
 //   retention bench [--quick] ...   the whole comparison -> bench/results/
 //   retention run ...               one measured run (what bench starts)

@@ -1,8 +1,8 @@
 // One run: the reader, the bounded queue, the budgeted pool and the slow
 // consumer, with one policy. Everything but the policy is shared.
 //
-// It is one thread stepping between the reader and the consumer, as the
-// seed ran on one pinned CPU: each step either writes the head result if it
+// It is one thread stepping between the reader and the consumer, run on
+// one pinned CPU: each step either writes the head result if it
 // is due, or reads the next record if the queue has a slot and the budget
 // has room, or else sleeps until the head is due and writes it. So the
 // reader is stopped only by a full queue or a full budget, and the

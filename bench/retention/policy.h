@@ -1,4 +1,4 @@
-// The retention policies of seed 007, and the one decision most of them
+// The retention policies compared, and the one decision most of them
 // differ in: once a record's body sits in its source buffer, does the
 // selection move to its own buffer (and the source go back to the pool), or
 // does the queued result keep the whole source alive?

@@ -174,7 +174,7 @@ std::string render_json(const BenchResults& results, const std::vector<Condition
   const BenchOptions& o = results.options;
   const Environment& e = results.environment;
   std::string out = "{\n";
-  out += fmt::format("  \"benchmark\": \"retention\",\n  \"seed_report\": \"007-buffer-retention\",\n");
+  out += "  \"benchmark\": \"retention\",\n";
   out += fmt::format("  \"command\": {},\n  \"generated_utc\": {},\n", json_quote(o.command_line),
                      json_quote(e.generated_utc));
   out += fmt::format(
@@ -237,7 +237,7 @@ std::string render_markdown(const BenchResults& results, const std::vector<Condi
   const BenchOptions& o = results.options;
   const Environment& e = results.environment;
   std::string base(policy_name(o.baseline));
-  std::string out = "# Buffer retention (seed 007)\n\n";
+  std::string out = "# Buffer retention\n\n";
   out += fmt::format("Generated {} by `{}`{}.\n\n", e.generated_utc, o.command_line,
                      o.quick ? " (quick smoke run: too short to quote)" : "");
   out += fmt::format("Machine: {}, {} online CPUs, {}; {}; build {}; timer slack {} ns; {}.\n\n", e.cpu_model,

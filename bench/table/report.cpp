@@ -6,23 +6,6 @@ namespace aup::bench::table {
 
 namespace {
 
-// Seed 092's random-seek table ("안내 노드"): before and after its guide
-// nodes, on a Raspberry Pi 5 with seed 092's own C B+tree.
-struct SeedFigure {
-  size_t rows;
-  const char* before_ns;
-  const char* after_ns;
-};
-constexpr SeedFigure kSeed092[] = {
-    {1000, "129", "46"}, {30000, "193", "73"}, {300000, "384", "200–233"}, {1000000, "667", "252"}};
-
-const SeedFigure* seed_figure(size_t rows) {
-  for (const SeedFigure& f : kSeed092) {
-    if (f.rows == rows) return &f;
-  }
-  return nullptr;
-}
-
 const OpResult* find_op(const SizeResult& s, const std::string& name) {
   for (const OpResult& r : s.ops) {
     if (r.name == name) return &r;
@@ -60,10 +43,7 @@ std::string to_json(const Environment& env, const Options& o, const std::vector<
     }
     out += fmt::format("     ]}}{}\n", i + 1 < sizes.size() ? "," : "");
   }
-  out += "  ],\n";
-  out += "  \"seed_092_random_seek_ns_raspberry_pi_5\": {\"note\": \"another machine and implementation, not measured here\", "
-         "\"rows\": [1000, 30000, 300000, 1000000], \"before\": [\"129\", \"193\", \"384\", \"667\"], "
-         "\"after\": [\"46\", \"73\", \"200-233\", \"252\"]}\n";
+  out += "  ]\n";
   out += "}\n";
   return out;
 }
@@ -82,21 +62,15 @@ std::string to_markdown(const Environment& env, const Options& o, const std::vec
       o.probes, o.reps);
 
   md += "## Random find\n\n";
-  md += "| rows | aup `find` ns | `std::map::find` ns | aup / std::map | seed 092 before (Pi 5, other machine) | "
-        "seed 092 after (Pi 5, other machine) |\n";
-  md += "|---:|---:|---:|---:|---:|---:|\n";
+  md += "| rows | aup `find` ns | `std::map::find` ns | aup / std::map |\n";
+  md += "|---:|---:|---:|---:|\n";
   for (const SizeResult& s : sizes) {
     const OpResult* f = find_op(s, "find");
     if (!f) continue;
-    const SeedFigure* seed = seed_figure(s.rows);
-    md += fmt::format("| {} | {:.1f} | {:.1f} | {:.2f} | {} | {} |\n", grouped(s.rows), median(f->aup_ns),
-                      median(f->base_ns), ratio_median(*f), seed ? seed->before_ns : "–",
-                      seed ? seed->after_ns : "–");
+    md += fmt::format("| {} | {:.1f} | {:.1f} | {:.2f} |\n", grouped(s.rows), median(f->aup_ns),
+                      median(f->base_ns), ratio_median(*f));
   }
-  md += "\nThe seed 092 columns are copied from seed 092's report (an earlier TPC-C study, not in this "
-        "repository; its section on guide nodes): a different "
-        "machine (Raspberry Pi 5) and a different B+tree (seed 092's, before and after its guide nodes). "
-        "They were not measured here; compare trends, not absolute times.\n\n";
+  md += "\n";
 
   md += "## Every operation\n\n";
   md += "| operation | rows | aup ns/op | baseline ns/op | aup / baseline | aup side | baseline |\n";

@@ -22,7 +22,8 @@ constexpr int kCdfTailPoints = 49;
 constexpr double kCdfBodyEnd = 0.99;
 constexpr double kCdfTailDecades = 5;  // 0.99999: beyond a 20 s run's rank precision at lower rates
 
-// The goals (docs/benchmarks.md, "TPC-C", from the seed results).
+// The goals the report sets the ratios against; it states them beside the
+// ratios (docs/benchmarks.md, "TPC-C against SQLite").
 constexpr Goal kRamOverBestTuned{4.0, true};
 constexpr Goal kDiskOverGrouped{7.0, true};
 constexpr uint32_t kDiskGoalTerminals = 64;

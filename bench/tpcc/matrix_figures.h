@@ -2,7 +2,7 @@
 // figures (a few numbers and a downsampled latency CDF, so that a long
 // matrix holds kilobytes per run, not its million latencies), the medians
 // of a cell over its repetitions, and the aup/SQLite ratios set against
-// the goals of docs/benchmarks.md ("TPC-C").
+// the goals in matrix_figures.cpp.
 #pragma once
 
 #include <array>

@@ -11,7 +11,7 @@ namespace aup::retention {
 namespace {
 
 TEST_SUITE("driver") {
-  TEST_CASE("the seed's conditions") {
+  TEST_CASE("the six conditions") {
     CHECK(kSeedRecords == 2048);
     CHECK(kSeedRecordSeed == 20260922);
     std::set<std::string_view> names;

@@ -19,7 +19,7 @@ TEST_SUITE("fixture") {
     CHECK_FALSE(parse_shape("huge").has_value());
   }
 
-  TEST_CASE("the seed's shapes: 64 KiB with 64 B or 48 KiB, mixed 4..256 KiB") {
+  TEST_CASE("the shapes: 64 KiB with 64 B or 48 KiB, mixed 4..256 KiB") {
     SplitMix64 rng(20260922);
     for (int i = 0; i < 2000; ++i) {
       RecordHeader small = draw_record(Shape::small_selection, rng);

@@ -10,7 +10,7 @@ CopyQuestion q(uint64_t source, uint64_t selection, uint64_t live = 0, uint64_t 
 }
 
 TEST_SUITE("policy") {
-  TEST_CASE("names round-trip; the eight of the seed") {
+  TEST_CASE("names round-trip; all eight") {
     CHECK(kAllPolicies.size() == 8);
     for (Policy p : kAllPolicies) CHECK(parse_policy(policy_name(p)) == p);
     CHECK_FALSE(parse_policy("share").has_value());
@@ -35,7 +35,7 @@ TEST_SUITE("policy") {
     CHECK_FALSE(should_copy(Policy::threshold4, q(128, 64)));
     CHECK(should_copy(Policy::threshold8, q(512, 64)));
     CHECK_FALSE(should_copy(Policy::threshold8, q(256, 64)));
-    // The seed's 48 KiB selection of a 64 KiB record: both 64 KiB buffers.
+    // The 48 KiB selection of a 64 KiB record: both 64 KiB buffers.
     CHECK_FALSE(should_copy(Policy::threshold2, q(65536, 65536)));
   }
 

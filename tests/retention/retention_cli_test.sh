@@ -2,7 +2,7 @@
 # `retention` as a user meets it: byte-exact outputs across policies, the
 # failures (truncated input, invalid range, budget too small, a full disk,
 # usage) with their messages and exit codes, a clean stop on SIGTERM, the
-# RSS regression check of seed 007. (retention_bench_test.sh runs the
+# VmHWM check of a retained source. (retention_bench_test.sh runs the
 # quick bench.)
 # Usage: retention_cli_test.sh RETENTION SANITIZE(none|address,...)
 # No check depends on how long anything takes; waits are bounded loops.
@@ -99,7 +99,7 @@ grep -q "reclaimed=1" "$tmp/term.stats" || fail "SIGTERM stats: $(cat "$tmp/term
 [ "$(wc -c <"$tmp/term.out")" -eq 72 ] || fail "SIGTERM: the output is not exactly one whole frame"
 cmp -s -n 72 "$tmp/term.out" "$tmp/small.expected" || fail "SIGTERM: the one frame differs"
 
-# Seed 007's RSS regression: a large source kept alive must show in VmHWM,
+# The RSS check: a large source kept alive must show in VmHWM,
 # not only in the managed bytes. 64 records fill the 64-slot queue well
 # inside the 200 ms hold, so borrow holds 4 MiB at once; copy holds 64 B
 # selections. Sanitizers reserve and quarantine memory of their own, so
