@@ -115,6 +115,7 @@ class HandOffDispatch : public Dispatch {
   std::unique_ptr<HeldRequest> next_;  // the request being taken: kept if it goes to the owner
   Answer answer_;                      // a query's answered here (reused)
   std::vector<HandOff> out_;           // for the owner at the end of the batch
+  size_t events_out_ = 0;              // how many of them are events
 };
 
 // The owner thread behind I/O threads: takes what they hand over into its
@@ -132,8 +133,9 @@ class Owner {
     out_.resize(loops.size());
     for (auto& d : io) stats_.count(d->service());
   }
-  // Any thread.
-  void submit(uint32_t loop, std::vector<HandOff>& items);
+  // Any thread. `events`: how many of the items are events (for the
+  // stats request's events_queued).
+  void submit(uint32_t loop, std::vector<HandOff>& items, size_t events);
   void loop_stopped();
   void wake() { cv_.notify_one(); }
   // The owner thread: until every loop has stopped and nothing waits.
@@ -160,7 +162,7 @@ class Owner {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::pair<uint32_t, std::vector<HandOff>>> queue_;  // under mu_
-  size_t queued_ = 0;                                             // items in queue_, under mu_
+  size_t queued_ = 0;                                             // events in queue_, under mu_
   uint32_t running_ = 0;  // loops that may still submit, under mu_
 };
 
@@ -173,6 +175,7 @@ void HandOffDispatch::take(Loop& loop, Conn& c, const RequestText& text, double 
     run_here(loop, c, r, now);
     return;
   }
+  if (r.kind == RequestKind::Event) ++events_out_;
   out_.push_back(HandOff{c.id, std::move(next_), Answer{}, now});
   next_ = std::make_unique<HeldRequest>();
 }
@@ -194,16 +197,18 @@ void HandOffDispatch::refuse(Loop& loop, Conn& c, Answer& refusal) {
 }
 
 void HandOffDispatch::end_batch(Loop&) {
-  if (!out_.empty()) owner_.submit(loop_, out_);
+  if (out_.empty()) return;
+  owner_.submit(loop_, out_, events_out_);
+  events_out_ = 0;
 }
 
 void HandOffDispatch::stopped() { owner_.loop_stopped(); }
 
-void Owner::submit(uint32_t loop, std::vector<HandOff>& items) {
+void Owner::submit(uint32_t loop, std::vector<HandOff>& items, size_t events) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.emplace_back(loop, std::move(items));
-    queued_ += queue_.back().second.size();
+    queued_ += events;
     count_queued();
   }
   items.clear();
