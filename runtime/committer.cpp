@@ -67,6 +67,9 @@ bool Committer::settle() {
   for (size_t i = 0; i < used_; ++i) {
     Entry& e = entries_[i];
     if (!e.applied) continue;
+    // An applied event's answer is ok until its fate is known: had it been
+    // answered otherwise already, a lost write would go out as that.
+    assert(e.answer.ok() && !e.answer.fate);
     e.answer.fail(Code::Unavailable, why_);
     e.answer.fate = fate;
   }

@@ -72,6 +72,8 @@ class Committer {
   bool commit(Deliver&& deliver) {
     uint32_t events = events_;
     bool changed = settle();
+    // Changed means every event of the batch is durable: none is refused.
+    assert(!changed || events > 0);
     for (size_t i = 0; i < used_; ++i) deliver(entries_[i].to, entries_[i].answer);
     used_ = 0;
     events_ = 0;

@@ -1,5 +1,7 @@
 #include "runtime/durability.h"
 
+#include <cassert>
+
 namespace aup::runtime {
 
 namespace {
@@ -70,6 +72,9 @@ bool StoreDurability::commit_batch(storage::Fate& fate, std::string& why) {
     return false;
   }
   state_.commit();
+  // The journal released: the next batch's changes start from nothing (a
+  // change left here would be written again in the next entry).
+  assert(state_.changes().empty());
   return true;
 }
 

@@ -261,10 +261,16 @@ void Owner::take(uint32_t loop, HandOff& h) {
 // Commits the batch, publishes the state its answers show before any of
 // them leaves, and posts them to their loops.
 void Owner::commit() {
-  bool changed = batch_.commit([this](uint64_t to, Answer& a) {
+  size_t delivered = 0;
+  bool changed = batch_.commit([this, &delivered](uint64_t to, Answer& a) {
     const Route& r = routes_[to];
     out_[r.loop].push_back(Routed{r.conn, std::move(a)});
+    ++delivered;
   });
+  // One answer for every request handed over: one missing would leave its
+  // connection waiting for ever (and its I/O thread never done).
+  assert(delivered == routes_.size());
+  (void)delivered;
   if (changed) {
     snapshots_.publish();
     if (shared_.metrics) shared_.metrics->snapshot_published();
