@@ -265,5 +265,20 @@ done
 cp "$tmp/vs/kept.vars" "$tmp/vs/s/image.vars"
 expect_rc 0 "$aup" replay --data "$tmp/vs/s" --verify
 
+# A composite key whose fields sit in another order than in the record
+# (tests/programs/key_order.aup: key (s, n) over { n, s }): replay --dump
+# prints the rows in key order, s then n, not in the record's order.
+ko=$root/tests/programs/key_order.aup
+printf '%s\n' '{"event":"add","args":{"s":"b","n":1}}' '{"event":"add","args":{"s":"a","n":10}}' \
+  '{"event":"add","args":{"s":"b","n":0}}' '{"event":"add","args":{"s":"c","n":-1}}' |
+  "$aup" run "$ko" --data "$tmp/ko" --engine vm >/dev/null 2>"$tmp/err" || fail "run key_order: $(cat "$tmp/err")"
+printf '%s\n' '{"event":"add","args":{"s":"ab","n":5}}' '{"event":"add","args":{"s":"a","n":2}}' \
+  '{"event":"add","args":{"s":"a","n":3}}' '{"event":"drop","args":{"s":"a","n":3}}' |
+  "$aup" run "$ko" --data "$tmp/ko" --engine vm >/dev/null 2>"$tmp/err" || fail "rerun key_order: $(cat "$tmp/err")"
+expect_rc 0 "$aup" replay --data "$tmp/ko" --dump t
+printf '%s\n' '{"n":2,"s":"a"}' '{"n":10,"s":"a"}' '{"n":5,"s":"ab"}' '{"n":0,"s":"b"}' '{"n":1,"s":"b"}' \
+  '{"n":-1,"s":"c"}' >"$tmp/want"
+cmp -s "$tmp/out" "$tmp/want" || fail "replay --dump of key (s, n) over { n, s }, in key order: $(cat "$tmp/out")"
+
 [ "$failures" -eq 0 ] || exit 1
 echo ok
