@@ -66,9 +66,11 @@ class Printer : public storage::RecoveryReporter {
   }
   void image_damaged(uint32_t, const Status& why) override { problem(why.message); }
   void damage(const Status& why) override { problem(why.message); }
-  void missing_entries(uint32_t, uint64_t first_prev_seq, uint64_t covered) override {
-    problem(fmt::format("log entries are missing: the oldest follows save {}, an image covers only up to {}",
-                        first_prev_seq, covered));
+  void missing_entries(uint32_t t, uint64_t first_prev_seq, uint64_t covered) override {
+    std::string image = t < schema_->tables.size() ? fmt::format("table `{}`", schema_->tables[t].name)
+                                                   : std::string("the vars");
+    problem(fmt::format("log entries are missing: the oldest follows save {}, the image of {} covers only up to {}",
+                        first_prev_seq, image, covered));
   }
   void entry(const storage::LogEntry& e, const storage::PayloadSummary* changes) override {
     last_seq = std::max(last_seq, e.seq);

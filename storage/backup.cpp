@@ -259,7 +259,13 @@ Status backup(Io& io, const std::string& dir, const std::string& to, BackupRepor
   }
   std::string parent = std::filesystem::path(to).parent_path().string();
   st = sync_directory(io, parent.empty() ? "." : parent);
-  if (!st.ok()) return st;
+  if (!st.ok()) {
+    // Whether the rename is durable is unknown: a refusal leaves no DEST
+    // (one a retry would be refused for) any more than a DEST.partial.
+    std::error_code ignored;
+    std::filesystem::remove_all(to, ignored);
+    return st;
+  }
   io.point("backup.after_rename");
   return verify(io, to, cut_seq, report.live, report);
 }

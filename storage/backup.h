@@ -14,7 +14,8 @@
 // Everything is written into DEST.partial, each file synced, the directory
 // synced, then renamed to DEST and its parent synced: a backup stopped at
 // any step leaves DEST absent (and DEST.partial, recognisably incomplete)
-// or complete. The source is only read. The copy is then verified by
+// or complete; one refused for an error (a failed write or sync, the
+// parent's after the rename included) leaves neither. The source is only read. The copy is then verified by
 // recovery (every digest, the chain) and must hold the save it was cut at.
 // A copy opens as a store: restoring is opening it.
 //

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """`aup backup --data DIR --to DEST` (cli/backup.cpp, storage/backup.h): a
-stopped store, refusals, a crash at each named point and a failed write,
-then the soak: a loaded server with `aup backup` and `aup replay --verify`
-of the served store in a loop beside it, the backups killed at random
-moments and the server killed and restarted between. Every finished backup
-must verify, hold every deposit answered before it started and none that
-was never sent, and open as a store with `aup run` (which takes an event
-on it); every killed one must leave DEST absent (DEST.partial being
-recognisably incomplete) or complete; every replay of the source must
-verify; nothing answered is lost in the source, which is only read.
+stopped store, refusals, a crash at each named point, a failed write and
+each fsync failing in turn, then the soak: a loaded server with `aup
+backup` and `aup replay --verify` of the served store in a loop beside it,
+the backups killed at random moments and the server killed and restarted
+between. Every finished backup must verify, hold every deposit answered
+before it started and none that was never sent, and open as a store with
+`aup run` (which takes an event on it); every killed one must leave DEST
+absent (DEST.partial being recognisably incomplete) or complete; every
+replay of the source must verify; nothing answered is lost in the source,
+which is only read.
 
 usage: backup_test.py AUP ROOT [--seconds S]
 """
@@ -102,6 +103,34 @@ def crashes(aup, tmp, data, want):
         fail("the source changed under the backups")
 
 
+def failing_syncs(aup, tmp, data, want):
+    """Each fsync of a backup failing in turn (AUP_FAULTS fail:fsync:N, N = 1,
+    2, ... until one that never fires): every such run is refused (exit 2,
+    naming what it could not sync) and leaves nothing behind, no DEST and no
+    DEST.partial. One of them is the sync of DEST.partial's directory, after
+    its files' and before the rename: without it a crash after the rename
+    could leave DEST without the names of the files in it."""
+    n, synced_partial = 0, False
+    while True:
+        n += 1
+        dest = os.path.join(tmp, f"fsync-{n}")
+        r = run(aup, "backup", "--data", data, "--to", dest, env={"AUP_FAULTS": f"fail:fsync:{n}:EIO"})
+        if "aup: fault plan: fsync" not in r.stderr:  # the Nth fsync never came: a backup has N - 1
+            if r.returncode != 0 or rows_of(aup, dest) != want:
+                fail(f"backup with no fsync failing: exit {r.returncode}: {r.stdout}{r.stderr}")
+            break
+        left = [p for p in (dest, dest + ".partial") if os.path.exists(p)]
+        if r.returncode != 2 or "aup backup: cannot sync " not in r.stderr or left:
+            fail(f"fsync {n} failing: exit {r.returncode}: {r.stderr.strip()}; left {left}")
+        synced_partial = synced_partial or f"aup backup: cannot sync the directory {dest}.partial:" in r.stderr
+        if n == 50:
+            fail("a backup of the small store makes more than 50 fsyncs")
+            break
+    if not synced_partial:
+        fail(f"none of the {n - 1} fsyncs of a backup is DEST.partial's directory's")
+    print(f"each of a backup's {n - 1} fsyncs failed in turn")
+
+
 def opens_as_store(aup, module, dest, rows):
     """Restoring is opening the copy: `aup run` on it, then one deposit,
     which lands on top of the rows the copy held."""
@@ -182,6 +211,7 @@ def main():
             f.write(live.MODULE)
         data, want = stopped_store(aup, tmp, module)
         crashes(aup, tmp, data, want)
+        failing_syncs(aup, tmp, data, want)
         soak(aup, tmp, module, seconds, random.Random(11))
     if failures:
         print(f"{len(failures)} failure(s)")

@@ -225,5 +225,60 @@ grep -q "^verified: schema, 2 images holding 0 rows, 2 log entries; 4 rows in th
 [ "$(od -An -tu1 -j8 -N1 "$tmp/lines/image-lines" | tr -d ' ')" = 2 ] || fail "a composite key's image is format 2"
 [ "$(od -An -tu1 -j8 -N1 "$store/schema" | tr -d ' ')" = 1 ] || fail "the bank's schema file stays format 1"
 
+# The vars' image missing, or an older copy of it put back, once the log no
+# longer reaches back to the save it covers (checkpoints have released the
+# log's first segment): entries the vars need are gone. `replay --verify`
+# says so naming the vars (exit 1), and `run` refuses to open the store.
+# Each run below is one batch (one log entry) of 40 new accounts and a
+# transfer, which sets the var; small segments and image thresholds.
+mkdir "$tmp/vs"
+small="--segment-size 4096 --image-min 512 --log-min 2048"
+for r in 0 1 2 3 4 5 6 7 8 9 10 11; do
+  i=1
+  : >"$tmp/vs/in"
+  while [ $i -le 40 ]; do
+    a=$((r * 40 + i))
+    printf '{"event":"open","args":{"id":%d,"owner":"o%d"}}\n{"event":"deposit","args":{"id":%d,"amount":5}}\n' \
+      $a $a $a >>"$tmp/vs/in"
+    i=$((i + 1))
+  done
+  printf '{"event":"transfer","args":{"from":%d,"to":1,"amount":1}}\n' $((r * 40 + 2)) >>"$tmp/vs/in"
+  # shellcheck disable=SC2086
+  "$aup" run "$bank" --data "$tmp/vs/s" --engine vm $small $ft <"$tmp/vs/in" >/dev/null 2>"$tmp/err" ||
+    fail "run $r of the vars' store: $(cat "$tmp/err")"
+  [ $r -eq 1 ] && cp "$tmp/vs/s/image.vars" "$tmp/vs/stale.vars"
+done
+expect_rc 0 "$aup" replay --data "$tmp/vs/s" --verify
+expect_rc 0 "$aup" replay --data "$tmp/vs/s"
+grep -q ' saves 1\.\.' "$tmp/out" && fail "the vars' store: its log still begins at save 1: $(cat "$tmp/out")"
+cp "$tmp/vs/s/image.vars" "$tmp/vs/kept.vars"
+for how in missing stale; do
+  if [ $how = missing ]; then rm "$tmp/vs/s/image.vars"; else cp "$tmp/vs/stale.vars" "$tmp/vs/s/image.vars"; fi
+  expect_rc 1 "$aup" replay --data "$tmp/vs/s" --verify
+  grep -q "^aup replay: log entries are missing: the oldest follows save [0-9]*, the image of the vars covers only up to " \
+    "$tmp/err" || fail "replay --verify with the vars' image $how names the vars: $(cat "$tmp/out" "$tmp/err")"
+  grep -q "^verified" "$tmp/out" && fail "replay --verify with the vars' image $how says verified"
+  expect_rc 1 "$aup" run "$bank" --data "$tmp/vs/s" --engine vm
+  grep -q "is missing log entries: .* but the image of the vars covers only up to save " "$tmp/err" ||
+    fail "run with the vars' image $how refuses naming the vars: $(cat "$tmp/err")"
+done
+cp "$tmp/vs/kept.vars" "$tmp/vs/s/image.vars"
+expect_rc 0 "$aup" replay --data "$tmp/vs/s" --verify
+
+# A composite key whose fields sit in another order than in the record
+# (tests/programs/key_order.aup: key (s, n) over { n, s }): replay --dump
+# prints the rows in key order, s then n, not in the record's order.
+ko=$root/tests/programs/key_order.aup
+printf '%s\n' '{"event":"add","args":{"s":"b","n":1}}' '{"event":"add","args":{"s":"a","n":10}}' \
+  '{"event":"add","args":{"s":"b","n":0}}' '{"event":"add","args":{"s":"c","n":-1}}' |
+  "$aup" run "$ko" --data "$tmp/ko" --engine vm >/dev/null 2>"$tmp/err" || fail "run key_order: $(cat "$tmp/err")"
+printf '%s\n' '{"event":"add","args":{"s":"ab","n":5}}' '{"event":"add","args":{"s":"a","n":2}}' \
+  '{"event":"add","args":{"s":"a","n":3}}' '{"event":"drop","args":{"s":"a","n":3}}' |
+  "$aup" run "$ko" --data "$tmp/ko" --engine vm >/dev/null 2>"$tmp/err" || fail "rerun key_order: $(cat "$tmp/err")"
+expect_rc 0 "$aup" replay --data "$tmp/ko" --dump t
+printf '%s\n' '{"n":2,"s":"a"}' '{"n":10,"s":"a"}' '{"n":5,"s":"ab"}' '{"n":0,"s":"b"}' '{"n":1,"s":"b"}' \
+  '{"n":-1,"s":"c"}' >"$tmp/want"
+cmp -s "$tmp/out" "$tmp/want" || fail "replay --dump of key (s, n) over { n, s }, in key order: $(cat "$tmp/out")"
+
 [ "$failures" -eq 0 ] || exit 1
 echo ok

@@ -51,6 +51,14 @@ inline void shrink(const std::string& path, uint64_t size) {
   REQUIRE(::truncate(path.c_str(), static_cast<off_t>(size)) == 0);
 }
 
+// Replaces a file's bytes (an older copy of it put back, say).
+inline void write(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << bytes;
+  f.close();
+  REQUIRE(f.good());
+}
+
 // A file's bytes, to show that reading it changed nothing.
 inline std::string contents(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

@@ -1,18 +1,27 @@
 // Readers of a served store (storage/live.h): the writer's gate on
 // DIR/READERS against readers' shared holds, and the live mark as a reader
-// finds it. (A read of a served store end to end: store_test.cpp's "live"
-// cases and tests/cli/live_replay_test.sh.)
+// finds it; and where a reader's read of the log ends: exactly at the mark,
+// as `aup replay` reads (runtime/replay.cpp). (A read of a served store end
+// to end: store_test.cpp's "live" cases and tests/runtime/replay_live_test.py.)
 #include <doctest/doctest.h>
 
 #include <unistd.h>
 
 #include <atomic>
+#include <bit>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "storage/codec.h"
 #include "storage/io.h"
 #include "storage/live.h"
+#include "storage/log.h"
+#include "storage/memory_tables.h"
+#include "storage/recovery.h"
+#include "storage/schema_file.h"
 #include "tests/storage/files.h"
 
 namespace aup::storage {
@@ -29,6 +38,90 @@ struct Gated {
   ReadersGate gate;
   Gated() { REQUIRE(gate.open(io, dir.path).ok()); }
 };
+
+// A served store as its writer leaves it between commits: DIR/LOCK held
+// (by this process, on its own descriptor, as `aup run` holds it), a
+// schema of one var, n, and the log in 4 KiB segments, each entry setting
+// n to its save number; the live mark published after each entry made
+// durable, as Store::commit publishes it.
+struct Served : Gated {
+  int lock_fd = -1;
+  std::unique_ptr<Log> log;
+  LiveMarkWriter mark;
+  Served() {
+    std::string holder;
+    lock_fd = io.lock(dir.path + "/LOCK", /*exclusive=*/true, holder);
+    REQUIRE(lock_fd >= 0);
+    Schema s;
+    s.vars.push_back(VarSchema{"n", FieldType::Num, {}});
+    REQUIRE(write_schema_file(io, dir.path, s).ok());
+    Log::Options o;
+    o.segment_bytes = 4096;
+    LogOpenReport r;
+    REQUIRE(Log::open(io, dir.path, o, [](const LogEntry&) { return Status::good(); }, log, r).ok());
+    REQUIRE(mark.open(dir.path).ok());
+  }
+  ~Served() {
+    log.reset();
+    io.close(lock_fd);
+  }
+  Served(const Served&) = delete;
+  Served& operator=(const Served&) = delete;
+  // Entry `seq` written after the last, neither synced nor published: an
+  // entry the writer is in the middle of committing.
+  void write(uint64_t seq) {
+    std::vector<uint8_t> payload;
+    Encoder e(payload);
+    e.varint(0);  // the vars
+    e.varint(1);
+    e.varint(0);  // var 0, n
+    e.num(static_cast<double>(seq));
+    REQUIRE(log->append(seq, payload).ok());
+  }
+  void commit(uint64_t seq) {
+    write(seq);
+    REQUIRE(log->sync().ok());
+    mark.publish(seq, log->end().segment, log->end().offset);
+  }
+};
+
+// The served store read as `aup replay` reads it (runtime/replay.cpp): as
+// a reader, the images first, then the mark, then the log cut at it.
+struct ReadServed : RecoveryReporter {
+  std::string seqs;  // the entries read, in order: "1 2 3"
+  double n = -1;     // the var after them
+  uint64_t mark_seq = 0;
+  void entry(const LogEntry& e, const PayloadSummary*) override {
+    seqs += (seqs.empty() ? "" : " ") + std::to_string(e.seq);
+  }
+
+  explicit ReadServed(Served& s) {
+    ReadAccess access(s.io);
+    REQUIRE(access.take(s.dir.path).ok());
+    REQUIRE(access.live());
+    RecoveryOptions ro;
+    ro.log.read_only = true;
+    Recovery recovery(s.io, s.dir.path, ro, *this);
+    Schema stored;
+    REQUIRE(recovery.read_schema(stored).ok());
+    MemoryTables tables(stored);
+    REQUIRE(recovery.load_images(stored, stored, tables).ok());
+    LiveMark m;
+    REQUIRE(access.cut(m).ok());
+    mark_seq = m.seq;
+    recovery.cut_log_at(m.segment, m.end);
+    Status st = recovery.read_log();
+    REQUIRE_MESSAGE(st.ok(), st.message);
+    n = std::bit_cast<double>(tables.var(0));
+  }
+};
+
+// Saves from..to as ReadServed::seqs lists them.
+std::string saves(uint64_t from, uint64_t to) {
+  std::string out;
+  for (uint64_t s = from; s <= to; ++s) out += (out.empty() ? "" : " ") + std::to_string(s);
+  return out;
+}
 
 TEST_SUITE("live") {
   TEST_CASE_FIXTURE(Gated, "the gate keeps readers out only while no reader reads") {
@@ -134,6 +227,53 @@ TEST_SUITE("live") {
     w.join();
     CHECK(consistent);
     CHECK(last > 0);
+  }
+
+  // The cut is the mark's byte (Log::Options::cut_end): an entry that
+  // starts there is past it, one that ends there is before it. Moved by
+  // a byte or an entry, a reader either takes a save that may never be
+  // durable or loses the newest one it was told of.
+  TEST_CASE("a reader reads exactly up to the mark: not the entry being written just past it, not one short") {
+    Served s;
+    for (uint64_t seq = 1; seq <= 3; ++seq) s.commit(seq);
+    s.write(4);  // written, not synced, not published
+    {
+      ReadServed r(s);
+      CHECK(r.mark_seq == 3);
+      CHECK(r.seqs == saves(1, 3));
+      CHECK(r.n == 3.0);
+    }
+    // Once synced, still not published: still past the cut.
+    REQUIRE(s.log->sync().ok());
+    {
+      ReadServed r(s);
+      CHECK(r.seqs == saves(1, 3));
+      CHECK(r.n == 3.0);
+    }
+    s.mark.publish(4, s.log->end().segment, s.log->end().offset);
+    ReadServed r(s);
+    CHECK(r.seqs == saves(1, 4));
+    CHECK(r.n == 4.0);
+  }
+
+  TEST_CASE("a mark at the end of a full segment: the entry that starts the next segment is not read") {
+    Served s;
+    uint64_t seq = 1;
+    for (;; ++seq) {
+      s.write(seq);
+      REQUIRE(s.log->sync().ok());
+      if (s.log->end().segment != 0) break;  // it started log-1: not published
+      s.mark.publish(seq, s.log->end().segment, s.log->end().offset);
+    }
+    REQUIRE(s.log->segments().size() == 2);
+    REQUIRE(s.log->segments()[0].last_seq == seq - 1);
+    ReadServed r(s);
+    CHECK(r.mark_seq == seq - 1);
+    CHECK(r.seqs == saves(1, seq - 1));
+    CHECK(r.n == static_cast<double>(seq - 1));
+    s.mark.publish(seq, s.log->end().segment, s.log->end().offset);
+    ReadServed next(s);
+    CHECK(next.seqs == saves(1, seq));
   }
 }
 

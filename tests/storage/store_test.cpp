@@ -16,6 +16,7 @@
 #include <string>
 
 #include "tests/runtime/harness.h"
+#include "tests/storage/files.h"
 #include "storage/backup.h"
 #include "storage/codec.h"
 #include "runtime/committer.h"
@@ -607,6 +608,64 @@ on nop { }
     Durable d(kModule, dir.path, io, so);
     REQUIRE_FALSE(d.status().ok());
     CHECK(d.status().message.find("missing log entries") != std::string::npos);
+  }
+
+  TEST_CASE("the vars' image missing or older than the log's first entry: refused, naming the vars") {
+    // The vars' image is the last one recovery checks against the log's
+    // first entry (storage/recovery.cpp, check_reaches_back): missing or
+    // stale, with the log's first segment released, the store opened with
+    // the vars as of that image (or their initial values) and nothing said.
+    TempDir dir;
+    SystemIo io;
+    std::string vars = vars_image_path(dir.path);
+    std::string stale;  // image.vars as a checkpoint after the creation's wrote it
+    uint64_t stale_seq = 0;
+    {
+      Durable d(kModule, dir.path, io, Durable::small_store_foreground());
+      REQUIRE(d.status().ok());
+      for (int b = 0; b < 60; ++b) {  // batches of 25 puts: one fdatasync each, not 25
+        std::vector<std::string> lines;
+        for (int k = 0; k < 25; ++k) lines.push_back(put_line((b * 25 + k) % 100));
+        d.batch(lines);
+        if (stale.empty() && d.store().stats().checkpoints >= 2) {
+          stale = files::contents(vars);
+          ImageRead info;
+          auto drop = [](const VarSchema& v, uint64_t value) {  // a text var's value is ours to release
+            if (v.type == FieldType::Text) vm::release(reinterpret_cast<vm::TextObj*>(value));
+          };
+          REQUIRE(read_vars_image(io, vars, info, drop).ok());
+          stale_seq = info.seq;
+        }
+      }
+    }
+    REQUIRE(stale_seq > 0);
+    // The log no longer reaches back to that save: its first segment is gone.
+    uint64_t first_prev = 0;
+    {
+      Log::Options lo;
+      lo.read_only = true;
+      std::unique_ptr<Log> log;
+      LogOpenReport opened;
+      REQUIRE(Log::open(io, dir.path, lo, [](const LogEntry&) { return Status::good(); }, log, opened).ok());
+      first_prev = opened.first_prev_seq;
+    }
+    REQUIRE(first_prev > stale_seq);
+    std::string kept = files::contents(vars);
+    auto refused = [&](uint64_t covered) {
+      Durable d(kModule, dir.path, io, Durable::small_store_foreground());
+      REQUIRE_FALSE(d.status().ok());
+      CHECK(d.status().message == fmt::format("the store {} is missing log entries: its oldest entry follows save "
+                                              "{}, but the image of the vars covers only up to save {}",
+                                              dir.path, first_prev, covered));
+    };
+    fs::remove(vars);
+    refused(0);
+    CHECK_FALSE(fs::exists(vars));  // a refused open writes no image
+    files::write(vars, stale);
+    refused(stale_seq);
+    files::write(vars, kept);
+    Durable back(kModule, dir.path, io, Durable::small_store_foreground());
+    CHECK_MESSAGE(back.status().ok(), back.status().message);
   }
 
   // ---- composite keys -------------------------------------------------------------
