@@ -130,6 +130,7 @@ class Store {
   void release_covered();
   void release_covered_now();
   Status fail_commit(const Status& failed);
+  void took(uint64_t seq, size_t payload);
   static void report_background(const Status& st);
 
   Io& io_;
@@ -150,7 +151,6 @@ class Store {
   std::vector<uint64_t> image_bytes_;
   std::vector<uint64_t> since_image_;
   std::vector<uint64_t> entry_bytes_;  // scratch for BatchEncoder::encode
-  std::vector<uint8_t> payload_;
   std::unique_ptr<Job> job_;
   uint64_t retry_after_ = 0;  // after a failed checkpoint: not before this save number
   StoreStats stats_;
