@@ -128,7 +128,7 @@ void print_stats(storage::Store& store) {
              "\"checkpoints\":{},\"checkpoint_failures\":{},\"commit_p50_us\":{:.1f},\"commit_p99_us\":{:.1f},"
              "\"commit_max_us\":{:.1f},\"process_write_bytes\":{}}}\n",
              s.commits, s.log_bytes, s.image_bytes, s.images_written, s.checkpoints, s.checkpoint_failures,
-             us(s.sync.percentile_ns(0.5)), us(s.sync.percentile_ns(0.99)), us(s.sync.max_ns()),
+             us(s.commit.percentile_ns(0.5)), us(s.commit.percentile_ns(0.99)), us(s.commit.max_ns()),
              process_write_bytes());
 }
 

@@ -52,15 +52,18 @@ void StateTables::set_var(uint32_t v, uint64_t value) {
 
 bool StoreDurability::commit_batch(storage::Fate& fate, std::string& why) {
   using Op = storage::BatchEncoder::Op;
+  // The last batch's notes were cleared after its commit.
+  assert(batch_.empty() && !batch_.encoded());
   // The journal lists the batch's changes in order; the encoder keeps
-  // their net effect per row.
+  // their net effect per row, and where each change left its row.
   for (const vm::Change& c : state_.changes()) {
+    storage::BatchEncoder::Where where{c.where, c.epoch};
     switch (c.kind) {
-      case vm::Change::Kind::SetField: batch_.note(Op::Set, c.target, c.key, c.field); break;
+      case vm::Change::Kind::SetField: batch_.note(Op::Set, c.target, c.key, c.field, where); break;
       case vm::Change::Kind::SetVar: batch_.note_var(c.target); break;
-      case vm::Change::Kind::Insert: batch_.note(Op::Insert, c.target, c.key); break;
+      case vm::Change::Kind::Insert: batch_.note(Op::Insert, c.target, c.key, 0, where); break;
       case vm::Change::Kind::Remove: batch_.note(Op::Remove, c.target, c.key); break;
-      case vm::Change::Kind::Replace: batch_.note(Op::Replace, c.target, c.key); break;
+      case vm::Change::Kind::Replace: batch_.note(Op::Replace, c.target, c.key, 0, where); break;
     }
   }
   storage::Status st = store_.commit(batch_, fate);

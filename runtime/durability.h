@@ -45,6 +45,10 @@ class Durability {
   virtual void close() {}
   // Log bytes written so far (for --stats; 0 in memory).
   virtual uint64_t log_bytes() const { return 0; }
+  // How long the last commit_batch() took, as the store timed it (the one
+  // timing of a commit: storage::Store::commit); 0 in memory, where
+  // nothing is waited for.
+  virtual uint64_t last_commit_ns() const { return 0; }
   // Owner thread.
   virtual StoreFigures store_figures() const { return {}; }
 };
@@ -90,6 +94,7 @@ class StoreDurability : public Durability {
   void between_batches() override { store_.tick(); }
   void close() override { store_.drain(); }
   uint64_t log_bytes() const override { return store_.stats().log_bytes; }
+  uint64_t last_commit_ns() const override { return store_.last_commit_ns(); }
   StoreFigures store_figures() const override {
     return StoreFigures{true, store_.stats().log_bytes, store_.live_log_bytes(), store_.image_bytes(),
                         store_.stats().checkpoints};

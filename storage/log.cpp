@@ -643,14 +643,35 @@ void Log::drop_unheaded(Segment& s, const std::string& p) {
   io_.close(s.fd);
 }
 
-Status Log::append(uint64_t seq, std::span<const uint8_t> payload) {
+std::vector<uint8_t>& Log::begin_entry() {
   assert(!o_.read_only);
+  // The header's bytes, zero until append_entry() fills them (its reserved
+  // word stays zero).
+  buf_.assign(lf::kEntryHeaderBytes, 0);
+  entry_begun_ = true;
+  return buf_;
+}
+
+Status Log::append(uint64_t seq, std::span<const uint8_t> payload) {
+  std::vector<uint8_t>& entry = begin_entry();
+  entry.insert(entry.end(), payload.begin(), payload.end());
+  return append_entry(seq);
+}
+
+Status Log::append_entry(uint64_t seq) {
+  assert(!o_.read_only);
+  // Begun once and appended once: a second append of one buffer would
+  // write the entry twice, under two save numbers.
+  assert(entry_begun_ && buf_.size() >= lf::kEntryHeaderBytes);
+  assert(all_zero(buf_.data(), lf::kEntryHeaderBytes));  // the writer kept off the header
+  entry_begun_ = false;
   if (broken_) return Status::error("the log refuses writes after an earlier failure (restart to recover)");
   // Save numbers only grow (recovery orders and chains entries by them), and
   // one entry at a time awaits its sync: withdraw() zeroes only the last.
   assert(seq > last_seq_ && !pending_sync_);
-  if (payload.size() > lf::kMaxPayloadBytes) return Status::error("a batch's changes exceed 2 GiB");
-  uint64_t need = lf::entry_bytes(payload.size());
+  uint64_t payload = buf_.size() - lf::kEntryHeaderBytes;
+  if (payload > lf::kMaxPayloadBytes) return Status::error("a batch's changes exceed 2 GiB");
+  uint64_t need = lf::entry_bytes(payload);
   if (chain_.empty() || chain_.back().used + need > chain_.back().size) {
     Status st = start_segment(lf::kHeaderBytes + need + lf::kEntryHeaderBytes);
     if (!st.ok()) return st;
@@ -658,17 +679,30 @@ Status Log::append(uint64_t seq, std::span<const uint8_t> payload) {
   Segment& s = chain_.back();
   assert(s.used % lf::kAlign == 0 && s.used + need <= s.size);
   // The entry, then an end marker when it fits: a later open finds a clean
-  // end instead of stale bytes.
+  // end instead of stale bytes. The padding and the marker are the zeros
+  // resize() adds.
   bool marker = s.used + need + lf::kEntryHeaderBytes <= s.size;
-  buf_.assign(need + (marker ? lf::kEntryHeaderBytes : 0), 0);
+  buf_.resize(need + (marker ? lf::kEntryHeaderBytes : 0), 0);
   uint8_t* head = buf_.data();
-  put_u32(head, static_cast<uint32_t>(payload.size()));
+  put_u32(head, static_cast<uint32_t>(payload));
   put_u64(head + 8, seq);
   put_u64(head + 16, last_seq_);
   put_u64(head + 24, last_digest_);
-  if (!payload.empty()) std::memcpy(head + lf::kEntryHeaderBytes, payload.data(), payload.size());
-  uint64_t digest = entry_digest(s.generation, head, head + lf::kEntryHeaderBytes, payload.size());
+  uint64_t digest = entry_digest(s.generation, head, head + lf::kEntryHeaderBytes, payload);
   put_u64(head + 32, digest);
+  // What recovery will check, checked before it reaches the disk: the
+  // entry chains to the last, ends on an 8-byte boundary inside its
+  // segment, and its padding and marker are zero.
+  assert(get_u64(head + 16) == last_seq_ && get_u64(head + 24) == last_digest_ && get_u32(head + 4) == 0);
+  assert(need % lf::kAlign == 0 && need >= lf::kEntryHeaderBytes + payload &&
+         need - lf::kEntryHeaderBytes - payload < lf::kAlign && entry_fits(s.used, static_cast<uint32_t>(payload), s.size));
+  assert(all_zero(head + lf::kEntryHeaderBytes + payload, buf_.size() - lf::kEntryHeaderBytes - payload));
+  return write_entry(s, seq, digest, need);
+}
+
+// The entry in buf_ (`need` bytes, then perhaps its end marker) written at
+// the end of segment `s`, and the log moved past it.
+Status Log::write_entry(Segment& s, uint64_t seq, uint64_t digest, uint64_t need) {
   unsynced_ = Unsynced{s.fd, s.used, path(s.number)};
   io_.point("log.before_write");
   Status st = write_all(io_, s.fd, buf_.data(), buf_.size(), s.used, unsynced_.path);

@@ -81,11 +81,23 @@ class Log {
   Log(const Log&) = delete;
   Log& operator=(const Log&) = delete;
 
-  // Writes one entry after the last (starting a new segment when it does not
-  // fit). Not durable until sync(), and synced before the next append (so
-  // withdraw() can take back the one entry not known durable). After any
-  // failed write or sync the log refuses every later append: what reached
-  // the disk is unknown. Not on a log opened read_only.
+  // Writing an entry without copying its payload: begin_entry() hands out
+  // the log's own buffer holding only the entry header's bytes (reserved,
+  // zero); the writer appends the payload after them (the batch encoder
+  // encodes straight into it), and append_entry(seq) fills in the header
+  // (length, save number, chain, digest) and writes header, payload and
+  // padding with one pwrite. Nothing else may touch the buffer in between,
+  // and nothing but append_entry may use it after. A payload left empty is
+  // simply not appended (the next begin_entry starts over).
+  std::vector<uint8_t>& begin_entry();
+  // Writes the entry begun after the last (starting a new segment when it
+  // does not fit). Not durable until sync(), and synced before the next
+  // append (so withdraw() can take back the one entry not known durable).
+  // After any failed write or sync the log refuses every later append:
+  // what reached the disk is unknown. Not on a log opened read_only.
+  Status append_entry(uint64_t seq);
+  // The same for a payload held elsewhere (tests, tools): copied behind
+  // the header.
   Status append(uint64_t seq, std::span<const uint8_t> payload);
   Status sync();
   bool broken() const { return broken_; }
@@ -138,6 +150,7 @@ class Log {
   Status create_segment(Segment& s, uint64_t size, const std::string& p);
   void drop_unheaded(Segment& s, const std::string& p);
   Status write_header(const Segment& s);
+  Status write_entry(Segment& s, uint64_t seq, uint64_t digest, uint64_t need);
   std::string path(uint64_t number) const;
 
   Io& io_;
@@ -162,7 +175,10 @@ class Log {
   } unsynced_;
   bool dir_sync_ = false;
   bool broken_ = false;
-  std::vector<uint8_t> buf_;  // entry being written (reused)
+  // The entry being written: header, payload, padding and (when it fits)
+  // the end marker after it, written with one pwrite. Reused.
+  std::vector<uint8_t> buf_;
+  bool entry_begun_ = false;  // begin_entry() handed out buf_; append_entry() not yet run
 };
 
 }  // namespace aup::storage

@@ -27,7 +27,10 @@
 //          of a reused segment never pass for entries of the live log)
 //   40  L  payload, then zeros up to a multiple of 8
 //
-// Numbers are little-endian. Entries chain by digest, not by number.
+// Numbers are little-endian. Entries chain by digest, not by number. A
+// writer reserves the 40 header bytes (zero), encodes the payload right
+// after them in the same buffer, then fills the header in
+// (Log::begin_entry, Log::append_entry): the payload is never copied.
 #pragma once
 
 #include <cstdint>

@@ -73,8 +73,13 @@ BatchEncoder::Touched& BatchEncoder::touch(uint32_t table, const Key& key, bool 
   return t;
 }
 
-void BatchEncoder::note(Op op, uint32_t table, const Key& key, uint32_t field) {
+void BatchEncoder::note(Op op, uint32_t table, const Key& key, uint32_t field, Where where) {
+  // Notes come before the encoding: a note after it would be lost.
+  assert(!encoded_ && table < schema_.tables.size());
   Touched& t = touch(table, key, op != Op::Insert);
+  // The last change says whether the row is there, and where it was left.
+  t.present = op != Op::Remove;
+  t.where = where;
   switch (op) {
     case Op::Insert:
     case Op::Replace: t.rewritten = true; break;
@@ -86,6 +91,7 @@ void BatchEncoder::note(Op op, uint32_t table, const Key& key, uint32_t field) {
 }
 
 void BatchEncoder::note_var(uint32_t var) {
+  assert(!encoded_ && var < schema_.vars.size());
   if (std::find(vars_.begin(), vars_.end(), var) == vars_.end()) vars_.push_back(var);
 }
 
@@ -98,6 +104,7 @@ void BatchEncoder::clear() {
   }
   used_ = 0;
   vars_.clear();
+  encoded_ = false;
 }
 
 // Whether a touched row has a net change to write, given its final row
@@ -134,13 +141,37 @@ void BatchEncoder::write_record(Encoder& g, const TableSchema& ts, const vm::Key
   }
 }
 
+// A touched row's final values in `tree` (null: not there). Where its last
+// change left it, while the tree's node epoch says that leaf is still the
+// live tree's (vm/btree.h) and the leaf still holds the key; else found
+// again. Either way it is the row find() returns (checked where assertions
+// run: a wrong row here is wrong bytes in the log).
+const uint64_t* BatchEncoder::final_row(const BTree& tree, const Touched& r) {
+  const uint64_t* row = nullptr;
+  if (r.present) {
+    if (r.where.pos.leaf && r.where.epoch == tree.node_epoch()) row = tree.find_in_leaf(r.where.pos, r.key);
+    if (row) {
+      ++in_place_;
+    } else {
+      row = tree.find(r.key);
+      ++found_again_;
+    }
+    assert(row);  // every change is noted: a row not removed last is there
+  }
+  assert(row == tree.find(r.key));
+  return row;
+}
+
 // Grouped by table, in table order; within a table, first-touch order.
-// Each row is found once; the changed ones are kept with their rows, to be
+// Each row is read once; the changed ones are kept with their rows, to be
 // counted and then written: nothing changes the trees while this runs, so
-// the rows found stay where they are. The buffers are members, so a batch no larger than one
+// the rows stay where they are. The buffers are members, so a batch no larger than one
 // before allocates nothing here (a fresh one per batch grew the heap, and
 // each new page was a fault to clear).
 void BatchEncoder::encode(Tables& tables, std::vector<uint8_t>& out, std::vector<uint64_t>& bytes_per_table) {
+  assert(!encoded_);  // encoded twice, the batch would be written twice
+  assert(bytes_per_table.size() == schema_.tables.size() + 1);
+  encoded_ = true;
   Encoder e(out);
   by_table_.resize(schema_.tables.size());
   for (std::vector<uint32_t>& rows : by_table_) rows.clear();
@@ -151,7 +182,7 @@ void BatchEncoder::encode(Tables& tables, std::vector<uint8_t>& out, std::vector
     BTree& tree = tables.table(t);
     changed_.clear();
     for (uint32_t i : by_table_[t]) {
-      const uint64_t* row = tree.find(touched_[i].key);
+      const uint64_t* row = final_row(tree, touched_[i]);
       if (has_change(touched_[i], row)) changed_.push_back({i, row});
     }
     if (changed_.empty()) continue;

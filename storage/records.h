@@ -14,6 +14,15 @@
 // their final values); a row added (or replaced) and then changed becomes
 // one `put` of the final row; a row added and removed again writes nothing.
 // Replaying a `put` inserts or replaces.
+//
+// Rows are not found again to be encoded: a change noted with where it
+// left the row (its leaf position and the tree's node_epoch() then) is
+// read there while the tree's epoch is the same, which proves the leaf is
+// still the live tree's (vm/btree.h); the row is looked for by key in that
+// leaf (it may have moved within it) and found by a descent from the root
+// only when it moved to another leaf, the epoch changed, or its position
+// was not noted. Whether a row is there at all is its last change's (a
+// remove: gone; anything else: there), since every change is noted.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +48,13 @@ class Tables {
   virtual void set_var(uint32_t v, uint64_t value) = 0;
 };
 
+// Where a change left its row: the leaf position and the tree's
+// node_epoch() right after the change (leaf null: not known).
+struct RowPlace {
+  vm::BTree::Pos pos;
+  uint64_t epoch = 0;
+};
+
 // Collects a batch's changes (in the order they happened) and writes their
 // net effect.
 class BatchEncoder {
@@ -46,15 +62,26 @@ class BatchEncoder {
   explicit BatchEncoder(const Schema& schema) : schema_(schema) {}
 
   enum class Op : uint8_t { Insert, Set, Remove, Replace };
-  void note(Op op, uint32_t table, const vm::Key& key, uint32_t field = 0);
+  using Where = RowPlace;
+  // Changes in the order they happened; `where` for an insert, a replace
+  // or a set (a remove has no row left).
+  void note(Op op, uint32_t table, const vm::Key& key, uint32_t field = 0, Where where = {});
   void note_var(uint32_t var);
   bool empty() const { return used_ == 0 && vars_.empty(); }
 
-  // Appends the payload to `out`, reading final values from `tables`; adds
-  // each table's bytes to `bytes_per_table` (for the checkpoint policy; the
-  // vars' bytes at index tables.size()).
+  // Appends the payload to `out` (the log's entry buffer, behind its
+  // header: storage/log.h), reading final values from `tables`, which have
+  // not changed since the last note; adds each table's bytes to
+  // `bytes_per_table` (for the checkpoint policy; the vars' bytes at index
+  // tables.size()). Once per batch: clear() before the next notes.
   void encode(Tables& tables, std::vector<uint8_t>& out, std::vector<uint64_t>& bytes_per_table);
+  bool encoded() const { return encoded_; }
   void clear();
+  // Rows encode() has read where their changes left them, and rows it
+  // had to find again, since the encoder was made (tests; a measure of the
+  // shortcut).
+  uint64_t rows_read_in_place() const { return in_place_; }
+  uint64_t rows_found_again() const { return found_again_; }
 
  private:
   struct Touched {
@@ -63,11 +90,14 @@ class BatchEncoder {
     vm::Key key;
     bool existed_before = false;
     bool rewritten = false;        // inserted or replaced in this batch
+    bool present = false;          // there after its last change (not removed)
+    Where where;                   // where the last change left it, if noted
     std::vector<uint32_t> fields;  // set in this batch (unique)
   };
   // The touched row for (table, key), made when it is the first change.
   Touched& touch(uint32_t table, const vm::Key& key, bool existed_before);
   static bool has_change(const Touched& r, const uint64_t* row);
+  const uint64_t* final_row(const vm::BTree& tree, const Touched& r);
   static void write_record(Encoder& g, const TableSchema& ts, const vm::KeySpec& spec, const Touched& r,
                            const uint64_t* row);
   void grow_slots();
@@ -91,6 +121,8 @@ class BatchEncoder {
   };
   std::vector<std::vector<uint32_t>> by_table_;
   std::vector<Changed> changed_;
+  bool encoded_ = false;  // encode() ran since the last clear()
+  uint64_t in_place_ = 0, found_again_ = 0;
 };
 
 // How records written under one schema land in tables of another (after a

@@ -166,6 +166,7 @@ void BTree::release_row_texts(uint64_t* row) {
 // children and texts it points to.
 Node* BTree::clone(Node* n) {
   ++copied_;
+  ++node_epoch_;  // `n` leaves the live tree (own() puts the copy in its place)
   if (n->leaf) {
     Node* c = new_leaf();
     std::memcpy(static_cast<void*>(c), n, leaf_bytes());
@@ -185,6 +186,7 @@ Node* BTree::clone(Node* n) {
 }
 
 void BTree::free_node(Node* n) {
+  ++node_epoch_;
   if (n->leaf) {
     Key* keys = leaf_keys(n);
     uint64_t* rows = leaf_rows(n);
@@ -260,6 +262,17 @@ const uint64_t* BTree::find_in(const Node* root, const Key& k, Pos* pos) const {
   return leaf_rows(n) + i * layout_.slots;
 }
 
+const uint64_t* BTree::find_in_leaf(Pos at, const Key& k) const {
+  const Node* n = at.leaf;
+  assert(n && n->leaf && n->refs > 0);
+  uint32_t i = at.idx;
+  if (i >= n->count || key_cmp(leaf_keys(n)[i], k) != 0) {
+    i = leaf_lower_bound(n, k);  // rows after it in the leaf came or went
+    if (i == n->count || key_cmp(leaf_keys(n)[i], k) != 0) return nullptr;  // moved to another leaf
+  }
+  return leaf_rows(n) + i * layout_.slots;
+}
+
 uint64_t* BTree::find_mut(const Key& k, Pos* pos) {
   assert(!view_);
   if (!root_) return nullptr;
@@ -328,13 +341,14 @@ const uint64_t* BTree::at_in(const Node* root, size_t pos, Key* key, Pos* where)
 
 // ---- insert ----------------------------------------------------------------------
 
-bool BTree::insert(const Key& k, const uint64_t* row) {
+bool BTree::insert(const Key& k, const uint64_t* row, Pos* pos) {
   assert(!view_);
   if (!root_) root_ = new_leaf();
   if (find(k)) return false;
   Node* root = own(root_);
   Split s = insert_rec(root, k, row);
-  assert(s.inserted);
+  assert(s.inserted && s.at.leaf && key_cmp(key_at(s.at), k) == 0);
+  if (pos) *pos = s.at;
   ++size_;
   ++version_;
   if (s.right) {
@@ -365,14 +379,14 @@ BTree::Split BTree::insert_rec(Node* n, const Key& k, const uint64_t* row) {
     retain(k.text);
     std::memcpy(rows + i * slots, row, slots * sizeof(uint64_t));
     ++n->count;
-    return Split{true, nullptr, {}, 0};
+    return Split{true, nullptr, {}, 0, Pos{n, i}};
   }
   Inner* in = static_cast<Inner*>(n);
   uint32_t i = inner_child(in, k);
   Node* child = own(in->kids[i]);
   Split s = insert_rec(child, k, row);
   for (uint32_t j = i; j < in->count; ++j) in->cum[j] += 1;
-  if (!s.right) return Split{true, nullptr, {}, 0};
+  if (!s.right) return Split{true, nullptr, {}, 0, s.at};
   // Child i split: take its new right sibling at i + 1.
   in->cum[i] -= s.right_rows;
   uint32_t tail = in->count - (i + 1);
@@ -384,8 +398,10 @@ BTree::Split BTree::insert_rec(Node* n, const Key& k, const uint64_t* row) {
   retain(s.right_key.text);
   in->cum[i + 1] = in->cum[i] + s.right_rows;
   ++in->count;
-  if (in->count <= kInnerFan) return Split{true, nullptr, {}, 0};
-  return split_inner(in, i + 2 == in->count);
+  if (in->count <= kInnerFan) return Split{true, nullptr, {}, 0, s.at};
+  Split up = split_inner(in, i + 2 == in->count);
+  up.at = s.at;
+  return up;
 }
 
 // A full leaf takes one more row by splitting. Appending at the end keeps
@@ -417,7 +433,7 @@ BTree::Split BTree::split_leaf(Node* n, uint32_t at, const Key& k, const uint64_
   retain(k.text);
   std::memcpy(tr + ti * slots, row, slots * sizeof(uint64_t));
   ++target->count;
-  return Split{true, right, rk[0], right->count};
+  return Split{true, right, rk[0], right->count, Pos{target, ti}};
 }
 
 BTree::Split BTree::split_inner(Inner* n, bool appending) {
@@ -434,7 +450,7 @@ BTree::Split BTree::split_inner(Inner* n, bool appending) {
   }
   right->count = static_cast<uint16_t>(moved);
   n->count = static_cast<uint16_t>(keep);
-  return Split{true, right, right->keys[0], right->cum[moved - 1]};
+  return Split{true, right, right->keys[0], right->cum[moved - 1], Pos{}};
 }
 
 // ---- erase ------------------------------------------------------------------------

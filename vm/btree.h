@@ -17,6 +17,15 @@
 // `version()` changes whenever rows may have moved or nodes been replaced
 // (insert, erase, a copy-on-write, a share). A cached position (RowRef,
 // Cursor) is valid while the version it was taken at is current.
+//
+// `node_epoch()` changes whenever a node leaves the live tree: it is freed
+// (an emptied leaf, a shrinking root) or replaced by its copy-on-write
+// copy (the original stays a snapshot's). Nothing else takes a node out
+// (a split adds one; rows move within and between leaves), so a leaf of
+// the live tree found while the epoch was E still is one while it is E,
+// and a row found in it by key is the live row of that key (keys are
+// unique in a tree): find_in_leaf. The batch encoder (storage/records.h)
+// reads a changed row that way instead of finding it again.
 #pragma once
 
 #include <cstddef>
@@ -73,6 +82,7 @@ class BTree {
 
   size_t size() const { return size_; }
   uint64_t version() const { return version_; }
+  uint64_t node_epoch() const { return node_epoch_; }
   const RowLayout& layout() const { return layout_; }
   uint32_t leaf_capacity() const { return leaf_cap_; }
 
@@ -94,9 +104,9 @@ class BTree {
   // The row with key `k`, its path made private (copied if shared), or null.
   uint64_t* find_mut(const Key& k, Pos* pos = nullptr);
   // Inserts a row (slots copied; the tree takes over the references to its
-  // texts and retains `k.text` itself). False, and nothing taken, if `k`
-  // is present.
-  bool insert(const Key& k, const uint64_t* row);
+  // texts and retains `k.text` itself), and says where in `pos` if given.
+  // False, and nothing taken, if `k` is present.
+  bool insert(const Key& k, const uint64_t* row, Pos* pos = nullptr);
   // Removes the row with key `k`, copying its slots to `out` (the caller
   // takes over its text references). False if absent.
   bool erase(const Key& k, uint64_t* out);
@@ -118,6 +128,11 @@ class BTree {
   }
   // Rows under a root (a snapshot's size).
   static uint64_t rows_under(const Node* root) { return root ? subtree_rows(root) : 0; }
+
+  // The row with key `k` if leaf `at.leaf` holds it (looked for at at.idx
+  // first, then searched), else null. The leaf must be one of the live
+  // tree's, as it is while node_epoch() is what it was when it was found.
+  const uint64_t* find_in_leaf(Pos at, const Key& k) const;
 
   // Row and key at a leaf position (no checks).
   const uint64_t* row_at(Pos p) const;
@@ -173,6 +188,7 @@ class BTree {
     Node* right = nullptr;  // a new right sibling after a split
     Key right_key;          // its first key
     uint64_t right_rows = 0;
+    Pos at;  // where the row inserted went
   };
 
   size_t leaf_bytes() const;
@@ -214,6 +230,7 @@ class BTree {
   Node* root_ = nullptr;
   size_t size_ = 0;
   uint64_t version_ = 1;
+  uint64_t node_epoch_ = 0;
   size_t node_bytes_ = 0;
   bool view_ = false;
   uint64_t copied_ = 0;

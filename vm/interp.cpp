@@ -470,13 +470,11 @@ bool Vm::tadd(uint32_t table, Value recv, bool replace) {
       return false;
     }
   }
-  if (t.insert(k, row.data())) {
-    state_->note_insert(table, k);
-    if (state_->has_indexes(table)) {
-      BTree::Pos pos;  // the tree's own key: `k` may be borrowed from the row
-      const Value* stored_row = t.find(k, &pos);
-      state_->index_add(table, stored_row, t.key_at(pos));
-    }
+  BTree::Pos at;
+  if (t.insert(k, row.data(), &at)) {
+    state_->note_insert(table, k, at);
+    // The tree's own key: `k` may be borrowed from the row.
+    if (state_->has_indexes(table)) state_->index_add(table, t.row_at(at), t.key_at(at));
     return true;
   }
   if (!replace) {
@@ -488,7 +486,7 @@ bool Vm::tadd(uint32_t table, Value recv, bool replace) {
   BTree::Pos pos;
   Value* old = t.find_mut(k, &pos);
   if (state_->has_indexes(table)) state_->index_drop(table, old);
-  state_->note_replace(table, k, old);  // the journal takes the old row's texts
+  state_->note_replace(table, k, old, pos);  // the journal takes the old row's texts
   std::memcpy(old, row.data(), n * sizeof(Value));
   if (state_->has_indexes(table)) state_->index_add(table, old, t.key_at(pos));
   return true;
@@ -705,7 +703,7 @@ bool Vm::rset(Value rowv, uint32_t field, Value v) {
     return false;
   }
   if (state_->field_indexed(ref->table, field)) return rset_indexed(ref, row, field, nv);
-  state_->note_set_field(ref->table, ref->key, field, row[field]);
+  state_->note_set_field(ref->table, ref->key, field, row[field], ref->pos);  // row_write left pos current
   row[field] = nv;
   return true;
 }
@@ -723,7 +721,7 @@ bool Vm::rset_indexed(RowRef* ref, Value* row, uint32_t field, Value nv) {
     return false;
   }
   state_->index_drop(table, row, field);
-  state_->note_set_field(table, ref->key, field, row[field]);
+  state_->note_set_field(table, ref->key, field, row[field], ref->pos);
   row[field] = nv;
   // The tree's own key (on the heap): the reference's may be in the arena.
   state_->index_add(table, row, state_->table(table).key_at(ref->pos), field);

@@ -112,9 +112,10 @@ Key State::journal_key(const Key& k) {
   return held;
 }
 
-void State::note_set_field(uint32_t t, const Key& k, uint32_t field, Value old) {
+void State::note_set_field(uint32_t t, const Key& k, uint32_t field, Value old, BTree::Pos where) {
   assert(!view_);
-  changes_.push_back(Change{Change::Kind::SetField, t, field, old, journal_key(k), 0});
+  assert(!where.leaf || tables_[t]->find_in_leaf(where, k));
+  changes_.push_back(Change{Change::Kind::SetField, t, field, old, journal_key(k), 0, where, tables_[t]->node_epoch()});
 }
 
 void State::note_set_var(uint32_t v, Value old) {
@@ -122,9 +123,10 @@ void State::note_set_var(uint32_t v, Value old) {
   changes_.push_back(Change{Change::Kind::SetVar, v, 0, old, Key{}, 0});
 }
 
-void State::note_insert(uint32_t t, const Key& k) {
+void State::note_insert(uint32_t t, const Key& k, BTree::Pos where) {
   assert(!view_);
-  changes_.push_back(Change{Change::Kind::Insert, t, 0, 0, journal_key(k), 0});
+  assert(!where.leaf || tables_[t]->find_in_leaf(where, k));
+  changes_.push_back(Change{Change::Kind::Insert, t, 0, 0, journal_key(k), 0, where, tables_[t]->node_epoch()});
 }
 
 void State::note_remove(uint32_t t, const Key& k, const Value* old_row) {
@@ -132,9 +134,11 @@ void State::note_remove(uint32_t t, const Key& k, const Value* old_row) {
   changes_.push_back(Change{Change::Kind::Remove, t, 0, 0, journal_key(k), save_row(t, old_row)});
 }
 
-void State::note_replace(uint32_t t, const Key& k, const Value* old_row) {
+void State::note_replace(uint32_t t, const Key& k, const Value* old_row, BTree::Pos where) {
   assert(!view_);
-  changes_.push_back(Change{Change::Kind::Replace, t, 0, 0, journal_key(k), save_row(t, old_row)});
+  assert(!where.leaf || tables_[t]->find_in_leaf(where, k));
+  changes_.push_back(
+      Change{Change::Kind::Replace, t, 0, 0, journal_key(k), save_row(t, old_row), where, tables_[t]->node_epoch()});
 }
 
 void State::rollback(size_t mark) {

@@ -34,6 +34,13 @@ struct Change {
   Value old;         // SetField, SetVar
   Key key;           // table changes
   size_t saved_row;  // Remove, Replace: offset of the old row in saved rows
+  // SetField, Insert, Replace, when the caller knew it: where the row was
+  // (leaf null if not known), and the tree's node_epoch() then. The batch
+  // encoder reads the row's final values there while the epoch is the
+  // same (vm/btree.h: the leaf is still the live tree's), not finding the
+  // row again.
+  BTree::Pos where = {};
+  uint64_t epoch = 0;
 };
 
 class State {
@@ -102,11 +109,12 @@ class State {
   bool text_var(uint32_t v) const { return module_.vars[v].type == kTypeText; }
 
   // ---- the journal ----
-  void note_set_field(uint32_t t, const Key& k, uint32_t field, Value old);
+  // `where`: the row's position in table t now, if known.
+  void note_set_field(uint32_t t, const Key& k, uint32_t field, Value old, BTree::Pos where = {});
   void note_set_var(uint32_t v, Value old);
-  void note_insert(uint32_t t, const Key& k);
+  void note_insert(uint32_t t, const Key& k, BTree::Pos where = {});
   void note_remove(uint32_t t, const Key& k, const Value* old_row);
-  void note_replace(uint32_t t, const Key& k, const Value* old_row);
+  void note_replace(uint32_t t, const Key& k, const Value* old_row, BTree::Pos where = {});
 
   size_t mark() const { return changes_.size(); }
   // Undoes every change after `mark`, newest first.

@@ -63,7 +63,8 @@ class Writer {
     }
   }
   void commit() {
-    Status st = store_->commit(batch_);
+    Fate fate = Fate::NotWritten;
+    Status st = store_->commit(batch_, fate);
     REQUIRE_MESSAGE(st.ok(), st.message);
     batch_.clear();
     store_->tick();

@@ -23,10 +23,14 @@ using rows::Row;
 using Op = BatchEncoder::Op;
 
 // A batch made against tables: each change done to the trees, as the
-// owner does it, and noted with the tree's key, as the journal notes it.
+// owner does it, and noted with the tree's key and where it left the row,
+// as the journal notes it. Noted twice: once with the row's place (read
+// there at encode time) and once without (every row found again, as
+// before rows were read in place); payload() checks the two encode to the
+// same bytes.
 class Batch {
  public:
-  Batch(const Schema& s, MemoryTables& tables) : schema_(s), tables_(tables), encoder_(s) {}
+  Batch(const Schema& s, MemoryTables& tables) : schema_(s), tables_(tables), encoder_(s), by_find_(s) {}
 
   // A row there before the batch (not noted).
   void had(uint32_t t, const Row& r) { REQUIRE(rows::insert(tables_.table(t), schema_.tables[t], r)); }
@@ -34,8 +38,10 @@ class Batch {
     vm::BTree& tree = tables_.table(t);
     std::vector<uint64_t> s = rows::slots(schema_.tables[t], r);
     vm::HeldKey key(tree.layout().key, s.data());
-    REQUIRE(tree.insert(key.key(), s.data()));  // the tree takes the texts
-    encoder_.note(Op::Insert, t, key.key());
+    vm::BTree::Pos at;
+    REQUIRE(tree.insert(key.key(), s.data(), &at));  // the tree takes the texts
+    encoder_.note(Op::Insert, t, key.key(), 0, {at, tree.node_epoch()});
+    by_find_.note(Op::Insert, t, key.key());
   }
   // Field f of the row with `key_row`'s key set to `value`.
   void set(uint32_t t, const Row& key_row, uint32_t f, const std::string& value) {
@@ -44,7 +50,8 @@ class Batch {
     std::vector<uint64_t> s = rows::slots(ts, key_row);
     {
       vm::HeldKey key(tree.layout().key, s.data());
-      uint64_t* row = tree.find_mut(key.key());
+      vm::BTree::Pos at;
+      uint64_t* row = tree.find_mut(key.key(), &at);
       REQUIRE(row);
       Row changed = rows::strings(ts, row);
       changed[f] = value;
@@ -53,7 +60,8 @@ class Batch {
       row[f] = now[f];
       now[f] = 0;
       rows::release(ts, now.data());
-      encoder_.note(Op::Set, t, key.key(), f);
+      encoder_.note(Op::Set, t, key.key(), f, {at, tree.node_epoch()});
+      by_find_.note(Op::Set, t, key.key(), f);
     }
     rows::release(ts, s.data());
   }
@@ -67,22 +75,36 @@ class Batch {
       REQUIRE(tree.erase(key.key(), gone.data()));
       rows::release(ts, gone.data());
       encoder_.note(Op::Remove, t, key.key());
+      by_find_.note(Op::Remove, t, key.key());
     }
     rows::release(ts, s.data());
   }
-  // The payload of the changes noted since the last one.
+  // The payload of the changes noted since the last one, the same bytes
+  // whether rows were read where their changes left them or found again,
+  // and the same when encoded after bytes already in the buffer (the
+  // log's entry header).
   std::vector<uint8_t> payload() {
-    std::vector<uint8_t> out;
-    std::vector<uint64_t> bytes(schema_.tables.size() + 1, 0);
+    std::vector<uint8_t> out, again = {9, 9, 9};
+    std::vector<uint64_t> bytes(schema_.tables.size() + 1, 0), bytes_again = bytes;
     encoder_.encode(tables_, out, bytes);
+    by_find_.encode(tables_, again, bytes_again);
+    CHECK(encoder_.encoded());
     encoder_.clear();
+    by_find_.clear();
+    CHECK(std::vector<uint8_t>(again.begin() + 3, again.end()) == out);
+    CHECK(bytes_again == bytes);
+    CHECK(by_find_.rows_read_in_place() == 0);
     return out;
   }
+  // Rows the last payloads read in place, and found again.
+  uint64_t in_place() const { return encoder_.rows_read_in_place(); }
+  uint64_t found_again() const { return encoder_.rows_found_again(); }
 
  private:
   const Schema& schema_;
   MemoryTables& tables_;
   BatchEncoder encoder_;
+  BatchEncoder by_find_;
 };
 
 Status apply(const std::vector<uint8_t>& payload, const Schema& stored, const Schema& target, Tables& tables,
@@ -190,6 +212,65 @@ TEST_SUITE("records") {
       CHECK(summary.groups[0].removes == (k.rows.size() + 1) / 2 - 1);
       CHECK(summary.groups[0].bytes == second.size());
     }
+  }
+
+  // Rows read where their changes left them are the rows a find gives,
+  // however the tree moved them within the batch: leaves split by many
+  // inserts (rows moved to new right siblings), leaves emptied and freed
+  // by removes, nodes copied after a share() taken mid-batch (as a
+  // checkpoint takes one), a row removed and added again. Batch::payload
+  // compares the bytes with rows found again; replaying checks the rows.
+  TEST_CASE("rows read in place encode the bytes of rows found again, through splits, frees and copies") {
+    Schema s;
+    s.tables.push_back(TableSchema{"items", "Item", {rows::num("id"), rows::num("qty"), rows::text("tag")}, {0}});
+    MemoryTables source(s), replayed(s);
+    Batch b(s, source);
+    vm::BTree& tree = source.table(0);
+    auto item = [](int id, int qty) { return Row{std::to_string(id), std::to_string(qty), fmt::format("t{}", id)}; };
+    // One batch: 2000 inserts in a scattered order (splits everywhere),
+    // each followed by sets of rows added earlier.
+    const int n = 2000;
+    for (int i = 0; i < n; ++i) {
+      int id = (i * 7919) % n;
+      b.add(0, item(id, i));
+      if (i >= 3) b.set(0, item((i - 3) * 7919 % n, 0), 1, std::to_string(i));
+    }
+    std::vector<uint8_t> first = b.payload();
+    CHECK(b.in_place() > 0);
+    CHECK(b.found_again() > 0);  // rows moved to a split's new leaf
+    // The next: a snapshot shared mid-batch, then sets and inserts (every
+    // node on their paths copied), removes of a run of rows (their leaves
+    // emptied and freed), a row removed and added again.
+    for (int id = 0; id < 100; ++id) b.set(0, item(id, 0), 2, "before");
+    uint64_t in_place = b.in_place(), found = b.found_again();
+    vm::Node* snapshot = tree.share();
+    for (int id = 100; id < 200; ++id) b.set(0, item(id, 0), 1, "-1");
+    for (int id = n; id < n + 300; ++id) b.add(0, item(id, id));
+    for (int id = 500; id < 1500; ++id) b.remove(0, item(id, 0));
+    b.remove(0, item(1600, 0));
+    b.add(0, item(1600, 7));
+    for (int id = 1700; id < 1800; ++id) b.set(0, item(id, 0), 2, "after");
+    std::vector<uint8_t> second = b.payload();
+    CHECK(b.in_place() > in_place);      // the changes after the last copy and free
+    CHECK(b.found_again() > found);      // the ones before
+    tree.drop_root(snapshot);
+    REQUIRE(apply(first, s, s, replayed).ok());
+    Status st = apply(second, s, s, replayed, 2);
+    REQUIRE_MESSAGE(st.ok(), st.message);
+    CHECK(rows::all(s.tables[0], replayed.table(0)) == rows::all(s.tables[0], tree));
+    CHECK(tree.size() == static_cast<size_t>(n + 300 - 1000));
+  }
+
+  TEST_CASE("the encoder is cleared after each batch and encodes a batch once") {
+    Schema s;
+    s.tables.push_back(TableSchema{"items", "Item", {rows::num("id"), rows::num("qty"), rows::text("tag")}, {0}});
+    MemoryTables tables(s);
+    Batch b(s, tables);
+    b.add(0, {"1", "2", "a"});
+    CHECK_FALSE(b.payload().empty());
+    CHECK(b.payload().empty());  // cleared: nothing noted since
+    b.set(0, {"1", "0", ""}, 1, "3");
+    CHECK(b.payload() == std::vector<uint8_t>{1, 1, 2, 4, 1, 1, 12});  // items: set 1: qty 3
   }
 
   TEST_CASE("composite keys: a set of a key field is refused, naming the component") {

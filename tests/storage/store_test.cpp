@@ -107,6 +107,7 @@ class Durable {
   std::string one(const std::string& line) { return batch({line})[0]; }
   bool unavailable() const { return store_->unavailable(); }
   Store& store() { return *store_; }
+  const runtime::Durability& durability() const { return *durable_; }
 
   // Every row of every table and every var, as text.
   std::string dump() {
@@ -408,6 +409,23 @@ on nop { }
     CHECK(back.status().ok());
   }
 
+  TEST_CASE("a commit is timed once, by the store, and the durability reports that time") {
+    TempDir dir;
+    SystemIo io;
+    Durable d(kModule, dir.path, io);
+    REQUIRE(d.status().ok());
+    const LatencyHistogram& timed = d.store().stats().commit;
+    uint64_t before = timed.count();
+    for (int id = 1; id <= 3; ++id) {
+      REQUIRE(d.one(put_line(id)) == "{\"ok\":true}\n");
+      CHECK(timed.count() == before + static_cast<uint64_t>(id));  // each commit counted once
+      CHECK(d.store().last_commit_ns() > 0);
+      CHECK(d.durability().last_commit_ns() == d.store().last_commit_ns());
+      CHECK(timed.max_ns() >= d.store().last_commit_ns());
+    }
+    CHECK(d.store().stats().commits == 3);
+  }
+
   TEST_CASE("a failed sync makes the store unavailable: the batch is undone, events refused, queries answered") {
     TempDir dir;
     std::vector<FaultRule> rules;
@@ -425,6 +443,8 @@ on nop { }
                     "sync") == 0);
     CHECK(r[1] == r[0]);
     CHECK(d.unavailable());
+    CHECK(d.store().stats().commit.count() == 3);  // the failed commit is timed too
+    CHECK(d.store().stats().commits == 2);
     CHECK(d.one(R"({"event":"put","args":{"id":5,"qty":1}})").find("unavailable: not written: the store takes no events") == 0);
     CHECK(d.one(R"({"query":"count"})") == "{\"ok\":true,\"result\":2}\n");
   }
