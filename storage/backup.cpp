@@ -1,7 +1,6 @@
 #include "storage/backup.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,6 +11,7 @@
 
 #include <fmt/core.h>
 
+#include "storage/file_io.h"
 #include "storage/live.h"
 #include "storage/log.h"
 #include "storage/memory_tables.h"
@@ -82,14 +82,6 @@ Status Sources::open(const std::string& dir) {
   return Status::good();
 }
 
-Status sync_directory(Io& io, const std::string& dir) {
-  int dfd = io.open(dir, O_RDONLY | O_DIRECTORY, 0);
-  int rc = dfd < 0 ? dfd : io.fsync(dfd);
-  if (dfd >= 0) io.close(dfd);
-  if (rc < 0) return Status::error(fmt::format("cannot sync the directory {}: {}", dir, std::strerror(-rc)), -rc);
-  return Status::good();
-}
-
 // Copies the first `bytes` of `s` into the new file `to`, allocated to
 // `alloc` bytes (a segment's whole size: the rest reads as zeros), synced.
 class Copier {
@@ -121,22 +113,15 @@ class Copier {
     }
     for (uint64_t at = 0; at < bytes;) {
       size_t want = static_cast<size_t>(std::min<uint64_t>(kChunkBytes, bytes - at));
-      ssize_t got = io_.pread(s.fd, buf_.data(), want, static_cast<off_t>(at));
-      if (got <= 0) {
-        int e = got < 0 ? static_cast<int>(-got) : EIO;  // a source shorter than it was: it changed
-        return Status::error(fmt::format("cannot read {}: {}", from, std::strerror(e)), e);
-      }
-      for (ssize_t done = 0; done < got;) {
-        ssize_t w = io_.pwrite(fd, buf_.data() + done, static_cast<size_t>(got - done),
-                               static_cast<off_t>(at + static_cast<uint64_t>(done)));
-        if (w <= 0) {
-          int e = w < 0 ? static_cast<int>(-w) : EIO;
-          return Status::error(fmt::format("cannot write {}: {}", to, std::strerror(e)), e);
-        }
-        done += w;
-      }
-      at += static_cast<uint64_t>(got);
-      report_.bytes += static_cast<uint64_t>(got);
+      size_t got = 0;
+      Status st = read_at(io_, s.fd, buf_.data(), want, at, from, got);
+      if (!st.ok()) return st;
+      // A source shorter than it was when opened: it changed.
+      if (got == 0) return Status::error(fmt::format("cannot read {}: {}", from, std::strerror(EIO)), EIO);
+      st = write_all(io_, fd, buf_.data(), got, at, to);
+      if (!st.ok()) return st;
+      at += got;
+      report_.bytes += got;
       if (progress_) progress_(report_.bytes);
     }
     return Status::good();
@@ -148,7 +133,6 @@ class Copier {
   std::vector<uint8_t> buf_;
 };
 
-// Recovers the copy (read-only: every digest, the chain) and counts its rows.
 // Recovery of the copy, read-only: it refuses the first damage (every
 // digest and the chain are checked), so only a torn tail is heard here.
 Status verify(Io& io, const std::string& to, uint64_t want_seq, bool live, BackupReport& report) {
@@ -172,20 +156,32 @@ Status verify(Io& io, const std::string& to, uint64_t want_seq, bool live, Backu
   return Status::good();
 }
 
-bool exists(const std::string& path) {
-  struct stat st;
-  return ::lstat(path.c_str(), &st) == 0;
-}
-
-// Refuses a destination that exists, or a partial one a stopped backup left.
-Status check_destination(const std::string& to, const std::string& partial) {
-  if (exists(to)) {
+// Makes DEST.partial, refusing a destination that exists (as anything, a
+// dangling link included) or a partial one a stopped backup left.
+Status make_partial(Io& io, const std::string& to, const std::string& partial) {
+  int fd = io.open(to, O_PATH | O_NOFOLLOW, 0);
+  if (fd >= 0) {
+    io.close(fd);
     return Status::error(fmt::format("--to {}: it exists; a backup makes a new directory", to), EEXIST);
   }
-  if (exists(partial)) {
-    return Status::error(fmt::format("{} exists: a backup that did not finish; remove it first", partial), EEXIST);
+  if (fd != -ENOENT) return Status::error(fmt::format("cannot open {}: {}", to, std::strerror(-fd)), -fd);
+  if (int rc = io.mkdir(partial, 0755); rc < 0) {
+    if (rc == -EEXIST) {
+      return Status::error(fmt::format("{} exists: a backup that did not finish; remove it first", partial), EEXIST);
+    }
+    return Status::error(fmt::format("cannot create {}: {}", partial, std::strerror(-rc)), -rc);
   }
   return Status::good();
+}
+
+// After a refusal (not a crash), nothing half-made is left behind: the
+// partial copy holds only the files this backup created. If removing it
+// fails, it stays, recognisably partial.
+void remove_partial(Io& io, const std::string& partial) {
+  std::vector<std::string> names;
+  if (io.list_dir(partial, names) < 0) return;
+  for (const std::string& name : names) io.unlink(partial + "/" + name);
+  io.rmdir(partial);
 }
 
 // The copy's files, in order: the schema and the images (open before the
@@ -218,9 +214,6 @@ Status copy_store(Io& io, ReadAccess& access, const std::string& dir, const std:
   LogOpenReport opened;
   st = Log::open(io, dir, lo, [](const LogEntry&) { return Status::good(); }, log, opened);
   if (!st.ok()) return st;
-  if (::mkdir(partial.c_str(), 0755) != 0) {
-    return Status::error(fmt::format("cannot create {}: {}", partial, std::strerror(errno)), errno);
-  }
   for (const Source& s : fixed.files()) {
     st = copier.copy(s, dir + "/" + s.name, partial + "/" + s.name, s.size, 0);
     if (!st.ok()) return st;
@@ -233,34 +226,43 @@ Status copy_store(Io& io, ReadAccess& access, const std::string& dir, const std:
   return sync_directory(io, partial);
 }
 
-}  // namespace
-
-Status backup(Io& io, const std::string& dir, const std::string& to, BackupReport& report,
-              const BackupProgress& progress) {
-  std::string partial = to + ".partial";
-  Status st = check_destination(to, partial);
-  if (!st.ok()) return st;
+// Takes the source as a reader and copies it into DEST.partial, synced.
+Status copy_into_partial(Io& io, const std::string& dir, const std::string& partial, BackupReport& report,
+                         const BackupProgress& progress, uint64_t& cut_seq) {
   ReadAccess access(io);
-  st = access.take(dir);
+  Status st = access.take(dir);
   if (!st.ok()) return st;
   report.live = access.live();
   report.holder = access.holder();
   Copier copier(io, report, progress);
+  return copy_store(io, access, dir, partial, copier, cut_seq);
+}
+
+}  // namespace
+
+// DEST.partial made, filled and synced; renamed to DEST; the parent synced;
+// then verified. A crash at any point leaves DEST absent or whole.
+Status backup(Io& io, const std::string& dir, const std::string& to, BackupReport& report,
+              const BackupProgress& progress) {
+  std::string partial = to + ".partial";
+  Status st = make_partial(io, to, partial);
+  if (!st.ok()) return st;
   uint64_t cut_seq = 0;
-  st = copy_store(io, access, dir, partial, copier, cut_seq);
+  st = copy_into_partial(io, dir, partial, report, progress, cut_seq);
   if (!st.ok()) {
-    std::error_code ignored;  // a refusal, not a crash: nothing half-made is left behind
-    std::filesystem::remove_all(partial, ignored);
+    remove_partial(io, partial);
     return st;
   }
-  io.point("backup.before_rename");
+  io.point("backup.before_rename");  // DEST.partial whole and synced
   if (int rc = io.rename(partial, to); rc < 0) {
+    remove_partial(io, partial);
     return Status::error(fmt::format("cannot rename {} to {}: {}", partial, to, std::strerror(-rc)), -rc);
   }
+  io.point("backup.after_rename");  // DEST whole; the rename not yet durable
   std::string parent = std::filesystem::path(to).parent_path().string();
   st = sync_directory(io, parent.empty() ? "." : parent);
   if (!st.ok()) return st;
-  io.point("backup.after_rename");
+  io.point("backup.after_dir_sync");
   return verify(io, to, cut_seq, report.live, report);
 }
 
