@@ -3,6 +3,7 @@
 #include <fcntl.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -90,6 +91,9 @@ class Copier {
       : io_(io), report_(report), progress_(progress), buf_(kChunkBytes) {}
 
   Status copy(const Source& s, const std::string& from, const std::string& to, uint64_t bytes, uint64_t alloc) {
+    // A segment's used bytes are within its size (the log's reader stops
+    // at its end), and a whole file is copied as it is.
+    assert(alloc == 0 ? bytes == s.size : bytes <= alloc);
     int fd = io_.open(to, O_WRONLY | O_CREAT | O_EXCL, 0644);
     if (fd < 0) return Status::error(fmt::format("cannot create {}: {}", to, std::strerror(-fd)), -fd);
     Status st = fill(s, from, fd, to, bytes, alloc);
@@ -135,6 +139,9 @@ class Copier {
 
 // Recovery of the copy, read-only: it refuses the first damage (every
 // digest and the chain are checked), so only a torn tail is heard here.
+// Then the copy is checked against the source as it was read: a served
+// store's copy holds exactly the save it was cut at, a stopped store's at
+// least the last save of the source's log.
 Status verify(Io& io, const std::string& to, uint64_t want_seq, bool live, BackupReport& report) {
   RecoveryOptions ro;
   ro.log.read_only = true;
@@ -149,6 +156,10 @@ Status verify(Io& io, const std::string& to, uint64_t want_seq, bool live, Backu
   if (!st.ok()) return Status::error("the copy does not verify: " + st.message, st.err);
   if (live && recovery.last_seq() != want_seq) {
     return Status::error(fmt::format("the copy holds save {}, not save {} it was cut at", recovery.last_seq(), want_seq));
+  }
+  if (!live && recovery.last_seq() < want_seq) {
+    return Status::error(fmt::format("the copy holds save {}, short of save {} where the source's log ends",
+                                     recovery.last_seq(), want_seq));
   }
   report.seq = recovery.last_seq();
   report.rows = 0;
@@ -185,7 +196,8 @@ void remove_partial(Io& io, const std::string& partial) {
 }
 
 // The copy's files, in order: the schema and the images (open before the
-// cut), then the segments up to it.
+// cut), then the segments up to it. `cut_seq`: the save the copy must
+// hold (served), or the last of the source's log.
 Status copy_store(Io& io, ReadAccess& access, const std::string& dir, const std::string& partial, Copier& copier,
                   uint64_t& cut_seq) {
   Sources fixed(io);
@@ -214,6 +226,7 @@ Status copy_store(Io& io, ReadAccess& access, const std::string& dir, const std:
   LogOpenReport opened;
   st = Log::open(io, dir, lo, [](const LogEntry&) { return Status::good(); }, log, opened);
   if (!st.ok()) return st;
+  if (!access.live()) cut_seq = log->last_seq();
   for (const Source& s : fixed.files()) {
     st = copier.copy(s, dir + "/" + s.name, partial + "/" + s.name, s.size, 0);
     if (!st.ok()) return st;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
+#include <cassert>
 #include <cstring>
 #include <span>
 
@@ -68,6 +69,14 @@ Status decode_header(const std::string& path, const uint8_t* h, Header& f) {
   return Status::good();
 }
 
+// Whether header bytes `h` decode as exactly `f`: a header that did not
+// would make the next open refuse the image, and the store with it.
+[[maybe_unused]] bool reads_back_as(const uint8_t* h, const Header& f) {
+  Header back;
+  return decode_header("the image header being written", h, back).ok() && back.version == f.version &&
+         back.seq == f.seq && back.rows == f.rows && back.body_bytes == f.body_bytes && back.kind == f.kind;
+}
+
 std::string err_text(int e) { return std::strerror(e); }
 
 constexpr DurablePoints kImagePoints{"image.before_fsync", "image.before_rename", "image.after_rename",
@@ -90,6 +99,9 @@ class ImageFile {
   std::vector<uint8_t>& buffer() { return buf_; }
   // Writes the buffer out once it holds a step's worth (or `force`).
   Status flush(bool force) {
+    // The body is written contiguously after the header: the trailer, and
+    // the header's length, depend on it.
+    assert(at_ == imf::kHeaderBytes + body_);
     if (buf_.empty() || (!force && buf_.size() < imf::kStepBytes)) return Status::good();
     XXH3_64bits_update(state_, buf_.data(), buf_.size());
     Status st = write_all(io_, fd_, buf_.data(), buf_.size(), at_, tmp_);
@@ -113,11 +125,14 @@ class ImageFile {
     if (!st.ok()) return st;
     uint8_t head[imf::kHeaderBytes];
     Header h = header;
+    assert(h.body_bytes == 0);  // the body's length is this file's to say
     h.body_bytes = body_;
     encode_header(h, head);
+    assert(reads_back_as(head, h));  // checked right before it goes to disk
     st = write_all(io_, fd_, head, sizeof head, 0, tmp_);
     if (!st.ok()) return st;
     total = imf::kHeaderBytes + body_ + imf::kDigestBytes;
+    assert(total == at_ + imf::kDigestBytes);  // the file ends right after the trailer
     return Status::good();
   }
 
@@ -238,6 +253,10 @@ Status write_table_image(Io& io, const std::string& dir, const TableSchema& t, c
       st = file.flush(false);
     });
     if (!st.ok()) return st;
+    // The header's row count is every row of the snapshot: a count that
+    // said fewer would drop the rest at the next open, one that said more
+    // would have it refuse the image.
+    assert(rows == vm::BTree::rows_under(root));
     return file.finish(Header{version, seq, rows, 0, imf::kTable}, out.bytes);
   };
   Status st = write_file_durably(io, dir, "image-" + t.name, {}, DurableWrite{kImagePoints, fill});
@@ -247,6 +266,7 @@ Status write_table_image(Io& io, const std::string& dir, const TableSchema& t, c
 
 Status write_vars_image(Io& io, const std::string& dir, const Schema& schema, const std::vector<uint64_t>& values,
                         uint64_t seq, ImageWritten& out) {
+  assert(values.size() == schema.vars.size());  // a value for every var, in the schema's order
   auto fill = [&](int fd, const std::string& tmp) {
     ImageFile file(io, fd, tmp);
     Encoder e(file.buffer());
@@ -348,7 +368,8 @@ Status load_table_image(Io& io, const std::string& path, const TableSchema& targ
   // The image's columns to the target's, worked out at its first row.
   std::vector<int> column_field;
   std::vector<bool> given;
-  return read_table_image(io, path, info, [&](uint64_t* row) -> Status {
+  const uint64_t rows_before = rows;
+  Status st = read_table_image(io, path, info, [&](uint64_t* row) -> Status {
     const TableSchema& cols = info.table;
     if (column_field.empty()) {
       given.assign(target.fields.size(), false);
@@ -386,6 +407,10 @@ Status load_table_image(Io& io, const std::string& path, const TableSchema& targ
     ++rows;
     return Status::good();
   });
+  // Every row the header counts is in the tree: one dropped here would be
+  // dropped from the store at its next checkpoint.
+  assert(!st.ok() || rows - rows_before == info.rows);
+  return st;
 }
 
 Status rewrite_image_seq(Io& io, const std::string& path, uint64_t seq) {
@@ -406,6 +431,12 @@ Status rewrite_image_seq(Io& io, const std::string& path, uint64_t seq) {
   }
   if (bytes::get_u64(old + imf::kHeaderSumAt) != header_sum(old)) {
     return fail(fmt::format("header checksum mismatch at byte {}", imf::kHeaderSumAt), 0);
+  }
+  // An image's save number never moves back: the entries between would be
+  // applied to it twice. The store never asks for that; a file changed
+  // behind its back could.
+  if (uint64_t covers = bytes::get_u64(old + imf::kSeqAt); covers > seq) {
+    return fail(fmt::format("it covers save {}, later than save {}", covers, seq), 0);
   }
   uint8_t h[imf::kHeaderBytes];
   std::memcpy(h, old, sizeof h);

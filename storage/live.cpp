@@ -97,6 +97,12 @@ Status LiveMarkWriter::open(Io& io, const std::string& dir) {
 
 void LiveMarkWriter::publish(uint64_t seq, uint64_t segment, uint64_t end) {
   if (!words_) return;
+  // Saves only become durable, and the log only grows (a segment gets a
+  // higher number than every earlier one): a mark that moved back would
+  // cut a reader (a backup) before saves already answered.
+  assert(seq >= seq_ && (segment > segment_ || (segment == segment_ && end >= end_)));
+  assert(seq > seq_ || (segment == segment_ && end == end_) || !serving_);
+  seq_ = seq, segment_ = segment, end_ = end;
   auto change = word(words_, kWordChange);
   uint64_t c = change.load(std::memory_order_relaxed);
   assert(c % 2 == 0);  // one writer: no update is under way

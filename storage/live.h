@@ -84,12 +84,16 @@ class LiveMarkWriter {
   // After a durable commit (and once the open is done): Serving, at `seq`,
   // whose entry ends at byte `end` of segment `segment`. The three change
   // together: a reader never takes one update's save with another's byte.
+  // Never moves back: a reader cut at an earlier place would miss saves
+  // already answered.
   void publish(uint64_t seq, uint64_t segment, uint64_t end);
 
  private:
   Io* io_ = nullptr;
   uint64_t* words_ = nullptr;  // the mapped mark (its descriptor is closed: the mapping stays)
   bool serving_ = false;       // the mark says Serving
+  // The last publish, which the next may not precede.
+  uint64_t seq_ = 0, segment_ = 0, end_ = 0;
 };
 
 // A reader of a served store: holds DIR/READERS shared while it lives.
