@@ -1,9 +1,9 @@
 #include "storage/backup.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -12,6 +12,7 @@
 
 #include <fmt/core.h>
 
+#include "storage/file_io.h"
 #include "storage/live.h"
 #include "storage/log.h"
 #include "storage/memory_tables.h"
@@ -82,14 +83,6 @@ Status Sources::open(const std::string& dir) {
   return Status::good();
 }
 
-Status sync_directory(Io& io, const std::string& dir) {
-  int dfd = io.open(dir, O_RDONLY | O_DIRECTORY, 0);
-  int rc = dfd < 0 ? dfd : io.fsync(dfd);
-  if (dfd >= 0) io.close(dfd);
-  if (rc < 0) return Status::error(fmt::format("cannot sync the directory {}: {}", dir, std::strerror(-rc)), -rc);
-  return Status::good();
-}
-
 // Copies the first `bytes` of `s` into the new file `to`, allocated to
 // `alloc` bytes (a segment's whole size: the rest reads as zeros), synced.
 class Copier {
@@ -98,6 +91,9 @@ class Copier {
       : io_(io), report_(report), progress_(progress), buf_(kChunkBytes) {}
 
   Status copy(const Source& s, const std::string& from, const std::string& to, uint64_t bytes, uint64_t alloc) {
+    // A segment's used bytes are within its size (the log's reader stops
+    // at its end), and a whole file is copied as it is.
+    assert(alloc == 0 ? bytes == s.size : bytes <= alloc);
     int fd = io_.open(to, O_WRONLY | O_CREAT | O_EXCL, 0644);
     if (fd < 0) return Status::error(fmt::format("cannot create {}: {}", to, std::strerror(-fd)), -fd);
     Status st = fill(s, from, fd, to, bytes, alloc);
@@ -121,22 +117,15 @@ class Copier {
     }
     for (uint64_t at = 0; at < bytes;) {
       size_t want = static_cast<size_t>(std::min<uint64_t>(kChunkBytes, bytes - at));
-      ssize_t got = io_.pread(s.fd, buf_.data(), want, static_cast<off_t>(at));
-      if (got <= 0) {
-        int e = got < 0 ? static_cast<int>(-got) : EIO;  // a source shorter than it was: it changed
-        return Status::error(fmt::format("cannot read {}: {}", from, std::strerror(e)), e);
-      }
-      for (ssize_t done = 0; done < got;) {
-        ssize_t w = io_.pwrite(fd, buf_.data() + done, static_cast<size_t>(got - done),
-                               static_cast<off_t>(at + static_cast<uint64_t>(done)));
-        if (w <= 0) {
-          int e = w < 0 ? static_cast<int>(-w) : EIO;
-          return Status::error(fmt::format("cannot write {}: {}", to, std::strerror(e)), e);
-        }
-        done += w;
-      }
-      at += static_cast<uint64_t>(got);
-      report_.bytes += static_cast<uint64_t>(got);
+      size_t got = 0;
+      Status st = read_at(io_, s.fd, buf_.data(), want, at, from, got);
+      if (!st.ok()) return st;
+      // A source shorter than it was when opened: it changed.
+      if (got == 0) return Status::error(fmt::format("cannot read {}: {}", from, std::strerror(EIO)), EIO);
+      st = write_all(io_, fd, buf_.data(), got, at, to);
+      if (!st.ok()) return st;
+      at += got;
+      report_.bytes += got;
       if (progress_) progress_(report_.bytes);
     }
     return Status::good();
@@ -148,9 +137,11 @@ class Copier {
   std::vector<uint8_t> buf_;
 };
 
-// Recovers the copy (read-only: every digest, the chain) and counts its rows.
 // Recovery of the copy, read-only: it refuses the first damage (every
 // digest and the chain are checked), so only a torn tail is heard here.
+// Then the copy is checked against the source as it was read: a served
+// store's copy holds exactly the save it was cut at, a stopped store's at
+// least the last save of the source's log.
 Status verify(Io& io, const std::string& to, uint64_t want_seq, bool live, BackupReport& report) {
   RecoveryOptions ro;
   ro.log.read_only = true;
@@ -166,30 +157,47 @@ Status verify(Io& io, const std::string& to, uint64_t want_seq, bool live, Backu
   if (live && recovery.last_seq() != want_seq) {
     return Status::error(fmt::format("the copy holds save {}, not save {} it was cut at", recovery.last_seq(), want_seq));
   }
+  if (!live && recovery.last_seq() < want_seq) {
+    return Status::error(fmt::format("the copy holds save {}, short of save {} where the source's log ends",
+                                     recovery.last_seq(), want_seq));
+  }
   report.seq = recovery.last_seq();
   report.rows = 0;
   for (uint32_t t = 0; t < stored.tables.size(); ++t) report.rows += tables.table(t).size();
   return Status::good();
 }
 
-bool exists(const std::string& path) {
-  struct stat st;
-  return ::lstat(path.c_str(), &st) == 0;
-}
-
-// Refuses a destination that exists, or a partial one a stopped backup left.
-Status check_destination(const std::string& to, const std::string& partial) {
-  if (exists(to)) {
+// Makes DEST.partial, refusing a destination that exists (as anything, a
+// dangling link included) or a partial one a stopped backup left.
+Status make_partial(Io& io, const std::string& to, const std::string& partial) {
+  int fd = io.open(to, O_PATH | O_NOFOLLOW, 0);
+  if (fd >= 0) {
+    io.close(fd);
     return Status::error(fmt::format("--to {}: it exists; a backup makes a new directory", to), EEXIST);
   }
-  if (exists(partial)) {
-    return Status::error(fmt::format("{} exists: a backup that did not finish; remove it first", partial), EEXIST);
+  if (fd != -ENOENT) return Status::error(fmt::format("cannot open {}: {}", to, std::strerror(-fd)), -fd);
+  if (int rc = io.mkdir(partial, 0755); rc < 0) {
+    if (rc == -EEXIST) {
+      return Status::error(fmt::format("{} exists: a backup that did not finish; remove it first", partial), EEXIST);
+    }
+    return Status::error(fmt::format("cannot create {}: {}", partial, std::strerror(-rc)), -rc);
   }
   return Status::good();
 }
 
+// After a refusal (not a crash), nothing half-made is left behind: the
+// copy (DEST.partial, or DEST when the rename may not be durable) holds
+// only the files this backup created. If removing it fails, it stays.
+void remove_copy(Io& io, const std::string& copy) {
+  std::vector<std::string> names;
+  if (io.list_dir(copy, names) < 0) return;
+  for (const std::string& name : names) io.unlink(copy + "/" + name);
+  io.rmdir(copy);
+}
+
 // The copy's files, in order: the schema and the images (open before the
-// cut), then the segments up to it.
+// cut), then the segments up to it. `cut_seq`: the save the copy must
+// hold (served), or the last of the source's log.
 Status copy_store(Io& io, ReadAccess& access, const std::string& dir, const std::string& partial, Copier& copier,
                   uint64_t& cut_seq) {
   Sources fixed(io);
@@ -218,9 +226,7 @@ Status copy_store(Io& io, ReadAccess& access, const std::string& dir, const std:
   LogOpenReport opened;
   st = Log::open(io, dir, lo, [](const LogEntry&) { return Status::good(); }, log, opened);
   if (!st.ok()) return st;
-  if (::mkdir(partial.c_str(), 0755) != 0) {
-    return Status::error(fmt::format("cannot create {}: {}", partial, std::strerror(errno)), errno);
-  }
+  if (!access.live()) cut_seq = log->last_seq();
   for (const Source& s : fixed.files()) {
     st = copier.copy(s, dir + "/" + s.name, partial + "/" + s.name, s.size, 0);
     if (!st.ok()) return st;
@@ -233,40 +239,48 @@ Status copy_store(Io& io, ReadAccess& access, const std::string& dir, const std:
   return sync_directory(io, partial);
 }
 
-}  // namespace
-
-Status backup(Io& io, const std::string& dir, const std::string& to, BackupReport& report,
-              const BackupProgress& progress) {
-  std::string partial = to + ".partial";
-  Status st = check_destination(to, partial);
-  if (!st.ok()) return st;
+// Takes the source as a reader and copies it into DEST.partial, synced.
+Status copy_into_partial(Io& io, const std::string& dir, const std::string& partial, BackupReport& report,
+                         const BackupProgress& progress, uint64_t& cut_seq) {
   ReadAccess access(io);
-  st = access.take(dir);
+  Status st = access.take(dir);
   if (!st.ok()) return st;
   report.live = access.live();
   report.holder = access.holder();
   Copier copier(io, report, progress);
+  return copy_store(io, access, dir, partial, copier, cut_seq);
+}
+
+}  // namespace
+
+// DEST.partial made, filled and synced; renamed to DEST; the parent synced;
+// then verified. A crash at any point leaves DEST absent or whole.
+Status backup(Io& io, const std::string& dir, const std::string& to, BackupReport& report,
+              const BackupProgress& progress) {
+  std::string partial = to + ".partial";
+  Status st = make_partial(io, to, partial);
+  if (!st.ok()) return st;
   uint64_t cut_seq = 0;
-  st = copy_store(io, access, dir, partial, copier, cut_seq);
+  st = copy_into_partial(io, dir, partial, report, progress, cut_seq);
   if (!st.ok()) {
-    std::error_code ignored;  // a refusal, not a crash: nothing half-made is left behind
-    std::filesystem::remove_all(partial, ignored);
+    remove_copy(io, partial);
     return st;
   }
-  io.point("backup.before_rename");
+  io.point("backup.before_rename");  // DEST.partial whole and synced
   if (int rc = io.rename(partial, to); rc < 0) {
+    remove_copy(io, partial);
     return Status::error(fmt::format("cannot rename {} to {}: {}", partial, to, std::strerror(-rc)), -rc);
   }
+  io.point("backup.after_rename");  // DEST whole; the rename not yet durable
   std::string parent = std::filesystem::path(to).parent_path().string();
   st = sync_directory(io, parent.empty() ? "." : parent);
   if (!st.ok()) {
     // Whether the rename is durable is unknown: a refusal leaves no DEST
     // (one a retry would be refused for) any more than a DEST.partial.
-    std::error_code ignored;
-    std::filesystem::remove_all(to, ignored);
+    remove_copy(io, to);
     return st;
   }
-  io.point("backup.after_rename");
+  io.point("backup.after_dir_sync");
   return verify(io, to, cut_seq, report.live, report);
 }
 

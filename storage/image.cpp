@@ -4,10 +4,12 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
+#include <cassert>
 #include <cstring>
 #include <span>
 
 #include "storage/codec.h"
+#include "storage/file_io.h"
 #include "storage/image_format.h"
 #include "storage/key_values.h"
 #include "storage/schema_codec.h"
@@ -17,9 +19,7 @@ namespace aup::storage {
 
 namespace imf = image_format;
 
-std::string table_image_path(const std::string& dir, const std::string& table) {
-  return fmt::format("{}/image-{}", dir, table);
-}
+std::string table_image_path(const std::string& dir, const std::string& table) { return dir + "/image-" + table; }
 std::string vars_image_path(const std::string& dir) { return dir + "/image.vars"; }
 
 namespace {
@@ -69,47 +69,42 @@ Status decode_header(const std::string& path, const uint8_t* h, Header& f) {
   return Status::good();
 }
 
-std::string err_text(int e) { return std::strerror(e); }
-
-// Writes all of p[0..n) at `at`, resuming short writes: 0, or the errno (a
-// write of nothing is EIO).
-int write_all(Io& io, int fd, const uint8_t* p, size_t n, uint64_t at) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t w = io.pwrite(fd, p + done, n - done, static_cast<off_t>(at + done));
-    if (w <= 0) return w < 0 ? static_cast<int>(-w) : EIO;
-    done += static_cast<size_t>(w);
-  }
-  return 0;
+// Whether header bytes `h` decode as exactly `f`: a header that did not
+// would make the next open refuse the image, and the store with it.
+[[maybe_unused]] bool reads_back_as(const uint8_t* h, const Header& f) {
+  Header back;
+  return decode_header("the image header being written", h, back).ok() && back.version == f.version &&
+         back.seq == f.seq && back.rows == f.rows && back.body_bytes == f.body_bytes && back.kind == f.kind;
 }
 
-// An image being written: bytes go out in steps, each step handed to the
-// device (sync_file_range) so the closing fsync waits for little.
+std::string err_text(int e) { return std::strerror(e); }
+
+constexpr DurablePoints kImagePoints{"image.before_fsync", "image.before_rename", "image.after_rename",
+                                     "image.after_dir_sync"};
+
+// An image being written into its `.new` file (write_file_durably opened
+// it and syncs and renames it once it is whole): the body goes out in
+// steps, each handed to the device (sync_file_range) so the closing fsync
+// waits for little; then the trailer, and the header last.
 class ImageFile {
  public:
-  ImageFile(Io& io, std::string path) : io_(io), path_(std::move(path)), tmp_(path_ + ".new") {
+  ImageFile(Io& io, int fd, const std::string& tmp) : io_(io), fd_(fd), tmp_(tmp) {
     state_ = XXH3_createState();
     XXH3_64bits_reset(state_);
   }
-  ~ImageFile() {
-    if (fd_ >= 0) io_.close(fd_);
-    XXH3_freeState(state_);
-  }
+  ~ImageFile() { XXH3_freeState(state_); }
   ImageFile(const ImageFile&) = delete;
   ImageFile& operator=(const ImageFile&) = delete;
 
-  Status open() {
-    fd_ = io_.open(tmp_, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd_ < 0) return Status::error(fmt::format("cannot create {}: {}", tmp_, err_text(-fd_)), -fd_);
-    at_ = imf::kHeaderBytes;
-    return Status::good();
-  }
   std::vector<uint8_t>& buffer() { return buf_; }
   // Writes the buffer out once it holds a step's worth (or `force`).
   Status flush(bool force) {
+    // The body is written contiguously after the header: the trailer, and
+    // the header's length, depend on it.
+    assert(at_ == imf::kHeaderBytes + body_);
     if (buf_.empty() || (!force && buf_.size() < imf::kStepBytes)) return Status::good();
     XXH3_64bits_update(state_, buf_.data(), buf_.size());
-    Status st = write(buf_.data(), buf_.size(), at_);
+    Status st = write_all(io_, fd_, buf_.data(), buf_.size(), at_, tmp_);
     if (!st.ok()) return st;
     if (int rc = io_.sync_file_range(fd_, static_cast<off_t>(at_), static_cast<off_t>(buf_.size())); rc < 0) {
       return Status::error(fmt::format("cannot flush {}: {}", tmp_, err_text(-rc)), -rc);
@@ -119,50 +114,33 @@ class ImageFile {
     buf_.clear();
     return Status::good();
   }
-  // The trailer, the header, fsync, rename over the live file, fsync the
-  // directory: a reader sees the old image or the whole new one.
-  Status finish(const std::string& dir, const Header& header, uint64_t& total) {
+  // The rest of the body, the trailer, then the header (its body length
+  // is known only now). `total`: the file's bytes.
+  Status finish(const Header& header, uint64_t& total) {
     Status st = flush(true);
     if (!st.ok()) return st;
     uint8_t trailer[imf::kDigestBytes];
     bytes::put_u64(trailer, XXH3_64bits_digest(state_));
-    st = write(trailer, sizeof trailer, at_);
+    st = write_all(io_, fd_, trailer, sizeof trailer, at_, tmp_);
     if (!st.ok()) return st;
     uint8_t head[imf::kHeaderBytes];
     Header h = header;
+    assert(h.body_bytes == 0);  // the body's length is this file's to say
     h.body_bytes = body_;
     encode_header(h, head);
-    st = write(head, sizeof head, 0);
+    assert(reads_back_as(head, h));  // checked right before it goes to disk
+    st = write_all(io_, fd_, head, sizeof head, 0, tmp_);
     if (!st.ok()) return st;
-    io_.point("image.before_fsync");
-    if (int rc = io_.fsync(fd_); rc < 0) return Status::error(fmt::format("cannot sync {}: {}", tmp_, err_text(-rc)), -rc);
-    io_.close(fd_);
-    fd_ = -1;
-    io_.point("image.before_rename");
-    if (int rc = io_.rename(tmp_, path_); rc < 0) {
-      return Status::error(fmt::format("cannot rename {} to {}: {}", tmp_, path_, err_text(-rc)), -rc);
-    }
-    io_.point("image.after_rename");
-    int dfd = io_.open(dir, O_RDONLY | O_DIRECTORY, 0);
-    int rc = dfd < 0 ? dfd : io_.fsync(dfd);
-    if (dfd >= 0) io_.close(dfd);
-    if (rc < 0) return Status::error(fmt::format("cannot sync the directory {}: {}", dir, err_text(-rc)), -rc);
-    io_.point("image.after_dir_sync");
     total = imf::kHeaderBytes + body_ + imf::kDigestBytes;
+    assert(total == at_ + imf::kDigestBytes);  // the file ends right after the trailer
     return Status::good();
   }
 
  private:
-  Status write(const uint8_t* p, size_t n, uint64_t at) {
-    int e = write_all(io_, fd_, p, n, at);
-    return e == 0 ? Status::good() : Status::error(fmt::format("cannot write {}: {}", tmp_, err_text(e)), e);
-  }
-
   Io& io_;
-  std::string path_;
-  std::string tmp_;
-  int fd_ = -1;
-  uint64_t at_ = 0;
+  int fd_;
+  const std::string& tmp_;
+  uint64_t at_ = imf::kHeaderBytes;
   uint64_t body_ = 0;
   std::vector<uint8_t> buf_;
   XXH3_state_t* state_;
@@ -172,32 +150,15 @@ class ImageFile {
 // part between them.
 Status load(Io& io, const std::string& path, uint8_t want_kind, std::vector<uint8_t>& bytes,
             ImageRead& info, std::span<const uint8_t>& body, uint32_t& version) {
-  int fd = io.open(path, O_RDONLY, 0);
-  if (fd < 0) return Status::error(fmt::format("cannot open {}: {}", path, err_text(-fd)), -fd);
-  int64_t size = io.file_size(fd);
-  if (size < imf::kHeaderBytes + imf::kDigestBytes) {
-    io.close(fd);
-    return Status::error(
-        fmt::format("{} is damaged: it ends at byte {}, shorter than an empty image ({} bytes)", path, size,
-                    imf::kHeaderBytes + imf::kDigestBytes));
+  Status st = read_file(io, path, bytes);
+  if (!st.ok()) return st;  // an I/O error, not damage: the open exits 2, not 1
+  if (bytes.size() < imf::kHeaderBytes + imf::kDigestBytes) {
+    return Status::error(fmt::format("{} is damaged: it ends at byte {}, shorter than an empty image ({} bytes)", path,
+                                     bytes.size(), imf::kHeaderBytes + imf::kDigestBytes));
   }
-  bytes.resize(static_cast<size_t>(size));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = io.pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
-    if (n < 0) {  // an I/O error, not damage: the open exits 2, not 1
-      io.close(fd);
-      int e = static_cast<int>(-n);
-      return Status::error(fmt::format("cannot read {}: {}", path, err_text(e)), e);
-    }
-    if (n == 0) break;
-    done += static_cast<size_t>(n);
-  }
-  io.close(fd);
-  if (done != bytes.size()) return Status::error(fmt::format("cannot read {}", path));
   const uint8_t* h = bytes.data();
   Header head;
-  if (Status st = decode_header(path, h, head); !st.ok()) return st;
+  if (st = decode_header(path, h, head); !st.ok()) return st;
   info = ImageRead{};  // the caller's may hold an earlier read's columns
   version = head.version;
   info.seq = head.seq;
@@ -276,39 +237,47 @@ void release_texts(const TableSchema& layout, const uint64_t* slots) {
 
 Status write_table_image(Io& io, const std::string& dir, const TableSchema& t, const vm::BTree& tree,
                          const vm::Node* root, uint64_t seq, ImageWritten& out) {
-  ImageFile file(io, table_image_path(dir, t.name));
-  Status st = file.open();
-  if (!st.ok()) return st;
   uint32_t version = table_format(t);
-  Encoder head(file.buffer());
-  encode_table_schema(head, t, version);
-  uint64_t rows = 0;
   const std::vector<uint32_t> order = field_write_order(t);
-  tree.for_each(root, [&](const vm::Key&, const uint64_t* row) {
-    if (!st.ok()) return;
-    Encoder e(file.buffer());
-    for (uint32_t f : order) e.value(t.fields[f].type, row[f]);
-    ++rows;
-    st = file.flush(false);
-  });
-  if (!st.ok()) return st;
-  st = file.finish(dir, Header{version, seq, rows, 0, imf::kTable}, out.bytes);
+  uint64_t rows = 0;
+  auto fill = [&](int fd, const std::string& tmp) {
+    ImageFile file(io, fd, tmp);
+    Encoder head(file.buffer());
+    encode_table_schema(head, t, version);
+    Status st;
+    tree.for_each(root, [&](const vm::Key&, const uint64_t* row) {
+      if (!st.ok()) return;
+      Encoder e(file.buffer());
+      for (uint32_t f : order) e.value(t.fields[f].type, row[f]);
+      ++rows;
+      st = file.flush(false);
+    });
+    if (!st.ok()) return st;
+    // The header's row count is every row of the snapshot: a count that
+    // said fewer would drop the rest at the next open, one that said more
+    // would have it refuse the image.
+    assert(rows == vm::BTree::rows_under(root));
+    return file.finish(Header{version, seq, rows, 0, imf::kTable}, out.bytes);
+  };
+  Status st = write_file_durably(io, dir, "image-" + t.name, {}, DurableWrite{kImagePoints, fill});
   out.rows = rows;
   return st;
 }
 
 Status write_vars_image(Io& io, const std::string& dir, const Schema& schema, const std::vector<uint64_t>& values,
                         uint64_t seq, ImageWritten& out) {
-  ImageFile file(io, vars_image_path(dir));
-  Status st = file.open();
-  if (!st.ok()) return st;
-  Encoder e(file.buffer());
-  e.varint(schema.vars.size());
-  for (size_t i = 0; i < schema.vars.size(); ++i) {
-    encode_var_schema(e, schema.vars[i]);
-    e.value(schema.vars[i].type, values[i]);
-  }
-  st = file.finish(dir, Header{imf::kFirstVersion, seq, schema.vars.size(), 0, imf::kVars}, out.bytes);
+  assert(values.size() == schema.vars.size());  // a value for every var, in the schema's order
+  auto fill = [&](int fd, const std::string& tmp) {
+    ImageFile file(io, fd, tmp);
+    Encoder e(file.buffer());
+    e.varint(schema.vars.size());
+    for (size_t i = 0; i < schema.vars.size(); ++i) {
+      encode_var_schema(e, schema.vars[i]);
+      e.value(schema.vars[i].type, values[i]);
+    }
+    return file.finish(Header{imf::kFirstVersion, seq, schema.vars.size(), 0, imf::kVars}, out.bytes);
+  };
+  Status st = write_file_durably(io, dir, "image.vars", {}, DurableWrite{kImagePoints, fill});
   out.rows = schema.vars.size();
   return st;
 }
@@ -399,7 +368,8 @@ Status load_table_image(Io& io, const std::string& path, const TableSchema& targ
   // The image's columns to the target's, worked out at its first row.
   std::vector<int> column_field;
   std::vector<bool> given;
-  return read_table_image(io, path, info, [&](uint64_t* row) -> Status {
+  const uint64_t rows_before = rows;
+  Status st = read_table_image(io, path, info, [&](uint64_t* row) -> Status {
     const TableSchema& cols = info.table;
     if (column_field.empty()) {
       given.assign(target.fields.size(), false);
@@ -437,6 +407,10 @@ Status load_table_image(Io& io, const std::string& path, const TableSchema& targ
     ++rows;
     return Status::good();
   });
+  // Every row the header counts is in the tree: one dropped here would be
+  // dropped from the store at its next checkpoint.
+  assert(!st.ok() || rows - rows_before == info.rows);
+  return st;
 }
 
 Status rewrite_image_seq(Io& io, const std::string& path, uint64_t seq) {
@@ -447,9 +421,9 @@ Status rewrite_image_seq(Io& io, const std::string& path, uint64_t seq) {
     return Status::error(fmt::format("cannot update {}: {}", path, why), e);
   };
   uint8_t old[imf::kHeaderBytes];
-  ssize_t n = io.pread(fd, old, sizeof old, 0);
-  if (n < 0) return fail(err_text(static_cast<int>(-n)), static_cast<int>(-n));
-  if (n != sizeof old || std::memcmp(old, imf::kMagic, 8) != 0) return fail("not an image", 0);
+  size_t got = 0;
+  if (Status st = read_at(io, fd, old, sizeof old, 0, path, got); !st.ok()) return fail(err_text(st.err), st.err);
+  if (got != sizeof old || std::memcmp(old, imf::kMagic, 8) != 0) return fail("not an image", 0);
   if (uint32_t v = bytes::get_u32(old + imf::kVersionAt); v < imf::kFirstVersion || v > imf::kLastVersion) {
     return fail(fmt::format("image format {} at byte {}, this aup writes {} and {}", v, imf::kVersionAt,
                             imf::kFirstVersion, imf::kLastVersion),
@@ -458,14 +432,21 @@ Status rewrite_image_seq(Io& io, const std::string& path, uint64_t seq) {
   if (bytes::get_u64(old + imf::kHeaderSumAt) != header_sum(old)) {
     return fail(fmt::format("header checksum mismatch at byte {}", imf::kHeaderSumAt), 0);
   }
+  // An image's save number never moves back: the entries between would be
+  // applied to it twice. The store never asks for that; a file changed
+  // behind its back could.
+  if (uint64_t covers = bytes::get_u64(old + imf::kSeqAt); covers > seq) {
+    return fail(fmt::format("it covers save {}, later than save {}", covers, seq), 0);
+  }
   uint8_t h[imf::kHeaderBytes];
   std::memcpy(h, old, sizeof h);
   bytes::put_u64(h + imf::kSeqAt, seq);
   bytes::put_u64(h + imf::kHeaderSumAt, header_sum(h));
-  if (int e = write_all(io, fd, h, sizeof h, 0); e != 0) {
-    write_all(io, fd, old, sizeof old, 0);
-    return fail(err_text(e), e);
+  if (Status st = write_all(io, fd, h, sizeof h, 0, path); !st.ok()) {
+    write_all(io, fd, old, sizeof old, 0, path);
+    return fail(err_text(st.err), st.err);
   }
+  io.point("image.seq_before_fsync");
   if (int rc = io.fsync(fd); rc < 0) return fail(err_text(-rc), -rc);
   io.close(fd);
   return Status::good();

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,6 +54,17 @@ int SystemIo::rename(const std::string& from, const std::string& to) {
   return result(::rename(from.c_str(), to.c_str()));
 }
 int SystemIo::unlink(const std::string& path) { return result(::unlink(path.c_str())); }
+int SystemIo::mkdir(const std::string& path, int mode) {
+  return result(::mkdir(path.c_str(), static_cast<mode_t>(mode)));
+}
+int SystemIo::rmdir(const std::string& path) { return result(::rmdir(path.c_str())); }
+int SystemIo::map_shared(int fd, size_t bytes, bool writable, void*& out) {
+  void* m = ::mmap(nullptr, bytes, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) return -errno;
+  out = m;
+  return 0;
+}
+int SystemIo::unmap(void* at, size_t bytes) { return result(::munmap(at, bytes)); }
 int SystemIo::flock(int fd, int operation) { return result(::flock(fd, operation)); }
 int64_t SystemIo::file_size(int fd) {
   struct stat st;
@@ -163,6 +175,18 @@ int FaultIo::unlink(const std::string& path) {
   if (FaultRule* r = hit("unlink")) return -r->err;
   return inner_->unlink(path);
 }
+int FaultIo::mkdir(const std::string& path, int mode) {
+  if (FaultRule* r = hit("mkdir")) return -r->err;
+  return inner_->mkdir(path, mode);
+}
+int FaultIo::rmdir(const std::string& path) {
+  if (FaultRule* r = hit("rmdir")) return -r->err;
+  return inner_->rmdir(path);
+}
+int FaultIo::map_shared(int fd, size_t bytes, bool writable, void*& out) {
+  if (FaultRule* r = hit("map_shared")) return -r->err;
+  return inner_->map_shared(fd, bytes, writable, out);
+}
 int FaultIo::flock(int fd, int operation) {
   if (FaultRule* r = hit("flock")) return -r->err;
   return inner_->flock(fd, operation);
@@ -184,8 +208,9 @@ namespace {
 // The calls a fail rule may name. A misspelt call would make a rule that
 // never fires, and a test that tests nothing. (Crash rules name points,
 // which are not listed here.)
-constexpr std::string_view kCalls[] = {"open",   "pread",     "pwrite",   "fdatasync", "fsync", "fallocate",
-                                       "sync_file_range", "ftruncate", "rename", "unlink", "list_dir", "lock", "flock"};
+constexpr std::string_view kCalls[] = {"open",     "pread",  "pwrite", "fdatasync", "fsync", "fallocate",
+                                       "sync_file_range", "ftruncate", "rename", "unlink", "mkdir", "rmdir",
+                                       "list_dir", "lock",  "flock",  "map_shared"};
 
 std::string call_list() {
   std::string s;

@@ -1,11 +1,13 @@
 // The store's system calls, behind one interface so tests can break them.
 //
-// Every file operation of storage/ goes through an Io. SystemIo makes the
-// real calls. FaultIo wraps it and, following a plan, makes the Nth call of
-// a kind fail (EIO, ENOSPC, a short write) or stops the process right at a
-// named point of a commit or a checkpoint (`_exit(kCrashExitCode)`, a
-// simulated power cut: nothing after that point reaches the disk). Tests
-// check what the next open finds. A plan comes from a test, or from the
+// Every file operation of storage/ goes through an Io: the store's files,
+// its directory, the live mark's mapping (storage/live.h) and a backup's
+// directories. SystemIo makes the real calls. FaultIo wraps it and,
+// following a plan, makes the Nth call of a kind fail (EIO, ENOSPC, a short
+// write) or stops the process right at a named point of a multi-step change
+// (`_exit(kCrashExitCode)`, a simulated power cut: nothing after that point
+// reaches the disk; docs/store-format.md lists the points). Tests check
+// what the next open finds. A plan comes from a test, or from the
 // environment variable AUP_FAULTS for whole-process crash tests:
 //
 //   AUP_FAULTS="crash:commit.after_write:3"   stop the 3rd time that point is reached
@@ -14,11 +16,13 @@
 //
 // Several rules may be joined with commas. A fail rule names a call of Io
 // (open, pread, pwrite, fdatasync, fsync, fallocate, sync_file_range,
-// ftruncate, rename, unlink, list_dir, lock) and an errno (EIO, ENOSPC,
-// EDQUOT, EROFS or a number); a short rule names pwrite. A plan from AUP_FAULTS says on stderr
-// when a fail or short rule fires (`aup: fault plan: ...`), so a test can
-// tell a fault that fired from one never reached. Rules count calls from
-// every thread (the owner's and a checkpoint's) under one lock.
+// ftruncate, rename, unlink, mkdir, rmdir, list_dir, lock, flock,
+// map_shared) and an errno (EIO, ENOSPC, EDQUOT, EROFS or a number); a
+// short rule names pwrite. close, file_size and unmap are never failed: a
+// failure there changes nothing a test could see. A plan from AUP_FAULTS
+// says on stderr when a fail or short rule fires (`aup: fault plan: ...`),
+// so a test can tell a fault that fired from one never reached. Rules count
+// calls from every thread (the owner's and a checkpoint's) under one lock.
 // Operating errors come back as negative errno values, never exceptions.
 #pragma once
 
@@ -51,7 +55,17 @@ class Io {
   virtual int ftruncate(int fd, off_t n) = 0;
   virtual int rename(const std::string& from, const std::string& to) = 0;
   virtual int unlink(const std::string& path) = 0;
+  // A directory: the store's (made by its first open) and a backup's.
+  virtual int mkdir(const std::string& path, int mode) = 0;
+  virtual int rmdir(const std::string& path) = 0;
   virtual int64_t file_size(int fd) = 0;
+  // The first `bytes` of the open file `fd`, mapped shared (writable, or
+  // read-only), in `out`; the mapping outlives the descriptor. The live
+  // mark (storage/live.h): written by the server, read by readers in
+  // other processes. The file must be at least `bytes` long (a mapping
+  // past its end faults when touched).
+  virtual int map_shared(int fd, size_t bytes, bool writable, void*& out) = 0;
+  virtual int unmap(void* at, size_t bytes) = 0;
   // The names in a directory (without . and ..), in no particular order:
   // the log's segments, and whether a store without a schema file holds
   // data (storage/store.cpp).
@@ -66,7 +80,7 @@ class Io {
   // flock(2) on an open descriptor (LOCK_EX | LOCK_NB, LOCK_UN, ...): the
   // writer's hold on DIR/READERS (storage/live.h).
   virtual int flock(int fd, int operation) = 0;
-  // A named step of a commit or checkpoint (crash tests stop here).
+  // A named step of a multi-step change (crash tests stop here).
   virtual void point(std::string_view name) { (void)name; }
 };
 
@@ -83,7 +97,11 @@ class SystemIo : public Io {
   int ftruncate(int fd, off_t n) override;
   int rename(const std::string& from, const std::string& to) override;
   int unlink(const std::string& path) override;
+  int mkdir(const std::string& path, int mode) override;
+  int rmdir(const std::string& path) override;
   int64_t file_size(int fd) override;
+  int map_shared(int fd, size_t bytes, bool writable, void*& out) override;
+  int unmap(void* at, size_t bytes) override;
   int list_dir(const std::string& dir, std::vector<std::string>& names) override;
   int lock(const std::string& path, bool exclusive, std::string& holder) override;
   int flock(int fd, int operation) override;
@@ -115,7 +133,11 @@ class FaultIo : public Io {
   int ftruncate(int fd, off_t n) override;
   int rename(const std::string& from, const std::string& to) override;
   int unlink(const std::string& path) override;
+  int mkdir(const std::string& path, int mode) override;
+  int rmdir(const std::string& path) override;
   int64_t file_size(int fd) override { return inner_->file_size(fd); }
+  int map_shared(int fd, size_t bytes, bool writable, void*& out) override;
+  int unmap(void* at, size_t bytes) override { return inner_->unmap(at, bytes); }
   int list_dir(const std::string& dir, std::vector<std::string>& names) override;
   int lock(const std::string& path, bool exclusive, std::string& holder) override;
   int flock(int fd, int operation) override;

@@ -2,8 +2,6 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -69,21 +67,25 @@ void ReadersGate::let_in() {
 // ---- the writer's mark ----------------------------------------------------------
 
 LiveMarkWriter::~LiveMarkWriter() {
-  if (words_) {
-    word(words_, kWordState).store(static_cast<uint64_t>(LiveMark::State::Closed), std::memory_order_release);
-    ::munmap(words_, kMarkBytes);
-  }
-  if (fd_ >= 0) ::close(fd_);
+  if (!words_) return;
+  word(words_, kWordState).store(static_cast<uint64_t>(LiveMark::State::Closed), std::memory_order_release);
+  io_->unmap(words_, kMarkBytes);
 }
 
-Status LiveMarkWriter::open(const std::string& dir) {
+Status LiveMarkWriter::open(Io& io, const std::string& dir) {
+  io_ = &io;
   std::string path = dir + "/LIVE";
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0 || ::ftruncate(fd_, kMarkBytes) != 0) {
-    return Status::error(fmt::format("cannot create {}: {}", path, std::strerror(errno)), errno);
+  int fd = io.open(path, O_RDWR | O_CREAT, 0644);
+  if (fd < 0) return Status::error(fmt::format("cannot create {}: {}", path, std::strerror(-fd)), -fd);
+  void* m = nullptr;
+  const char* step = "create";
+  int rc = io.ftruncate(fd, kMarkBytes);
+  if (rc == 0) {
+    step = "map";
+    rc = io.map_shared(fd, kMarkBytes, /*writable=*/true, m);
   }
-  void* m = ::mmap(nullptr, kMarkBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-  if (m == MAP_FAILED) return Status::error(fmt::format("cannot map {}: {}", path, std::strerror(errno)), errno);
+  io.close(fd);  // the mapping stays
+  if (rc < 0) return Status::error(fmt::format("cannot {} {}: {}", step, path, std::strerror(-rc)), -rc);
   words_ = static_cast<uint64_t*>(m);
   // Opening first, so a reader never takes an earlier writer's mark for this one's.
   word(words_, kWordState).store(static_cast<uint64_t>(LiveMark::State::Opening), std::memory_order_release);
@@ -95,6 +97,12 @@ Status LiveMarkWriter::open(const std::string& dir) {
 
 void LiveMarkWriter::publish(uint64_t seq, uint64_t segment, uint64_t end) {
   if (!words_) return;
+  // Saves only become durable, and the log only grows (a segment gets a
+  // higher number than every earlier one): a mark that moved back would
+  // cut a reader (a backup) before saves already answered.
+  assert(seq >= seq_ && (segment > segment_ || (segment == segment_ && end >= end_)));
+  assert(seq > seq_ || (segment == segment_ && end == end_) || !serving_);
+  seq_ = seq, segment_ = segment, end_ = end;
   auto change = word(words_, kWordChange);
   uint64_t c = change.load(std::memory_order_relaxed);
   assert(c % 2 == 0);  // one writer: no update is under way
@@ -137,19 +145,26 @@ Status LiveReader::attach(Io& io, const std::string& dir) {
 
 Status LiveReader::read_mark(LiveMark& out) const {
   std::string path = dir_ + "/LIVE";
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::error(fmt::format("cannot open {}: {}", path, std::strerror(errno)), errno);
-  struct stat st;
-  void* m = ::fstat(fd, &st) == 0 && st.st_size >= static_cast<off_t>(kMarkBytes)
-                ? ::mmap(nullptr, kMarkBytes, PROT_READ, MAP_SHARED, fd, 0)
-                : MAP_FAILED;
-  ::close(fd);
-  if (m == MAP_FAILED) return Status::error(fmt::format("{} is not a live mark", path), EINVAL);
+  int fd = io_->open(path, O_RDONLY, 0);
+  if (fd < 0) return Status::error(fmt::format("cannot open {}: {}", path, std::strerror(-fd)), -fd);
+  // Mapped only when it is a mark's length: a page past a file's end
+  // faults when touched.
+  int64_t size = io_->file_size(fd);
+  bool long_enough = size >= static_cast<int64_t>(kMarkBytes);
+  void* m = nullptr;
+  int rc = long_enough ? io_->map_shared(fd, kMarkBytes, /*writable=*/false, m) : 0;
+  io_->close(fd);
+  if (size < 0) {
+    int e = static_cast<int>(-size);
+    return Status::error(fmt::format("cannot read {}: {}", path, std::strerror(e)), e);
+  }
+  if (!long_enough) return Status::error(fmt::format("{} is not a live mark", path), EINVAL);
+  if (rc < 0) return Status::error(fmt::format("cannot map {}: {}", path, std::strerror(-rc)), -rc);
   auto* words = static_cast<uint64_t*>(m);
   bool valid = word(words, kWordMagic).load(std::memory_order_acquire) == kMagic &&
                word(words, kWordVersion).load(std::memory_order_relaxed) == kVersion;
   if (!valid) {
-    ::munmap(m, kMarkBytes);
+    io_->unmap(m, kMarkBytes);
     return Status::error(fmt::format("{} is not a live mark", path), EINVAL);
   }
   out.state = static_cast<LiveMark::State>(word(words, kWordState).load(std::memory_order_acquire));
@@ -168,7 +183,7 @@ Status LiveReader::read_mark(LiveMark& out) const {
     settled = before % 2 == 0 && change.load(std::memory_order_relaxed) == before;
     if (!settled) std::this_thread::yield();
   }
-  ::munmap(m, kMarkBytes);
+  io_->unmap(m, kMarkBytes);
   if (!settled) return Status::error(fmt::format("{} was left in the middle of an update", path), EAGAIN);
   return Status::good();
 }

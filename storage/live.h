@@ -23,8 +23,11 @@
 // writer may be writing past the cut (an entry not yet synced, a segment
 // being started) is looked at.
 //
-// The mark goes through no Io: it is no part of the store's state, so the
-// fault and crash plans (storage/io.h) leave it alone.
+// The mark goes through the store's Io like every file: creating and
+// mapping it at open (a failure refuses the open, as for any file the open
+// creates), and a reader's opening and mapping it (a failure refuses that
+// read). After the open the writer only stores to memory it has mapped:
+// no call of Io, so no fault plan (storage/io.h) can fail a commit there.
 #pragma once
 
 #include <cstdint>
@@ -76,16 +79,21 @@ class LiveMarkWriter {
   LiveMarkWriter& operator=(const LiveMarkWriter&) = delete;
 
   // Creates or takes over DIR/LIVE, Opening, with this process's pid.
-  Status open(const std::string& dir);
+  // `io` must outlive the writer.
+  Status open(Io& io, const std::string& dir);
   // After a durable commit (and once the open is done): Serving, at `seq`,
   // whose entry ends at byte `end` of segment `segment`. The three change
   // together: a reader never takes one update's save with another's byte.
+  // Never moves back: a reader cut at an earlier place would miss saves
+  // already answered.
   void publish(uint64_t seq, uint64_t segment, uint64_t end);
 
  private:
-  uint64_t* words_ = nullptr;  // the mapped mark
-  int fd_ = -1;
-  bool serving_ = false;  // the mark says Serving
+  Io* io_ = nullptr;
+  uint64_t* words_ = nullptr;  // the mapped mark (its descriptor is closed: the mapping stays)
+  bool serving_ = false;       // the mark says Serving
+  // The last publish, which the next may not precede.
+  uint64_t seq_ = 0, segment_ = 0, end_ = 0;
 };
 
 // A reader of a served store: holds DIR/READERS shared while it lives.

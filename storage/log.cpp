@@ -10,6 +10,7 @@
 #include <optional>
 #include <random>
 
+#include "storage/file_io.h"
 #include "vm/bytes.h"
 
 namespace aup::storage {
@@ -134,18 +135,6 @@ bool valid_entry_after(const std::vector<uint8_t>& buf, uint64_t from, uint64_t 
 // How far past an end marker open looks for valid entries.
 constexpr uint64_t kEndScanBytes = uint64_t{1} << 20;
 
-Status read_all(Io& io, int fd, uint64_t size, std::vector<uint8_t>& out, const std::string& path) {
-  out.assign(size, 0);
-  uint64_t done = 0;
-  while (done < size) {
-    ssize_t n = io.pread(fd, out.data() + done, size - done, static_cast<off_t>(done));
-    if (n < 0) return Status::error(fmt::format("cannot read {}: {}", path, std::strerror(static_cast<int>(-n))), static_cast<int>(-n));
-    if (n == 0) break;  // shorter than its header says: the rest reads as zeros
-    done += static_cast<uint64_t>(n);
-  }
-  return Status::good();
-}
-
 // A segment read from its start as far as open needs it: a preallocated
 // segment is mostly unused, and reading all 64 MiB of it would make every
 // open slow. `buf` always holds exactly the bytes read so far.
@@ -161,17 +150,9 @@ class SegmentReader {
     if (n <= buf_.size() || buf_.size() >= size_) return Status::good();
     uint64_t want = std::min(size_, std::max({n, 2 * static_cast<uint64_t>(buf_.size()), kFirstRead}));
     size_t done = buf_.size();
-    buf_.resize(want, 0);
-    while (done < want) {
-      ssize_t got = io_.pread(fd_, buf_.data() + done, want - done, static_cast<off_t>(done));
-      if (got < 0) {
-        return Status::error(fmt::format("cannot read {}: {}", path_, std::strerror(static_cast<int>(-got))),
-                             static_cast<int>(-got));
-      }
-      if (got == 0) break;  // shorter than its header says: the rest reads as zeros
-      done += static_cast<size_t>(got);
-    }
-    return Status::good();
+    buf_.resize(want, 0);  // shorter than its header says: the rest reads as zeros
+    size_t got = 0;
+    return read_at(io_, fd_, buf_.data() + done, want - done, done, path_, got);
   }
 
  private:
@@ -182,19 +163,6 @@ class SegmentReader {
   const std::string& path_;
   std::vector<uint8_t>& buf_;
 };
-
-Status write_all(Io& io, int fd, const uint8_t* p, size_t n, uint64_t at, const std::string& path) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t w = io.pwrite(fd, p + done, n - done, static_cast<off_t>(at + done));
-    if (w <= 0) {
-      int e = w < 0 ? static_cast<int>(-w) : EIO;
-      return Status::error(fmt::format("cannot write {}: {}", path, std::strerror(e)), e);
-    }
-    done += static_cast<size_t>(w);
-  }
-  return Status::good();
-}
 
 }  // namespace
 
@@ -509,7 +477,9 @@ Status Log::Opener::judge_bad_entry(SegmentReader& reader, const Segment& seg, u
 
 // After a torn tail, a later segment of the chain must hold no valid entry.
 Status Log::Opener::check_no_later_entries(const Segment& seg, const std::string& path) {
-  Status st = read_all(log_.io_, seg.fd, seg.size, buf_, path);
+  buf_.assign(seg.size, 0);  // shorter than its header says: the rest reads as zeros
+  size_t got = 0;
+  Status st = read_at(log_.io_, seg.fd, buf_.data(), buf_.size(), 0, path, got);
   if (!st.ok()) return st;
   if (valid_entry_after(buf_, lf::kHeaderBytes, seg.generation, log_.last_seq_)) {
     return Status::error(fmt::format("the log is damaged: {}, yet log-{} holds later entries; refusing to open "
@@ -731,12 +701,9 @@ Status Log::sync() {
   }
   io_.point("log.after_sync");
   if (dir_sync_) {
-    int dfd = io_.open(dir_, O_RDONLY | O_DIRECTORY, 0);
-    int rc = dfd < 0 ? dfd : io_.fsync(dfd);
-    if (dfd >= 0) io_.close(dfd);
-    if (rc < 0) {
+    if (Status st = sync_directory(io_, dir_); !st.ok()) {
       broken_ = true;
-      return Status::error(fmt::format("cannot sync the directory {}: {}", dir_, std::strerror(-rc)), -rc);
+      return st;
     }
     io_.point("log.after_dir_sync");
     dir_sync_ = false;

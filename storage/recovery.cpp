@@ -86,6 +86,9 @@ Status Recovery::read_log() {
     if (st.err == 0 && !refused_in_visit_) reporter_.damage(st);
     return st;
   }
+  // The log's last entry is the last one visited: the state read is the
+  // state the log holds.
+  assert(log_->last_seq() == visited_seq_ && log_report_.entries == entries_);
   last_seq_ = std::max(last_seq_, log_->last_seq());
   if (log_report_.torn) reporter_.torn_tail(log_report_.torn_where);
   reporter_.log_read(log_report_, log_->segments());
@@ -95,6 +98,11 @@ Status Recovery::read_log() {
 // One entry of the log, in order: reported, then applied to each table
 // whose image does not cover it.
 Status Recovery::visit(const LogEntry& e) {
+  // The log hands on only entries that chain (storage/log.h): save numbers
+  // strictly increasing, each entry's predecessor the entry before it. One
+  // that did not would be applied over a state no save ever had.
+  assert(e.seq > e.prev_seq && (entries_ == 0 || e.prev_seq == visited_seq_));
+  visited_seq_ = e.seq;
   if (++entries_ == 1) {
     Status m = check_reaches_back(e.prev_seq);
     if (!m.ok()) {

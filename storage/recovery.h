@@ -142,6 +142,7 @@ class Recovery {
   uint64_t all_covered_ = 0;  // the least of apply_after_: entries up to it are not even decoded
   std::vector<uint64_t> applied_bytes_;
   uint64_t entries_ = 0;
+  uint64_t visited_seq_ = 0;  // the save number of the last entry visited
   bool missing_ = false;          // entries are missing: nothing more is applied
   bool refused_in_visit_ = false;  // the log's refusal came from visit(), which has reported it
   uint64_t last_seq_ = 0;

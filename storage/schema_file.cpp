@@ -1,13 +1,14 @@
 #include "storage/schema_file.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 
 #include "storage/codec.h"
+#include "storage/file_io.h"
 #include "storage/key_values.h"
 #include "storage/schema_codec.h"
 #include "vm/bytes.h"
@@ -78,22 +79,6 @@ bool decode_schema(Decoder& d, Schema& s, uint32_t version) {
   return d.ok();
 }
 
-// Reads the whole file: an error status, or `bytes` filled.
-Status read_whole(Io& io, const std::string& path, std::vector<uint8_t>& bytes) {
-  int fd = io.open(path, O_RDONLY, 0);
-  if (fd < 0) return Status::error(fmt::format("cannot open {}: {}", path, std::strerror(-fd)), -fd);
-  int64_t size = io.file_size(fd);
-  bytes.resize(static_cast<size_t>(std::max<int64_t>(size, 0)));
-  ssize_t n = size > 0 ? io.pread(fd, bytes.data(), bytes.size(), 0) : 0;
-  io.close(fd);
-  if (n < 0) {  // an I/O error, not damage: the open exits 2, not 1
-    int e = static_cast<int>(-n);
-    return Status::error(fmt::format("cannot read {}: {}", path, std::strerror(e)), e);
-  }
-  if (n != static_cast<ssize_t>(bytes.size())) return Status::error(fmt::format("cannot read {}", path));
-  return Status::good();
-}
-
 // Checks the header and the digest; the body is bytes 24..24+len, in
 // format `version`.
 Status check_frame(const std::string& path, const std::vector<uint8_t>& bytes, uint64_t& len, uint32_t& version) {
@@ -129,9 +114,9 @@ Status check_frame(const std::string& path, const std::vector<uint8_t>& bytes, u
   }
   return Status::good();
 }
-}  // namespace
 
-Status write_schema_file(Io& io, const std::string& dir, const Schema& s) {
+// The file's bytes for `s`: the header, the body and its digest.
+std::vector<uint8_t> frame_schema(const Schema& s) {
   uint32_t version = tables_format(s.tables);
   std::vector<uint8_t> body;
   Encoder b(body);
@@ -144,41 +129,14 @@ Status write_schema_file(Io& io, const std::string& dir, const Schema& s) {
   e.fixed64(body.size());
   e.raw(body.data(), body.size());
   e.fixed64(XXH3_64bits(body.data(), body.size()));
-  std::string path = dir + "/schema", tmp = path + ".new";
-  int fd = io.open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) return Status::error(fmt::format("cannot create {}: {}", tmp, std::strerror(-fd)), -fd);
-  size_t done = 0;
-  while (done < file.size()) {
-    ssize_t w = io.pwrite(fd, file.data() + done, file.size() - done, static_cast<off_t>(done));
-    if (w <= 0) {
-      io.close(fd);
-      int err = w < 0 ? static_cast<int>(-w) : EIO;
-      return Status::error(fmt::format("cannot write {}: {}", tmp, std::strerror(err)), err);
-    }
-    done += static_cast<size_t>(w);
-  }
-  int rc = io.fsync(fd);
-  io.close(fd);
-  if (rc < 0) return Status::error(fmt::format("cannot sync {}: {}", tmp, std::strerror(-rc)), -rc);
-  io.point("schema.before_rename");
-  if (int r = io.rename(tmp, path); r < 0) {
-    return Status::error(fmt::format("cannot rename {}: {}", tmp, std::strerror(-r)), -r);
-  }
-  int dfd = io.open(dir, O_RDONLY | O_DIRECTORY, 0);
-  rc = dfd < 0 ? dfd : io.fsync(dfd);
-  if (dfd >= 0) io.close(dfd);
-  if (rc < 0) return Status::error(fmt::format("cannot sync the directory {}: {}", dir, std::strerror(-rc)), -rc);
-  return Status::good();
+  return file;
 }
 
-Status read_schema_file(Io& io, const std::string& dir, Schema& s) {
-  std::string path = dir + "/schema";
-  std::vector<uint8_t> bytes;
-  Status st = read_whole(io, path, bytes);
-  if (!st.ok()) return st;
+// A schema file's bytes, checked and decoded (`path` names it in a refusal).
+Status parse_schema(const std::string& path, const std::vector<uint8_t>& bytes, Schema& s) {
   uint64_t len = 0;
   uint32_t version = 0;
-  st = check_frame(path, bytes, len, version);
+  Status st = check_frame(path, bytes, len, version);
   if (!st.ok()) return st;
   Decoder d(bytes.data() + kHeaderBytes, len, kHeaderBytes);
   if (!decode_schema(d, s, version)) {
@@ -186,6 +144,45 @@ Status read_schema_file(Io& io, const std::string& dir, Schema& s) {
         fmt::format("{} is damaged: it does not decode (byte {}): {}", path, d.error_offset(), d.problem()));
   }
   return Status::good();
+}
+
+// Whether `file` reads back as `s`: the same tables, fields, types, keys
+// and vars, which every row and log record is read by (a schema that read
+// back otherwise would misread them all), and, written again from what was
+// read, the same bytes (so the defaults too: compared as bytes, since a
+// NaN is not equal to itself).
+[[maybe_unused]] bool reads_back_as(const std::vector<uint8_t>& file, const Schema& s) {
+  Schema back;
+  if (!parse_schema("the schema being written", file, back).ok() || frame_schema(back) != file) return false;
+  auto same_field = [](const FieldSchema& a, const FieldSchema& b) {
+    return a.name == b.name && a.type == b.type && a.has_default == b.has_default;
+  };
+  auto same_table = [&](const TableSchema& a, const TableSchema& b) {
+    return a.name == b.name && a.key_fields == b.key_fields &&
+           std::equal(a.fields.begin(), a.fields.end(), b.fields.begin(), b.fields.end(), same_field);
+  };
+  auto same_var = [](const VarSchema& a, const VarSchema& b) { return a.name == b.name && a.type == b.type; };
+  return std::equal(back.tables.begin(), back.tables.end(), s.tables.begin(), s.tables.end(), same_table) &&
+         std::equal(back.vars.begin(), back.vars.end(), s.vars.begin(), s.vars.end(), same_var);
+}
+
+constexpr DurablePoints kSchemaPoints{"schema.before_fsync", "schema.before_rename", "schema.after_rename",
+                                      "schema.after_dir_sync"};
+
+}  // namespace
+
+Status write_schema_file(Io& io, const std::string& dir, const Schema& s) {
+  std::vector<uint8_t> file = frame_schema(s);
+  assert(reads_back_as(file, s));  // checked right before it goes to disk
+  return write_file_durably(io, dir, "schema", file, DurableWrite{kSchemaPoints, {}});
+}
+
+Status read_schema_file(Io& io, const std::string& dir, Schema& s) {
+  std::string path = dir + "/schema";
+  std::vector<uint8_t> bytes;
+  Status st = read_file(io, path, bytes);
+  if (!st.ok()) return st;
+  return parse_schema(path, bytes, s);
 }
 
 SchemaDiff compare_schemas(const Schema& stored, const Schema& module) {

@@ -1,7 +1,6 @@
 #include "storage/store.h"
 
 #include <fmt/format.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cassert>
@@ -125,8 +124,8 @@ Status Store::open(Io& io, const std::string& dir, const Schema& schema, StoreOp
 
 // One process at a time: a second `aup run` on the same store is refused.
 Status Store::lock_directory() {
-  if (::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST) {
-    return Status::error(fmt::format("cannot create the store directory {}: {}", dir_, errno_text(errno)), errno);
+  if (int rc = io_.mkdir(dir_, 0755); rc < 0 && rc != -EEXIST) {
+    return Status::error(fmt::format("cannot create the store directory {}: {}", dir_, errno_text(-rc)), -rc);
   }
   std::string path = dir_ + "/LOCK";
   std::string holder;
@@ -139,7 +138,7 @@ Status Store::lock_directory() {
   if (lock_fd_ < 0) return Status::error(fmt::format("cannot lock {}: {}", path, errno_text(-lock_fd_)), -lock_fd_);
   // A reader of the served store finds these (storage/live.h); the mark
   // says Opening until the open is done.
-  Status st = live_.open(dir_);
+  Status st = live_.open(io_, dir_);
   if (st.ok()) st = readers_.open(io_, dir_);
   return st;
 }

@@ -81,14 +81,18 @@ def stopped_store(aup, tmp, module):
 
 
 def crashes(aup, tmp, data, want):
-    """A crash at every point: DEST absent with DEST.partial, or complete."""
-    points = [f"backup.copied:{n}" for n in range(1, 5)] + ["backup.before_rename:1", "backup.after_rename:1"]
+    """A crash at every point (storage/backup.cpp): DEST absent with
+    DEST.partial, or complete. before_rename: DEST.partial whole and
+    synced; after_rename: renamed, the parent not yet synced;
+    after_dir_sync: renamed and synced, not yet verified."""
+    points = [f"backup.copied:{n}" for n in range(1, 5)] + \
+        ["backup.before_rename:1", "backup.after_rename:1", "backup.after_dir_sync:1"]
     for point in points:
         dest = os.path.join(tmp, "crash-" + point.replace(":", "-"))
         r = run(aup, "backup", "--data", data, "--to", dest, env={"AUP_FAULTS": "crash:" + point})
-        if r.returncode == 0:
-            fail(f"crash at {point}: the backup finished")
-        if point.startswith("backup.after_rename"):
+        if r.returncode != 86 or f"aup: fault plan: crash at {point.split(':')[0]}" not in r.stderr:
+            fail(f"crash at {point}: exit {r.returncode} (expected the crash exit 86): {r.stderr}")
+        if point.startswith(("backup.after_rename", "backup.after_dir_sync")):
             if not os.path.isdir(dest) or rows_of(aup, dest) != want:
                 fail(f"crash at {point}: the renamed copy is not complete")
         elif os.path.exists(dest) or not os.path.isdir(dest + ".partial"):
@@ -99,6 +103,13 @@ def crashes(aup, tmp, data, want):
     r = run(aup, "backup", "--data", data, "--to", dest, env={"AUP_FAULTS": "fail:pwrite:2:ENOSPC"})
     if r.returncode != 2 or "cannot write" not in r.stderr or os.path.exists(dest) or os.path.exists(dest + ".partial"):
         fail(f"a failed write: exit {r.returncode}: {r.stderr}; left {os.listdir(tmp)}")
+    # Its directories go through the store's Io too: DEST.partial that
+    # cannot be made, or a rename that fails, is a clean refusal.
+    for plan, words in (("fail:mkdir:1:EROFS", f"cannot create {dest}.partial: Read-only file system"),
+                        ("fail:rename:1:EIO", f"cannot rename {dest}.partial to {dest}: Input/output error")):
+        r = run(aup, "backup", "--data", data, "--to", dest, env={"AUP_FAULTS": plan})
+        if r.returncode != 2 or words not in r.stderr or os.path.exists(dest) or os.path.exists(dest + ".partial"):
+            fail(f"{plan}: exit {r.returncode}: {r.stderr}; left {os.listdir(tmp)}")
     if rows_of(aup, data) != want or run(aup, "replay", "--data", data, "--verify").returncode != 0:
         fail("the source changed under the backups")
 
@@ -149,6 +160,13 @@ def soak(aup, tmp, module, seconds, rng):
     server = live.Server(aup, module, data, sock)
     for a in range(1, live.ACCOUNTS + 1):
         assert live.call(sock, {"event": "open", "args": {"id": a}})["ok"]
+    # The live mark read through the Io: a mapping that fails refuses the
+    # backup (exit 2, the file and the error named), leaving nothing.
+    dest = os.path.join(tmp, "unmapped")
+    r = run(aup, "backup", "--data", data, "--to", dest, env={"AUP_FAULTS": "fail:map_shared:1:EIO"})
+    if r.returncode != 2 or f"cannot map {data}/LIVE: Input/output error" not in r.stderr or \
+            os.path.exists(dest) or os.path.exists(dest + ".partial"):
+        fail(f"a live mark that cannot be mapped: exit {r.returncode}: {r.stderr}")
     totals = live.Totals()
     finished = killed = kills = verifies = 0
     end = time.time() + seconds

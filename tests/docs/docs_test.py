@@ -13,7 +13,10 @@ usage: docs_test.py SOURCE_ROOT
     cites the design pages the project grew from (they are not in it);
   - the README shows the two set-up commands, and .ci/run runs the second;
   - docs/operations.md's Monitoring table lists every metric of
-    runtime/metrics.cpp's table, with its kind and unit, and no other.
+    runtime/metrics.cpp's table, with its kind and unit, and no other;
+  - every crash point of storage/ (an Io::point name, or one of a
+    DurablePoints set) is in docs/store-format.md's table of points and
+    is crashed at by tests/storage/crash_test.py or tests/cli/backup_test.py.
 
 Each problem is one line; the exit status is the number of problems.
 """
@@ -141,8 +144,26 @@ def check_metrics():
         fail("docs/operations.md's Monitoring table is not in runtime/metrics.cpp's order")
 
 
+def check_crash_points():
+    code = "".join(read(os.path.join("storage", f)) for f in sorted(os.listdir(os.path.join(root, "storage")))
+                   if f.endswith(".cpp"))
+    names = set(re.findall(r'\bpoint\("([a-z_]+\.[a-z_]+)"\)', code))
+    for group in re.findall(r"DurablePoints k\w+\{([^}]*)\}", code):
+        names.update(re.findall(r'"([a-z_]+\.[a-z_]+)"', group))
+    if len(names) < 10:
+        fail(f"found only {len(names)} crash points in storage/: the pattern no longer matches the code")
+    store_format = read("docs/store-format.md")
+    tests = read("tests/storage/crash_test.py") + read("tests/cli/backup_test.py")
+    for name in sorted(names):
+        if f"`{name}`" not in store_format:
+            fail(f"docs/store-format.md does not list the crash point {name}")
+        if f'"{name}' not in tests and f"'{name}" not in tests:
+            fail(f"no crash test stops at {name}")
+
+
 check_opcodes()
 check_metrics()
+check_crash_points()
 check_failure_codes()
 check_magics()
 check_citations()

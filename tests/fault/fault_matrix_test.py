@@ -85,8 +85,8 @@ NO_CHECKPOINTS = ["--segment-size", "4096", "--image-min", str(1 << 40), "--log-
 READ_TIMEOUT = float(os.environ.get("AUP_FAULT_TIMEOUT", "60"))  # an answer later than this is a hang
 
 # Every call of storage/io.h a plan can fail, with the errors that call can
-# really return (ftruncate is in the interface but storage/ never calls it:
-# its cases must show the fault is never reached).
+# really return (rmdir is in the interface but `aup run` never calls it,
+# only `aup backup` does: its cases must show the fault is never reached).
 CALLS = {
     "open": ["EIO", "ENOSPC", "EDQUOT", "EROFS"],     # creating a file: no inode, quota, read-only
     "pread": ["EIO"],
@@ -101,11 +101,17 @@ CALLS = {
     "list_dir": ["EIO"],                               # listing the store's directory
     "lock": ["EIO", "EROFS"],                          # taking the store's lock (EROFS: creating LOCK)
     "flock": ["EIO"],                                  # the gate on READERS: a failure only defers a release
+    "mkdir": ["EROFS", "ENOSPC", "EDQUOT", "EIO"],     # the store's directory, made (or found) at open
+    "rmdir": ["EIO"],
+    "map_shared": ["EIO"],                             # mapping the live mark (storage/live.h) at open
 }
 # Calls made only while a store opens: the lock once, the listing once for
 # the log (and once more before a new store is created, to see that the
-# directory holds no store files). Later occurrences are never reached.
-AT_OPEN = {"lock": [1], "list_dir": [1, 2]}
+# directory holds no store files), the store's directory made once, and the
+# live mark sized and mapped once (after the open the server only stores
+# to the mapped page: no call a fault could fail). Later occurrences are
+# never reached.
+AT_OPEN = {"lock": [1], "list_dir": [1, 2], "mkdir": [1], "ftruncate": [1], "map_shared": [1]}
 ERRNO = {name: getattr(errno, name) for name in ("EIO", "ENOSPC", "EDQUOT", "EROFS")}
 # Occurrences of a call: the first ones (creating or opening the store, the
 # first commits) and later ones (checkpoints, new and reused segments).
@@ -116,7 +122,7 @@ NTHS_OPEN = [1, 2, 3, 4, 5, 6]  # at the open of an existing store
 
 # What a refusal must say: the operation, then the file (the store's
 # directory is in the path) and the error's text.
-OPERATION = re.compile(r"cannot (write|sync|rename|create|open|read|flush|allocate|update|list|lock)|no space for")
+OPERATION = re.compile(r"cannot (write|sync|rename|create|open|read|flush|allocate|update|list|lock|map)|no space for")
 # The calls `aup replay` makes, and the error each fails with.
 REPLAY_CALLS = [("lock", "EIO"), ("list_dir", "EIO"), ("open", "EIO"), ("pread", "EIO")]
 REPLAY_MODES = [["--verify"], ["--dump", "accounts", "--verify"], ["--entries"]]
@@ -840,8 +846,8 @@ def cases(full):
     out = []
     nths = NTHS_FULL if full else NTHS_CI
     for call, errnos in CALLS.items():
-        expect = "not reached" if call == "ftruncate" else None
-        few = call == "ftruncate" and not full  # never called: two cases show it
+        expect = "not reached" if call == "rmdir" else None
+        few = call == "rmdir" and not full  # never called: two cases show it
         if call in AT_OPEN:
             expect = "fired"
         # A fresh store: creating it, then running with checkpoints and
@@ -858,11 +864,13 @@ def cases(full):
             for e in (errnos if full else [errnos[i % len(errnos)]]):
                 out.append(Case("fail:%s:%d:%s" % (call, nth, e), "reopen", expect=expect))
     # A store that only grows (no checkpoints): the calls come in a fixed
-    # order, so these hit creating new segments: open 13 and 15 create
-    # log-0 and log-1 (a clean refusal), 14 and 16 open the directory to
+    # order, so these hit creating new segments: open 15 and 17 create
+    # log-0 and log-1 (a clean refusal), 16 and 18 open the directory to
     # sync it (unavailable), fsync 9 and 10 are those directory syncs,
     # pwrite 11 writes log-0's header, fallocate N allocates log-(N-1).
-    grow = [("open", [13, 14, 15, 16]), ("fsync", [9, 10]), ("pwrite", [11]), ("fallocate", [1, 2, 3, 6])]
+    # (Opens 1 to 14 create the store: LIVE, READERS, the schema file and
+    # the images, each file's directory synced.)
+    grow = [("open", [15, 16, 17, 18]), ("fsync", [9, 10]), ("pwrite", [11]), ("fallocate", [1, 2, 3, 6])]
     for call, ns in grow:
         for i, nth in enumerate(ns):
             for e in (CALLS[call] if full else [CALLS[call][i % len(CALLS[call])]]):
@@ -873,12 +881,12 @@ def cases(full):
     out.append(Case("short:pwrite:11,fail:pwrite:12:ENOSPC", "grow", args=NO_CHECKPOINTS, expect="refusing"))
     # A long log opened with checkpoints on: the first checkpoint (images
     # of both tables and the vars) releases most segments (unlink 1..4),
-    # and the next segment reuses a freed one: rename 4 renames it, open 18
-    # opens it, open 19 and fsync 7 sync the directory, pwrite 34 and 35
+    # and the next segment reuses a freed one: rename 4 renames it, open 20
+    # opens it, open 21 and fsync 7 sync the directory, pwrite 34 and 35
     # write its header and first entry. (The checkpoint runs on its own
     # thread, so a count may land on a neighbouring call: the checks hold
     # whichever it is.)
-    grown = [("rename", [1, 3, 4]), ("unlink", [1, 2, 3, 4]), ("open", [5, 12, 18, 19]), ("fsync", [7, 8]),
+    grown = [("rename", [1, 3, 4]), ("unlink", [1, 2, 3, 4]), ("open", [6, 13, 20, 21]), ("fsync", [7, 8]),
              ("pwrite", [12, 34, 35])]
     for call, ns in grown:
         for i, nth in enumerate(ns):

@@ -217,6 +217,12 @@ class MemoryIo : public storage::Io {
     return open(path, exclusive ? O_RDWR | O_CREAT : O_RDONLY, 0644);
   }
   int flock(int, int) override { return 0; }
+  // One directory, which exists: the targets make no other.
+  int mkdir(const std::string& path, int) override { return path == dir_ ? -EEXIST : -EPERM; }
+  int rmdir(const std::string&) override { return -EPERM; }
+  // Files in memory cannot be mapped; the targets never read a live mark.
+  int map_shared(int, size_t, bool, void*&) override { return -ENODEV; }
+  int unmap(void*, size_t) override { return -EINVAL; }
 
  private:
   struct File {

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Crash at every step: `aup run --data` is stopped (AUP_FAULTS=crash:POINT:N,
 the process exits at that point as if killed) before and after each write,
-sync, rename and directory sync of a commit, of a checkpoint and of segment
-reuse. A client sends groups of events, each in one write, and waits for the
+sync, rename and directory sync of a commit, of a checkpoint, of an
+image's save number moved up in place, of segment reuse, and of the schema
+file written while the store is created. A client sends groups of events, each in one write, and waits for the
 answers. After each crash the store is reopened and must hold exactly the
 groups before the crashed one, or those and the crashed one whole (never a
 part of it), and every answered group; `aup replay --verify` (its --dump of
@@ -38,7 +39,16 @@ POINTS = [
     "commit.before_write", "commit.after_write", "commit.after_sync",
     "log.before_write", "log.after_write", "log.after_sync", "log.after_dir_sync", "log.before_reuse",
     "image.before_fsync", "image.before_rename", "image.after_rename", "image.after_dir_sync",
+    "image.seq_before_fsync",
 ]
+# Points that need a stream of their own: an image's save number is moved
+# up in place only for a table unchanged since its image, and the mixed
+# stream changes both tables between checkpoints. In this one `words` gets
+# one event at the start and none after, while `items` is checkpointed.
+OWN_STREAM = {"image.seq_before_fsync"}
+# The schema file's points, reached once, while the store is created (the
+# schema is written before anything else): crashed_creation.
+SCHEMA_POINTS = ["schema.before_fsync", "schema.before_rename", "schema.after_rename", "schema.after_dir_sync"]
 NTHS = [1, 2, 7, 23]
 
 # Failures: a plan, and whether the store must still take events after it.
@@ -203,6 +213,34 @@ def failed_creation(aup, module, work, plan, groups, states):
     verify(aup, d)
 
 
+def crashed_creation(aup, module, work, point, groups, states):
+    """A crash while the store's schema file is written: nothing was
+    answered; `aup replay` finds no store before the rename (the schema is
+    still DIR/schema.new) and an empty one after; the next run creates or
+    finishes the store and works."""
+    d = os.path.join(work, "store")
+    shutil.rmtree(d, ignore_errors=True)
+    p = Aup(aup, store_args(module, d), {"AUP_FAULTS": "crash:%s:1" % point},
+            stderr_path=os.path.join(work, "stderr"))
+    got = p.request(groups[0])
+    rc, rest = p.finish()
+    if got or rc != CRASH_EXIT:
+        with open(os.path.join(work, "stderr")) as f:
+            fail("%s: expected a crash before any answer (exit %d), got exit %d, %d answers: %s" %
+                 (point, CRASH_EXIT, rc, len(got), f.read()))
+    renamed = os.path.exists(os.path.join(d, "schema"))
+    if renamed != (point in ("schema.after_rename", "schema.after_dir_sync")):
+        fail("%s: the schema file is %s" % (point, "in place" if renamed else "not in place"))
+    r = subprocess.run([aup, "replay", "--data", d, "--verify"], capture_output=True, text=True)
+    if (r.returncode == 0) != renamed:
+        fail("%s: aup replay --verify on the crashed store: exit %d: %s" % (point, r.returncode, r.stderr.strip()))
+    lines = [l for g in groups for l in g] + ['{"query":"state"}']
+    rc, out, err = run_lines(aup, store_args(module, d), lines)
+    if rc != 0 or json.dumps(result(out[-1])) != states[-1] or reopen_state(aup, module, d) != states[-1]:
+        fail("%s: the store was not usable after the crash: exit %d %s" % (point, rc, err.strip()))
+    verify(aup, d)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("aup")
@@ -213,13 +251,20 @@ def main():
     rng = random.Random(a.seed)
     groups = groups_of(rng, crash_events(rng, a.groups * 5), 9)[:a.groups]
     states = states_after_groups(a.aup, a.module, groups)
+    no_words = [e for e in crash_events(rng, a.groups * 2) if '"word"' not in e]
+    quiet_groups = groups_of(rng, ['{"event":"word","args":{"w":"once"}}'] + no_words, 9)[:a.groups // 3]
+    quiet_states = states_after_groups(a.aup, a.module, quiet_groups)
     work = tempfile.mkdtemp(prefix="aup-crash-")
     try:
         for point in POINTS:
-            fired = [n for n in NTHS if crash_case(a.aup, a.module, work, point, n, groups, states)]
+            g, st = (quiet_groups, quiet_states) if point in OWN_STREAM else (groups, states)
+            fired = [n for n in NTHS if crash_case(a.aup, a.module, work, point, n, g, st)]
             if 1 not in fired:
                 fail("%s was never reached: the test does not cover it" % point)
             print("crash at %-22s occurrences %s: recovered whole groups" % (point, fired))
+        for point in SCHEMA_POINTS:
+            crashed_creation(a.aup, a.module, work, point, groups, states)
+            print("crash at %-22s creating the store: nothing answered, the next run made it" % point)
         for n in (1, 2, 3, 4):
             failed_creation(a.aup, a.module, work, "fail:fsync:%d:EIO" % n, groups, states)
         print("fail:fsync:1..4:EIO         creating the store: refused to start, the next run finished it")

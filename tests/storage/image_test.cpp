@@ -227,6 +227,15 @@ TEST_SUITE("image") {
     st = rewrite_image_seq(io, path, 9);
     CHECK(st.message == "cannot update " + path + ": header checksum mismatch at byte 56");
     CHECK(read_bytes(path) == bad);
+
+    // A save number never moves back (the entries between would be applied
+    // to the image twice); the same one is no change.
+    write_bytes(path, good);
+    st = rewrite_image_seq(io, path, 4);
+    CHECK(st.message == "cannot update " + path + ": it covers save 5, later than save 4");
+    CHECK(st.err == 0);
+    CHECK(read_bytes(path) == good);
+    CHECK(rewrite_image_seq(io, path, 5).ok());
   }
   TEST_CASE("the header's refusals name their byte") {
     TempDir dir;

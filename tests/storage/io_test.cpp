@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -83,6 +84,52 @@ TEST_SUITE("io") {
     io.close(fd);
   }
 
+  TEST_CASE("mkdir and rmdir, and a mapping shared with the file that outlives its descriptor") {
+    TempDir dir;
+    SystemIo io;
+    std::string sub = dir.path + "/sub";
+    CHECK(io.mkdir(sub, 0755) == 0);
+    CHECK(io.mkdir(sub, 0755) == -EEXIST);
+    CHECK(io.rmdir(sub) == 0);
+    CHECK(io.rmdir(sub) == -ENOENT);
+    std::string path = dir.path + "/LIVE";
+    int fd = io.open(path, O_RDWR | O_CREAT, 0644);
+    REQUIRE(fd >= 0);
+    REQUIRE(io.ftruncate(fd, 64) == 0);
+    void* m = nullptr;
+    REQUIRE(io.map_shared(fd, 64, /*writable=*/true, m) == 0);
+    io.close(fd);
+    std::memcpy(m, "mapped", 6);  // stores reach the file, through the page cache
+    CHECK(files::contents(path).substr(0, 6) == "mapped");
+    CHECK(io.unmap(m, 64) == 0);
+    int ro = io.open(path, O_RDONLY, 0);
+    REQUIRE(ro >= 0);
+    void* r = nullptr;
+    CHECK(io.map_shared(ro, 64, /*writable=*/true, r) == -EACCES);  // read-only descriptor
+    REQUIRE(io.map_shared(ro, 64, /*writable=*/false, r) == 0);
+    CHECK(std::memcmp(r, "mapped", 6) == 0);
+    io.unmap(r, 64);
+    io.close(ro);
+  }
+
+  TEST_CASE("a fault plan fails the Nth mkdir, rmdir and map_shared by name") {
+    TempDir dir;
+    FaultIo io = faulty("fail:mkdir:1:EROFS,fail:rmdir:1:EIO,fail:map_shared:1:ENOSPC");
+    std::string sub = dir.path + "/sub";
+    CHECK(io.mkdir(sub, 0755) == -EROFS);
+    CHECK(io.mkdir(sub, 0755) == 0);
+    CHECK(io.rmdir(sub) == -EIO);
+    CHECK(io.rmdir(sub) == 0);
+    int fd = io.open(dir.path + "/f", O_RDWR | O_CREAT, 0644);
+    REQUIRE(fd >= 0);
+    REQUIRE(io.ftruncate(fd, 64) == 0);
+    void* m = nullptr;
+    CHECK(io.map_shared(fd, 64, true, m) == -ENOSPC);
+    REQUIRE(io.map_shared(fd, 64, true, m) == 0);
+    CHECK(io.unmap(m, 64) == 0);  // never failed: nothing a test could see
+    io.close(fd);
+  }
+
   TEST_CASE("fault plans parse, and malformed ones are refused") {
     std::vector<FaultRule> rules;
     std::string err;
@@ -92,6 +139,9 @@ TEST_SUITE("io") {
     CHECK(rules[1].err == ENOSPC);
     CHECK(parse_fault_plan("fail:list_dir:1:EIO,fail:lock:1:5", rules, err));
     CHECK(rules.back().err == EIO);
+    CHECK(parse_fault_plan("fail:mkdir:1:EROFS,fail:rmdir:2:EIO,fail:map_shared:1:12", rules, err));
+    CHECK(rules.back().err == ENOMEM);
+    CHECK_FALSE(parse_fault_plan("fail:unmap:1:EIO", rules, err));
     CHECK_FALSE(parse_fault_plan("explode:x:1", rules, err));
     CHECK_FALSE(parse_fault_plan("fail:x:0", rules, err));
     CHECK_FALSE(parse_fault_plan("fail:x", rules, err));

@@ -9,8 +9,11 @@
 
 #include <atomic>
 #include <bit>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <memory>
+#include <vector>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,7 +62,7 @@ struct Served : Gated {
     o.segment_bytes = 4096;
     LogOpenReport r;
     REQUIRE(Log::open(io, dir.path, o, [](const LogEntry&) { return Status::good(); }, log, r).ok());
-    REQUIRE(mark.open(dir.path).ok());
+    REQUIRE(mark.open(io, dir.path).ok());
   }
   ~Served() {
     log.reset();
@@ -167,7 +170,7 @@ TEST_SUITE("live") {
     LiveMark m;
     {
       LiveMarkWriter writer;
-      REQUIRE(writer.open(dir.path).ok());
+      REQUIRE(writer.open(io, dir.path).ok());
       REQUIRE(reader.read_mark(m).ok());
       CHECK(m.state == LiveMark::State::Opening);
       CHECK(m.pid == static_cast<uint64_t>(getpid()));
@@ -186,7 +189,7 @@ TEST_SUITE("live") {
     CHECK(m.seq == 8);  // the last durable save stays readable
     // A new writer starts at Opening, so its readers never take the old mark for its own.
     LiveMarkWriter next;
-    REQUIRE(next.open(dir.path).ok());
+    REQUIRE(next.open(io, dir.path).ok());
     REQUIRE(reader.read_mark(m).ok());
     CHECK(m.state == LiveMark::State::Opening);
   }
@@ -204,9 +207,42 @@ TEST_SUITE("live") {
     CHECK(reader.read_mark(m).err == EINVAL);
   }
 
+  TEST_CASE_FIXTURE(Gated, "the mark goes through the Io: a failed create or map refuses, naming the file and errno") {
+    for (const char* plan : {"fail:open:1:EROFS", "fail:ftruncate:1:ENOSPC", "fail:map_shared:1:EIO"}) {
+      CAPTURE(plan);
+      std::vector<FaultRule> rules;
+      std::string err;
+      REQUIRE(parse_fault_plan(plan, rules, err));
+      FaultIo faulty(std::make_unique<SystemIo>(), rules);
+      LiveMarkWriter writer;
+      Status st = writer.open(faulty, dir.path);
+      CHECK_FALSE(st.ok());
+      std::string step = std::string(plan).find("map_shared") != std::string::npos ? "map" : "create";
+      CHECK(st.message.find("cannot " + step + " " + dir.path + "/LIVE: ") == 0);
+      CHECK(st.err == rules[0].err);
+      writer.publish(1, 0, 0);  // a writer that did not open publishes nothing, and does not crash
+    }
+    // A reader's map that fails refuses that read: not a live mark, not a crash.
+    LiveMarkWriter writer;
+    REQUIRE(writer.open(io, dir.path).ok());
+    writer.publish(3, 0, 200);
+    std::vector<FaultRule> rules;
+    std::string err;
+    REQUIRE(parse_fault_plan("fail:map_shared:1:EIO", rules, err));
+    FaultIo faulty(std::make_unique<SystemIo>(), rules);
+    LiveReader reader;
+    REQUIRE(reader.attach(faulty, dir.path).ok());
+    LiveMark m;
+    Status st = reader.read_mark(m);
+    CHECK(st.err == EIO);
+    CHECK(st.message == "cannot map " + dir.path + "/LIVE: " + std::strerror(EIO));
+    REQUIRE(reader.read_mark(m).ok());  // the next read maps it
+    CHECK(m.seq == 3);
+  }
+
   TEST_CASE_FIXTURE(Gated, "a reader never takes one update's save with another's segment and byte") {
     LiveMarkWriter writer;
-    REQUIRE(writer.open(dir.path).ok());
+    REQUIRE(writer.open(io, dir.path).ok());
     writer.publish(0, 0, 0);
     std::atomic<bool> stop{false};
     // Every update keeps segment = seq / 10 and end = seq * 8: a torn read breaks it.

@@ -8,6 +8,8 @@
 #include <xxhash.h>
 
 #include <bit>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <set>
 #include <functional>
@@ -424,6 +426,64 @@ on nop { }
       CHECK(timed.max_ns() >= d.store().last_commit_ns());
     }
     CHECK(d.store().stats().commits == 3);
+  }
+
+  TEST_CASE("a store directory or live mark that cannot be made refuses the open, saying which and why") {
+    TempDir dir;
+    struct Case {
+      const char* plan;
+      std::string said;
+    } cases[] = {
+        {"fail:mkdir:1:EROFS", "cannot create the store directory " + dir.path + ": " + std::strerror(EROFS)},
+        {"fail:ftruncate:1:ENOSPC", "cannot create " + dir.path + "/LIVE: " + std::strerror(ENOSPC)},
+        {"fail:map_shared:1:EIO", "cannot map " + dir.path + "/LIVE: " + std::strerror(EIO)},
+    };
+    for (const Case& c : cases) {
+      CAPTURE(c.plan);
+      std::vector<FaultRule> rules;
+      std::string err;
+      REQUIRE(parse_fault_plan(c.plan, rules, err));
+      FaultIo io(std::make_unique<SystemIo>(), rules);
+      Durable d(kModule, dir.path, io);
+      CHECK(d.status().message == c.said);
+      CHECK(d.status().err == rules[0].err);
+    }
+    // Nothing was half made: without faults it opens (and is created).
+    SystemIo io;
+    Durable d(kModule, dir.path, io);
+    REQUIRE_MESSAGE(d.status().ok(), d.status().message);
+    CHECK(d.report().created);
+  }
+
+  TEST_CASE("after the open the live mark makes no call of Io: no fault plan reaches a commit through it") {
+    // Counts the calls only the live mark and the store's directory make.
+    struct Counting : SystemIo {
+      int maps = 0, truncates = 0, mkdirs = 0;
+      int map_shared(int fd, size_t n, bool w, void*& out) override {
+        ++maps;
+        return SystemIo::map_shared(fd, n, w, out);
+      }
+      int ftruncate(int fd, off_t n) override {
+        ++truncates;
+        return SystemIo::ftruncate(fd, n);
+      }
+      int mkdir(const std::string& p, int mode) override {
+        ++mkdirs;
+        return SystemIo::mkdir(p, mode);
+      }
+    };
+    TempDir dir;
+    Counting io;
+    Durable d(kModule, dir.path, io);
+    REQUIRE(d.status().ok());
+    for (int i = 1; i <= 200; ++i) {
+      REQUIRE(d.one(fmt::format(R"({{"event":"put","args":{{"id":{},"qty":1}}}})", i)) == "{\"ok\":true}\n");
+    }
+    d.store().drain();
+    CHECK(d.store().stats().checkpoints > 0);  // checkpoints and new segments came and went
+    CHECK(io.maps == 1);
+    CHECK(io.truncates == 1);
+    CHECK(io.mkdirs == 1);
   }
 
   TEST_CASE("a failed sync makes the store unavailable: the batch is undone, events refused, queries answered") {
