@@ -432,10 +432,12 @@ void HttpFramer::headers_done() {
 // /metrics: what the request is, or a refusal.
 void HttpFramer::route(std::string_view path) {
   auto method = static_cast<http_method>(parser_.method);
+  // A name is printable ASCII (as the language's names are): anything else
+  // is no route, and is never echoed as it came (an answer stays UTF-8).
   auto name_after = [&](std::string_view prefix, std::string_view& name) {
     if (path.substr(0, prefix.size()) != prefix) return false;
     name = path.substr(prefix.size());
-    return !name.empty() && name.find('/') == std::string_view::npos;
+    return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) { return c > 0x20 && c < 0x7f && c != '/'; });
   };
   std::string_view name;
   bool event = name_after("/events/", name);

@@ -217,6 +217,13 @@ on open { }
     Framed f = frame("GET /a\x8d\xd0 HTTP/1.1\r\n\r\n");
     REQUIRE(f.pieces.size() == 1);
     CHECK(f.pieces[0].find("no route GET /a\\\\x8d\\\\xd0") != std::string::npos);  // JSON: each backslash escaped
+    // Nor is an event's or a query's name passed on unless it is printable
+    // ASCII, as names are: it would come back in an unknown_query answer.
+    Framed q = frame("GET /queries/\x0c\x86 HTTP/1.1\r\n\r\nPOST /events/a\xc3\xa9 HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+    REQUIRE(q.pieces.size() == 2);
+    CHECK(q.pieces[0].rfind("404 ", 0) == 0);
+    CHECK(q.pieces[0].find("no route GET /queries/\\\\x0c\\\\x86") != std::string::npos);
+    CHECK(q.pieces[1].rfind("404 ", 0) == 0);
   }
 
   TEST_CASE("a 405 says which methods the route takes") {
