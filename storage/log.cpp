@@ -193,6 +193,7 @@ class Log::Opener {
   Status choose_chain();
   Status read_entries();
   Status cut_tail();
+  void drop_after_cut();
 
  private:
   struct Candidate {
@@ -506,7 +507,26 @@ Status Log::Opener::cut_tail() {
   if (int rc = io.fdatasync(seg.fd); rc < 0) {
     return Status::error(fmt::format("cannot sync {}: {}", path, std::strerror(-rc)), -rc);
   }
+  drop_after_cut();
   return Status::good();
+}
+
+// Segments of the chain after the torn one hold no valid entry
+// (check_no_later_entries), but their bytes do not end where the cut is:
+// appends go on after the cut, and a segment started later would follow
+// the bytes of these, which the next open would take for a torn entry
+// with valid ones after it (damage). They leave the chain now, as free
+// space; the next segment's number is past theirs, so the chain found at
+// the next open (the highest-numbered headed segment and its
+// predecessors) never passes through them again.
+void Log::Opener::drop_after_cut() {
+  while (log_.chain_.size() > torn_segment_ + 1) {
+    Segment& later = log_.chain_.back();
+    assert(later.entries == 0);  // check_no_later_entries found none
+    log_.io_.close(later.fd);
+    log_.free_.push_back(Free{log_.path(later.number), later.size});
+    log_.chain_.pop_back();
+  }
 }
 
 Status Log::open(Io& io, const std::string& dir, Options o, const Visitor& visit, std::unique_ptr<Log>& out,

@@ -6,7 +6,9 @@
 //   - An entry that is incomplete or fails its digest ends the log: it and
 //     everything after it is not state (a torn tail). A writable open
 //     zeroes its header once the whole log has been read (so a refused
-//     open has written nothing), and the end stays clean.
+//     open has written nothing), and the end stays clean; the later
+//     segments of the chain (none holds a valid entry) leave it as free
+//     space, so appends go on after the cut.
 //   - But if any valid entry of the live log follows such a bad entry (later
 //     in the same segment, or in a later segment of the chain), the bad
 //     entry is damage, not a torn tail: open refuses, naming the file and

@@ -162,6 +162,41 @@ TEST_SUITE("log") {
     CHECK_FALSE(again.report.torn);
   }
 
+  TEST_CASE("ATornTailBeforeALaterSegmentWithoutEntries: the later segment leaves the chain") {
+    // Seen by the log fuzz target: a torn entry in one segment, and a later
+    // segment of the chain holding nothing valid. The open cuts the tail;
+    // appending must then go on after the cut, not after the later
+    // segment's bytes, or the next open finds them a torn entry with valid
+    // ones after it and refuses the log.
+    TempDir dir;
+    SystemIo io;
+    std::vector<std::string> payloads(12, std::string(350, 'x'));
+    write_log(io, dir.path, payloads);
+    Opened before = open_log(io, dir.path);
+    REQUIRE(before.log->segments().size() == 2);
+    size_t in_first = before.log->segments()[0].entries;
+    REQUIRE(in_first < payloads.size());
+    before.log.reset();
+    // The first segment's last entry torn, every entry of the second damaged.
+    zero(dir.path + "/log-0", entry_offset(payloads, in_first - 1) + lf::kEntryHeaderBytes + 100, 100);
+    for (size_t k = 0; k < payloads.size() - in_first; ++k) {
+      zero(dir.path + "/log-1", entry_offset(payloads, k) + lf::kEntryHeaderBytes + 100, 100);
+    }
+    Opened o = open_log(io, dir.path);
+    REQUIRE_MESSAGE(o.status.ok(), o.status.message);
+    CHECK(o.report.torn);
+    REQUIRE(o.entries.size() == in_first - 1);
+    CHECK(o.log->segments().size() == 1);  // the later one is free space now
+    // An entry larger than a segment starts a segment of its own.
+    append(*o.log, in_first, std::string(5000, 'y'));
+    o.log.reset();
+    Opened again = open_log(io, dir.path);
+    REQUIRE_MESSAGE(again.status.ok(), again.status.message);
+    REQUIRE(again.entries.size() == in_first);
+    CHECK(again.entries.back().second == std::string(5000, 'y'));
+    CHECK_FALSE(again.report.torn);
+  }
+
   TEST_CASE("ShrunkSegmentFileIsDamage") {
     // A segment gets its whole size before its header and never shrinks; a
     // crash tears an entry but leaves the size. So a file shorter than its
