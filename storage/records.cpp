@@ -158,7 +158,11 @@ const uint64_t* BatchEncoder::final_row(const BTree& tree, const Touched& r) {
     }
     assert(row);  // every change is noted: a row not removed last is there
   }
-  assert(row == tree.find(r.key));
+  // Assertions are on in every build: a find for every row would undo what
+  // reading in place saves, so one row in 64 is checked against find()
+  // (tests/storage/records_test.cpp and the B+tree's random test check
+  // every position).
+  assert((++checked_ & 63) != 0 || row == tree.find(r.key));
   return row;
 }
 

@@ -123,6 +123,7 @@ class BatchEncoder {
   std::vector<Changed> changed_;
   bool encoded_ = false;  // encode() ran since the last clear()
   uint64_t in_place_ = 0, found_again_ = 0;
+  uint64_t checked_ = 0;  // rows read, for the sampled check against find()
 };
 
 // How records written under one schema land in tables of another (after a
