@@ -74,6 +74,9 @@ BatchEncoder::Touched& BatchEncoder::touch(uint32_t table, const Key& key, bool 
 }
 
 void BatchEncoder::note(Op op, uint32_t table, const Key& key, uint32_t field) {
+  // A change to a table the store does not keep (the key tables of a
+  // store that keeps no keys) would be lost: nothing may make one.
+  assert(table < schema_.tables.size());
   Touched& t = touch(table, key, op != Op::Insert);
   switch (op) {
     case Op::Insert:

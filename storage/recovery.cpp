@@ -32,9 +32,9 @@ Status Recovery::load_images(const Schema& stored, const Schema& layout, Tables&
   }
   fresh_[n] = false;
   for (uint32_t t = 0; t < n; ++t) {
-    // A table the store does not have yet (one a migration adds) has no
-    // rows: an image of it can only be one an open wrote before it crashed
-    // short of the schema file, and is not read.
+    // A table the store does not have yet (a migration's, or the key
+    // tables a store gains) has no rows: an image of it can only be one an
+    // open wrote before it crashed short of the schema file, and is not read.
     if (fresh_[t]) continue;
     const TableSchema& target = layout.tables[t];
     ImageRead info;
