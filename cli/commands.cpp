@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cassert>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -21,7 +22,7 @@
 #include "runtime/listener.h"
 #include "runtime/server.h"
 #include "runtime/stdio_loop.h"
-#include "storage/schema_file.h"
+#include "storage/key_tables.h"
 #include "storage/store.h"
 
 namespace aup::cli {
@@ -225,14 +226,16 @@ int refuse_before_start(const RunOptions& o) {
 }
 
 // Opens (or creates) the store at --data, replaying it into `tables`;
-// says on stderr what opening it did (created, migrated, a torn tail cut).
+// says on stderr what opening it did (created, migrated, keys kept from
+// now on, a torn tail cut). The store keeps idempotency keys when --keys
+// asks for some, or when it kept them before (`report`).
 int open_store(const RunOptions& o, storage::Io& fs, const storage::Schema& schema, runtime::StateTables& tables,
-               std::unique_ptr<storage::Store>& store) {
+               std::unique_ptr<storage::Store>& store, storage::StoreOpenReport& report) {
   storage::StoreOptions sto;
   if (o.segment_bytes) sto.segment_bytes = o.segment_bytes;
   if (o.image_min_bytes) sto.image_min_bytes = o.image_min_bytes;
   if (o.log_min_bytes) sto.log_min_bytes = o.log_min_bytes;
-  storage::StoreOpenReport report;
+  sto.keep_keys = o.keys && *o.keys > 0;
   storage::Status st;
   {
     OpenProgress progress;
@@ -249,6 +252,11 @@ int open_store(const RunOptions& o, storage::Io& fs, const storage::Schema& sche
   }
   if (report.created) fmt::print(stderr, "aup: created the store {}\n", o.data);
   for (const std::string& change : report.migrated) fmt::print(stderr, "aup: migrated {}: {}\n", o.data, change);
+  if (report.keys_added) {
+    using storage::kKeyTables;
+    fmt::print(stderr, "aup: the store {} keeps idempotency keys from now on (its own tables `{}` and `{}`)\n",
+               o.data, kKeyTables[storage::kKeysTable].name, kKeyTables[storage::kKeyOrderTable].name);
+  }
   if (report.torn) fmt::print(stderr, "aup: the log ended in a torn write ({}); it was cut\n", report.torn_where);
   return kExitOk;
 }
@@ -309,28 +317,12 @@ int serve(const RunOptions& o, const runtime::ServiceOptions& so, runtime::Servi
   return runtime::serve_socket(service, state, d, server, stderr);
 }
 
-// Whether the store at `dir` kept idempotency keys (its schema has the key
-// tables, runtime/keys.h): then the module gets them too, or the store
-// would not open. Read with plain I/O, before the store's own Io (a fault
-// plan counts the store's calls alone).
-bool store_keeps_keys(const std::string& dir) {
-  storage::SystemIo io;
-  storage::Schema stored;
-  if (!storage::read_schema_file(io, dir, stored).ok()) return false;  // none yet, or the open says why
-  for (const storage::TableSchema& t : stored.tables) {
-    if (t.name == runtime::kKeysTable) return true;
-  }
-  return false;
-}
-
-// The keys' window: --keys, else the default for a store that kept keys.
-// Adds the key tables to `m` when the store has or will have them.
-runtime::KeyWindow key_window(const RunOptions& o, vm::Module& m) {
+// The keys' window: --keys, else the default for a store that keeps keys
+// (`kept`: its open said so).
+runtime::KeyWindow key_window(const RunOptions& o, bool kept) {
   runtime::KeyWindow w;
   w.age_seconds = o.keys_age_seconds;
-  bool kept = !o.memory && store_keeps_keys(o.data);
   w.count = o.keys ? *o.keys : kept ? runtime::kDefaultKeyWindow : 0;
-  if (kept || w.count > 0) runtime::add_key_tables(m);
   return w;
 }
 
@@ -347,21 +339,23 @@ struct Owner {
 };
 
 // The state kept in a store: opened, served, its figures printed.
-int run_on_store(const RunOptions& o, const vm::Module& m, vm::State& state, const runtime::ServiceOptions& so,
-                 runtime::KeyWindow keys) {
+int run_on_store(const RunOptions& o, const vm::Module& m, vm::State& state, const runtime::ServiceOptions& so) {
   std::string error;
   std::unique_ptr<storage::Io> fs = storage::io_from_environment(error);
   if (!fs) {
     fmt::print(stderr, "aup run: AUP_FAULTS: {}\n", error);
     return kExitUsage;
   }
-  storage::Schema schema = runtime::schema_of(m);
   runtime::StateTables tables(state);
   std::unique_ptr<storage::Store> store;
-  if (int rc = open_store(o, *fs, schema, tables, store); rc != kExitOk) return rc;
+  storage::StoreOpenReport report;
+  if (int rc = open_store(o, *fs, runtime::schema_of(m), tables, store, report); rc != kExitOk) return rc;
   if (int rc = build_indexes(m, state); rc != kExitOk) return rc;
-  Owner owner(m, state, so, keys);
-  runtime::StoreDurability durable(state, schema, *store);
+  runtime::KeyWindow window = key_window(o, report.keeps_keys);
+  // Key rows go to the store's key tables: a window means the store has them.
+  assert(window.count == 0 || report.keeps_keys);
+  Owner owner(m, state, so, window);
+  runtime::StoreDurability durable(state, *store);
   int served = serve(o, so, owner.service, state, durable);
   if (o.stats) print_stats(*store);
   return served;
@@ -374,7 +368,6 @@ int run(const RunOptions& o) {
   int rc = kExitOk;
   auto m = load(o.module, rc);
   if (!m) return rc;
-  runtime::KeyWindow keys = key_window(o, *m);
   m->prepare();
   vm::State state(*m);
   // Compiled once, here, before the store opens: every Service (the owner's
@@ -388,8 +381,8 @@ int run(const RunOptions& o) {
   if (o.step_budget) so.step_budget = o.step_budget;
   so.native = native.get();
   so.metrics = &metrics;
-  if (!o.memory) return run_on_store(o, *m, state, so, keys);
-  Owner owner(*m, state, so, keys);
+  if (!o.memory) return run_on_store(o, *m, state, so);
+  Owner owner(*m, state, so, key_window(o, false));
   runtime::MemoryDurability memory(state);
   return serve(o, so, owner.service, state, memory);
 }

@@ -67,7 +67,8 @@ class MemoryDurability : public Durability {
   vm::State& state_;
 };
 
-// The store's view of a module: its tables' columns and its vars.
+// The store's view of a module: its tables' columns and its vars (never
+// the store's own tables, which the store adds: storage/key_tables.h).
 storage::Schema schema_of(const vm::Module& m);
 
 // A vm::State as the tables and vars a store reads and recovers.
@@ -85,8 +86,10 @@ class StateTables : public storage::Tables {
 // --data DIR: each batch is one log entry, synced before the answers.
 class StoreDurability : public Durability {
  public:
-  StoreDurability(vm::State& state, const storage::Schema& schema, storage::Store& store)
-      : state_(state), store_(store), batch_(schema) {}
+  // Batches encoded against the store's schema: the module's tables and
+  // the key tables when it keeps them, numbered as `state`'s.
+  StoreDurability(vm::State& state, storage::Store& store)
+      : state_(state), store_(store), batch_(store.schema()) {}
   bool commit_batch(storage::Fate& fate, std::string& why) override;
   const std::string* refusing() const override {
     return store_.unavailable() ? &store_.unavailable_reason() : nullptr;

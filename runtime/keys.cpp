@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "runtime/convert.h"
+#include "storage/key_tables.h"
 #include "vm/key.h"
 #include "vm/text.h"
 #include "vm/value.h"
@@ -17,30 +18,24 @@ namespace aup::runtime {
 
 namespace {
 
-// The fields of the two tables' rows, in record order.
-enum KeysField : uint32_t { kKey, kDigest, kAnswer, kN, kAt, kKeysFields };
-enum OrderField : uint32_t { kOrderN, kOrderKey, kOrderFields };
+using storage::kKeysAnswer, storage::kKeysAt, storage::kKeysDigest, storage::kKeysFields, storage::kKeysKey,
+    storage::kKeysN, storage::kOrderFields, storage::kOrderKey, storage::kOrderN;
 
-uint32_t add_record(vm::Module& m, std::string name, std::vector<std::pair<std::string, uint32_t>> fields) {
-  vm::RecordDesc r;
-  r.name = std::move(name);
-  for (auto& [field, type] : fields) {
-    vm::FieldDesc f;
-    f.name = field;
-    f.type = type;
-    r.fields.push_back(std::move(f));
+// The vm's shape of system table `t` is storage's definition of key table
+// `t`: the same fields, of the same types, keyed by the same field (one
+// definition, storage's; vm/state.h holds only what the State needs of it).
+constexpr bool same_shape(storage::KeyTableNumber t) {
+  const storage::KeyTableDef& def = storage::kKeyTables[t];
+  const vm::SystemTableShape& shape = vm::kSystemTables[t];
+  if (def.fields.size() != shape.fields || def.key_field != shape.key_field) return false;
+  for (uint32_t f = 0; f < shape.fields; ++f) {
+    uint32_t type = def.fields[f].type == storage::FieldType::Text ? vm::kTypeText : vm::kTypeNum;
+    if (def.fields[f].type == storage::FieldType::Bool || type != shape.types[f]) return false;
   }
-  m.records.push_back(std::move(r));
-  return static_cast<uint32_t>(m.records.size() - 1);
+  return true;
 }
-
-void add_table(vm::Module& m, std::string_view name, uint32_t record, uint32_t key_field) {
-  vm::TableDesc t;
-  t.name = std::string(name);
-  t.record = record;
-  t.key_fields = {key_field};
-  m.tables.push_back(std::move(t));
-}
+static_assert(vm::kSystemTables.size() == storage::kKeyTableCount);
+static_assert(same_shape(storage::kKeysTable) && same_shape(storage::kKeyOrderTable));
 
 // A text of the state's (a heap text: the row it goes into owns it).
 vm::Value text_value(std::string_view s) { return vm::ptr_value(vm::heap_text(s)); }
@@ -52,24 +47,12 @@ std::string_view text_of(vm::Value v) {
 
 }  // namespace
 
-void add_key_tables(vm::Module& m) {
-  assert(keys_table(m) < 0);
-  using vm::kTypeNum, vm::kTypeText;
-  uint32_t keys = add_record(m, "$Key", {{"key", kTypeText}, {"digest", kTypeText}, {"answer", kTypeText},
-                                         {"n", kTypeNum}, {"at", kTypeNum}});
-  uint32_t order = add_record(m, "$KeyOrder", {{"n", kTypeNum}, {"key", kTypeText}});
-  add_table(m, kKeysTable, keys, kKey);
-  add_table(m, kKeyOrderTable, order, kOrderN);
-}
-
-int keys_table(const vm::Module& m) { return m.table_index(kKeysTable); }
-
-KeyTable::KeyTable(vm::State& s, KeyWindow w) : state_(s), window_(w) {
-  int keys = keys_table(s.module());
-  int order = s.module().table_index(kKeyOrderTable);
-  assert(keys >= 0 && order >= 0);
-  keys_ = static_cast<uint32_t>(keys);
-  order_ = static_cast<uint32_t>(order);
+KeyTable::KeyTable(vm::State& s, KeyWindow w)
+    : state_(s),
+      window_(w),
+      keys_(s.system_table(storage::kKeysTable)),
+      order_(s.system_table(storage::kKeyOrderTable)) {
+  assert(w.count > 0);
 }
 
 std::string KeyTable::digest(std::string_view event, const JsonDoc& doc, uint32_t args) {
@@ -100,8 +83,8 @@ KeyTable::Seen KeyTable::find(std::string_view key, std::string_view digest, std
   const vm::Value* row = state_.table(keys_).find(vm::text_key(text));
   vm::release(text);
   if (!row) return Seen::New;
-  if (text_of(row[kDigest]) != digest) return Seen::Other;
-  answer.assign(text_of(row[kAnswer]));
+  if (text_of(row[kKeysDigest]) != digest) return Seen::Other;
+  answer.assign(text_of(row[kKeysAnswer]));
   return Seen::Same;
 }
 
@@ -116,7 +99,7 @@ void KeyTable::keep(std::string_view key, std::string_view digest, std::string_v
   }
   std::array<vm::Value, kKeysFields> row = {text_value(key), text_value(digest), text_value(answer),
                                             vm::num_value(n), vm::num_value(now)};
-  vm::Key k = vm::text_key(vm::as_ptr<vm::TextObj>(row[kKey]));
+  vm::Key k = vm::text_key(vm::as_ptr<vm::TextObj>(row[kKeysKey]));
   bool inserted = state_.table(keys_).insert(k, row.data());
   assert(inserted);  // the caller found the key New in this same transaction
   (void)inserted;
@@ -140,9 +123,9 @@ void KeyTable::drop_oldest(double now) {
     const vm::Value* row = keys.find(k);
     // The two tables change together, in one transaction: an order entry
     // without its key row is a broken invariant, not a key to keep.
-    assert(row && vm::as_num(row[kN]) == vm::order_num(nk.ord));
+    assert(row && vm::as_num(row[kKeysN]) == vm::order_num(nk.ord));
     bool full = order.size() >= window_.count;
-    bool old = !row || (window_.age_seconds > 0 && vm::as_num(row[kAt]) < now - window_.age_seconds * 1000);
+    bool old = !row || (window_.age_seconds > 0 && vm::as_num(row[kKeysAt]) < now - window_.age_seconds * 1000);
     if (!full && !old) return;
     std::array<vm::Value, kKeysFields> gone_row;
     std::array<vm::Value, kOrderFields> gone_entry;

@@ -9,11 +9,11 @@
 // answered `unavailable: perhaps written`, sends the request again, key
 // and all, and its event takes effect at most once.
 //
-// The keys live in two tables of the module's state, added when the
-// store keeps keys (`aup run --keys N`):
-//
-//   $keys       {key: text, digest: text, answer: text, n: num, at: num}  key (key)
-//   $key_order  {n: num, key: text}                                       key (n)
+// The keys live in the store's own two tables, `$keys` (the key, the
+// digest, the answer, a number and a time) and `$key_order` (the number and
+// the key), which storage/key_tables.h defines and every vm::State holds
+// after the module's tables; a store keeps them when asked (`aup run
+// --keys N`, storage::StoreOptions::keep_keys) and from then on.
 //
 // An event's key rows are written in the event's own transaction, so
 // they are rolled back with it, logged with it in its batch's entry, and
@@ -31,7 +31,6 @@
 #include <string_view>
 
 #include "runtime/json.h"
-#include "vm/module.h"
 #include "vm/state.h"
 #include "vm/text.h"
 
@@ -43,8 +42,6 @@ inline constexpr size_t kMaxIdempotencyKeyBytes = 128;
 // state, so it is bounded as every text is; a keyed event whose answer is
 // longer fails with `budget` and is undone (tests/runtime/keys_test.cpp).
 inline constexpr size_t kMaxKeptAnswerBytes = vm::kMaxTextBytes;
-inline constexpr std::string_view kKeysTable = "$keys";
-inline constexpr std::string_view kKeyOrderTable = "$key_order";
 // Keys dropped for the window by one event, at most: the window shrinks
 // (after a restart with a smaller one, or after an idle hour past --keys-age)
 // over the next events instead of in one long pause.
@@ -58,16 +55,11 @@ struct KeyWindow {
   double age_seconds = 0;   // and none older than this; 0: no age limit
 };
 
-// Adds the two key tables to `m`, after its own (so no table number of
-// its code changes). Before the module's State is made.
-void add_key_tables(vm::Module& m);
-// Whether `m` has them (the table numbers of both, or -1).
-int keys_table(const vm::Module& m);
-
 // The keys of one State. Owner thread only, like the state it changes.
 class KeyTable {
  public:
-  // `s`'s module has the key tables (add_key_tables).
+  // In `s`'s system tables; with a store, one that keeps keys
+  // (storage::StoreOpenReport::keeps_keys). `w.count` > 0.
   KeyTable(vm::State& s, KeyWindow w);
 
   // A digest of an event and its args, read from the parsed request node

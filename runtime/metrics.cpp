@@ -290,9 +290,8 @@ uint64_t resident_bytes() {
 
 uint64_t state_bytes(const vm::State& state) {
   uint64_t n = 0;
-  const vm::Module& m = state.module();
-  for (uint32_t t = 0; t < m.tables.size(); ++t) n += state.table(t).node_bytes();
-  for (uint32_t i = 0; i < m.indexes.size(); ++i) n += state.index(i).node_bytes();
+  // The module's tables, the store's own (the keys), the indexes.
+  for (size_t t = 0; t < state.tree_count(); ++t) n += state.tree(t).node_bytes();
   return n;
 }
 

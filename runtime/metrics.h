@@ -179,7 +179,8 @@ class Metrics {
 
 // The process's resident memory in bytes (/proc/self/statm), 0 if unknown.
 uint64_t resident_bytes();
-// The bytes the state's trees (tables and indexes) hold in nodes.
+// The bytes the state's trees (its tables, the key tables among them, and
+// its indexes) hold in nodes.
 uint64_t state_bytes(const vm::State& state);
 
 }  // namespace aup::runtime

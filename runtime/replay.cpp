@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/json.h"
+#include "storage/key_tables.h"
 #include "storage/memory_tables.h"
 #include "storage/live.h"
 #include "storage/recovery.h"
@@ -183,7 +184,9 @@ void print_summary(const std::string& dir, const storage::Schema& schema, storag
     return p.has_image[t] ? fmt::format("save {}, {}", p.image_seq[t], size_text(p.image_bytes[t])) : "none";
   };
   for (size_t t = 0; t < n; ++t) {
-    fmt::print(out, "  table {}: {}; image {}\n", schema.tables[t].name,
+    const std::string& name = schema.tables[t].name;
+    // The idempotency keys' tables are the store's, not the module's.
+    fmt::print(out, "  table {}{}: {}; image {}\n", name, storage::is_key_table(name) ? " (the store's own)" : "",
                counted(tables.table(static_cast<uint32_t>(t)).size(), "row", "rows"), image(t));
   }
   fmt::print(out, "  vars: image {}\n", image(n));

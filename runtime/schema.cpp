@@ -112,14 +112,9 @@ void append_queries(std::string& out, const vm::Module& m) {
 
 void append_tables(std::string& out, const vm::Module& m) {
   out += "\"tables\":[";
-  bool first = true;
   for (size_t t = 0; t < m.tables.size(); ++t) {
     const vm::TableDesc& td = m.tables[t];
-    // The store's own tables (the idempotency keys, runtime/keys.h) are
-    // not the module's: no request reads them.
-    if (td.name.starts_with('$')) continue;
-    if (!first) out += ',';
-    first = false;
+    if (t) out += ',';
     const vm::RecordDesc& r = m.records[td.record];
     open_named(out, td.name);
     out += ",\"record\":";
@@ -138,7 +133,7 @@ void append_records(std::string& out, const vm::Module& m) {
   out += "\"records\":[";
   bool first = true;
   for (const vm::RecordDesc& r : m.records) {
-    if (r.event_args || r.name.starts_with('$')) continue;  // the store's own (runtime/keys.h)
+    if (r.event_args) continue;
     if (!first) out += ',';
     first = false;
     open_named(out, r.name);

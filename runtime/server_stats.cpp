@@ -21,13 +21,13 @@ StatsLine::StatsLine(const vm::State& state, const Durability& durability)
 
 uint64_t StatsLine::copied() const {
   uint64_t n = 0;
-  for (uint32_t t = 0; t < state_.module().tables.size(); ++t) n += state_.table(t).nodes_copied();
+  for (uint32_t t = 0; t < state_.table_count(); ++t) n += state_.table(t).nodes_copied();
   return n;
 }
 
 uint64_t StatsLine::recycled() const {
   uint64_t n = 0;
-  for (uint32_t t = 0; t < state_.module().tables.size(); ++t) n += state_.table(t).nodes_recycled();
+  for (uint32_t t = 0; t < state_.table_count(); ++t) n += state_.table(t).nodes_recycled();
   return n;
 }
 

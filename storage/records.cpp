@@ -74,7 +74,9 @@ BatchEncoder::Touched& BatchEncoder::touch(uint32_t table, const Key& key, bool 
 }
 
 void BatchEncoder::note(Op op, uint32_t table, const Key& key, uint32_t field, Where where) {
-  // Notes come before the encoding: a note after it would be lost.
+  // Notes come before the encoding: a note after it would be lost; and a
+  // change to a table the store does not keep (the key tables of a store
+  // that keeps no keys) would be lost too: nothing may make one.
   assert(!encoded_ && table < schema_.tables.size());
   Touched& t = touch(table, key, op != Op::Insert);
   // The last change says whether the row is there, and where it was left.

@@ -26,7 +26,16 @@ Status Recovery::load_images(const Schema& stored, const Schema& layout, Tables&
   image_seq_.assign(n + 1, 0);
   image_bytes_.assign(n + 1, 0);
   damaged_.assign(n + 1, false);
+  fresh_.assign(n + 1, true);
+  for (int t : map_.table) {
+    if (t >= 0) fresh_[static_cast<size_t>(t)] = false;
+  }
+  fresh_[n] = false;
   for (uint32_t t = 0; t < n; ++t) {
+    // A table the store does not have yet (a migration's, or the key
+    // tables a store gains) has no rows: an image of it can only be one an
+    // open wrote before it crashed short of the schema file, and is not read.
+    if (fresh_[t]) continue;
     const TableSchema& target = layout.tables[t];
     ImageRead info;
     uint64_t rows = 0;
@@ -75,7 +84,10 @@ Status Recovery::read_log() {
   assert(tables_ && "load_images comes first");
   apply_after_ = image_seq_;
   for (size_t t = 0; t < damaged_.size(); ++t) {
-    if (damaged_[t]) apply_after_[t] = UINT64_MAX;
+    // Nothing of the log is for a damaged image's table, nor for a table
+    // the store does not have yet (no entry holds its records): the log
+    // need not reach back to it either.
+    if (damaged_[t] || fresh_[t]) apply_after_[t] = UINT64_MAX;
   }
   all_covered_ = *std::min_element(apply_after_.begin(), apply_after_.end());
   applied_bytes_.assign(image_seq_.size(), 0);

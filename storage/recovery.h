@@ -91,7 +91,8 @@ class Recovery {
   Status read_schema(Schema& stored);
   // 2. Every image into `tables` (empty, in `layout`'s layout: a module's,
   //    to which the images' and the log's columns are matched by name, or
-  //    `stored` itself). A missing image is no image: it covers save 0.
+  //    `stored` itself). A missing image is no image: it covers save 0. A
+  //    table of the layout that `stored` lacks is new: empty, no image read.
   //    `stored`, `layout` and `tables` must outlive read_log().
   Status load_images(const Schema& stored, const Schema& layout, Tables& tables);
   // Between 2 and 3, reading a served store (storage/live.h): the log is
@@ -136,6 +137,7 @@ class Recovery {
   std::vector<uint64_t> image_seq_;
   std::vector<uint64_t> image_bytes_;
   std::vector<bool> damaged_;
+  std::vector<bool> fresh_;  // per layout table: the stored schema lacks it
   // Per table: entries up to this save are not applied to it (its image's
   // save, or all of them when its image is damaged).
   std::vector<uint64_t> apply_after_;

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "storage/image.h"
+#include "storage/key_tables.h"
 #include "storage/recovery.h"
 #include "storage/schema_file.h"
 
@@ -53,11 +54,12 @@ Status has_data_files(Io& io, const std::string& dir, bool& found) {
 // refuses it.
 class OpenReporter : public RecoveryReporter {
  public:
-  OpenReporter(size_t tables, StoreOpenReport& report, const OpenProgress& progress)
-      : tables_(tables), report_(report), progress_(progress) {}
+  // `schema`: the store's, as the images are read (its tables number them).
+  OpenReporter(const Schema& schema, StoreOpenReport& report, const OpenProgress& progress)
+      : schema_(schema), report_(report), progress_(progress) {}
   void image_read(uint32_t t, uint64_t, uint64_t, uint64_t rows) override {
     ++report_.images;
-    if (t == tables_) return;
+    if (t == schema_.tables.size()) return;
     report_.image_rows += rows;
     if (progress_) progress_(report_.entries, report_.image_rows);
   }
@@ -66,7 +68,7 @@ class OpenReporter : public RecoveryReporter {
   }
 
  private:
-  size_t tables_;
+  const Schema& schema_;
   StoreOpenReport& report_;
   const OpenProgress& progress_;
 };
@@ -85,35 +87,34 @@ Store::~Store() {
 // Recovery (storage/recovery.h) reads the store; around it a writable open
 // creates the directory and takes its lock, creates a new store's schema,
 // refuses a module the store cannot migrate to, opens the log writable (a
-// torn tail is cut), and writes the first images or a migration's.
+// torn tail is cut), and writes the first images, a migration's or the key
+// tables'.
 Status Store::open(Io& io, const std::string& dir, const Schema& schema, StoreOptions o, Tables& tables,
                    std::unique_ptr<Store>& out, StoreOpenReport& report, const OpenProgress& progress) {
+  for (const TableSchema& t : schema.tables) {
+    // Only a module file made by hand can: no name in the language holds a `$`.
+    if (is_key_table(t.name)) {
+      return Status::error(fmt::format("the module has a table `{}`, a name of the store's own", t.name));
+    }
+  }
   std::unique_ptr<Store> s(new Store(io, dir, schema, o, tables));
   Status st = s->lock_directory();
   if (!st.ok()) return st;
-  OpenReporter reporter(schema.tables.size(), report, progress);
+  OpenReporter reporter(s->schema_, report, progress);
   RecoveryOptions ro;
   ro.log.segment_bytes = o.segment_bytes;
   Recovery recovery(io, dir, ro, reporter);
   Schema stored;
   st = s->read_or_create_schema(recovery, stored, report.created);
-  if (!st.ok()) return st;
-  SchemaDiff diff = compare_schemas(stored, schema);
-  if (!diff.refusals.empty()) {
-    std::string list;
-    for (const std::string& r : diff.refusals) list += "\n  - " + r;
-    return Status::error(fmt::format("the store {} does not match the module:{}\n(a store migrates only "
-                                     "additions: new tables, new vars, new fields with defaults)",
-                                     dir, list));
-  }
-  st = recovery.load_images(stored, schema, tables);
+  if (st.ok()) st = s->refuse_mismatch(stored);
+  if (st.ok()) st = recovery.load_images(stored, s->schema_, tables);
   if (st.ok()) st = recovery.read_log();
   if (!st.ok()) return st;
   s->take_recovered(recovery);
   report.last_seq = s->last_seq_;
   report.torn = recovery.log_report().torn;
   report.torn_where = recovery.log_report().torn_where;
-  st = s->write_first_images(diff, report);
+  st = s->write_first_images(stored, report);
   if (!st.ok()) return st;
   s->release_covered();
   s->log_->set_readers_gate(&s->readers_);
@@ -145,21 +146,38 @@ Status Store::lock_directory() {
 
 // The schema the store was written with. A directory without one is a new
 // store, given the module's, unless it holds store files: refusing beats
-// guessing their layout.
+// guessing their layout. The store's own schema follows: the module's,
+// with the key tables when the store has them or is to keep keys.
 Status Store::read_or_create_schema(Recovery& recovery, Schema& stored, bool& created) {
   Status st = recovery.read_schema(stored);
-  if (st.ok() || st.err != ENOENT) return st;
+  if (st.ok()) {
+    if (o_.keep_keys || has_key_tables(stored)) add_key_tables(schema_);
+    return st;
+  }
+  if (st.err != ENOENT) return st;
   bool data = false;
   st = has_data_files(io_, dir_, data);
   if (!st.ok()) return st;
   if (data) {
     return Status::error(fmt::format("{} holds store files but no schema file; refusing to guess their layout", dir_));
   }
+  if (o_.keep_keys) add_key_tables(schema_);
   stored = schema_;
   st = write_schema_file(io_, dir_, stored);
   if (!st.ok()) return st;
   created = true;
   return Status::good();
+}
+
+// A module whose schema the store cannot migrate to (storage/schema_file.h).
+Status Store::refuse_mismatch(const Schema& stored) const {
+  SchemaDiff diff = compare_schemas(stored, schema_);
+  if (diff.refusals.empty()) return Status::good();
+  std::string list;
+  for (const std::string& r : diff.refusals) list += "\n  - " + r;
+  return Status::error(fmt::format("the store {} does not match the module:{}\n(a store migrates only "
+                                   "additions: new tables, new vars, new fields with defaults)",
+                                   dir_, list));
 }
 
 // Where recovery left the store: each image's save and bytes, the log
@@ -179,17 +197,45 @@ void Store::take_recovered(Recovery& recovery) {
 // A new store gets an (empty) image of every table, so each one's coverage
 // is known from the first entry on; so does a store missing an image (a
 // crash or a failure came while it was being created). A migration writes
-// everything in the new layout first, then the schema.
-Status Store::write_first_images(const SchemaDiff& diff, StoreOpenReport& report) {
-  bool missing_image = std::find(image_bytes_.begin(), image_bytes_.end(), 0) != image_bytes_.end();
-  if (report.created || (missing_image && diff.same())) return checkpoint_all();
-  if (diff.same()) return Status::good();
+// everything in the new layout first, then the schema. A store that only
+// gains the key tables gets their images, then the schema.
+Status Store::write_first_images(const Schema& stored, StoreOpenReport& report) {
+  report.keeps_keys = has_key_tables(schema_);
+  report.keys_added = report.keeps_keys && (report.created || !has_key_tables(stored));
+  if (report.created) return checkpoint_all();
+  Schema gained = stored;  // the stored schema with the key tables it gains, if any
+  if (report.keys_added) add_key_tables(gained);
+  SchemaDiff diff = compare_schemas(gained, schema_);  // the module's own additions
+  // An image missing of a table the store had, or of the vars (the key
+  // tables it gains have none yet).
+  bool missing_image = false;
+  for (size_t t = 0; t < image_bytes_.size(); ++t) {
+    bool had = t == schema_.tables.size() || stored.table_index(schema_.tables[t].name) >= 0;
+    missing_image = missing_image || (had && image_bytes_[t] == 0);
+  }
+  if (diff.same() && !report.keys_added) return missing_image ? checkpoint_all() : Status::good();
+  if (diff.same() && !missing_image) return add_key_images();
   Status st = checkpoint_all();
   if (!st.ok()) return st;
   st = write_schema_file(io_, dir_, schema_);
   if (!st.ok()) return st;
   report.migrated = diff.additions;
   return Status::good();
+}
+
+// Not a migration: no table of the store changes, so no other table's
+// image is written again. A crash between the images and the schema file
+// leaves images no schema names: the next open does not read them
+// (Recovery::load_images), and writes them again if it keeps keys.
+Status Store::add_key_images() {
+  std::vector<uint32_t> keys;
+  for (size_t t = schema_.tables.size() - kKeyTableCount; t < schema_.tables.size(); ++t) {
+    keys.push_back(static_cast<uint32_t>(t));
+  }
+  Status st = checkpoint_now(std::move(keys));
+  if (!st.ok()) return st;
+  io_.point("keys.before_schema");
+  return write_schema_file(io_, dir_, schema_);
 }
 
 // The commit is timed here, once, around everything it does (encoding,
@@ -383,13 +429,17 @@ void Store::report_background(const Status& st) {
 }
 
 Status Store::checkpoint_all() {
-  drain();
-  size_t n = schema_.tables.size();
   std::vector<uint32_t> all;
-  for (size_t t = 0; t < n; ++t) all.push_back(static_cast<uint32_t>(t));
+  for (size_t t = 0; t < schema_.tables.size(); ++t) all.push_back(static_cast<uint32_t>(t));
+  return checkpoint_now(std::move(all));
+}
+
+// Images of `tables_to_write` and the vars, now, on this thread.
+Status Store::checkpoint_now(std::vector<uint32_t> tables_to_write) {
+  drain();
   bool background = o_.background;
   o_.background = false;
-  start_checkpoint(std::move(all));
+  start_checkpoint(std::move(tables_to_write));
   o_.background = background;
   return finish_checkpoint();
 }

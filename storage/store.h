@@ -14,6 +14,12 @@
 // only adds (tables, vars, defaulted fields): everything is rewritten in
 // the new layout before the schema file changes.
 //
+// The store's own tables (storage/key_tables.h: the idempotency keys)
+// follow the module's in a store that keeps keys: the store's schema is
+// the module's plus them. A store that has none gains them when an open
+// asks (StoreOptions::keep_keys): their two images, empty, then the schema
+// file; once the schema file names them every open keeps them.
+//
 // Threads: everything here runs on the owner thread except the image
 // writing of a checkpoint, which runs on its own thread from copy-on-write
 // snapshots of the tables (BTree::share): the owner keeps committing.
@@ -49,11 +55,15 @@ struct StoreOptions {
   uint64_t image_min_bytes = uint64_t{1} << 20;
   uint64_t log_min_bytes = uint64_t{64} << 20;
   bool background = true;  // false: checkpoints run in tick() itself (fault tests)
+  // Keep idempotency keys: a store without the key tables gains them.
+  bool keep_keys = false;
 };
 
 struct StoreOpenReport {
   bool created = false;
-  std::vector<std::string> migrated;  // the additions applied
+  std::vector<std::string> migrated;  // the module's additions applied
+  bool keeps_keys = false;  // the store has its key tables (StoreOptions::keep_keys, or kept before)
+  bool keys_added = false;  // and gained them in this open
   uint64_t images = 0;
   uint64_t image_rows = 0;
   uint64_t entries = 0;     // log entries read
@@ -81,8 +91,9 @@ using OpenProgress = std::function<void(uint64_t entries, uint64_t rows)>;
 class Store {
  public:
   // Opens (or creates) the store in `dir` for a module whose schema is
-  // `schema`, filling `tables` (empty, in the module's layout). Refuses a
-  // locked, damaged or incompatible store, saying why.
+  // `schema` (the module's tables alone), filling `tables` (empty, in the
+  // module's layout, the key tables after its own: a vm::State's). Refuses
+  // a locked, damaged or incompatible store, saying why.
   static Status open(Io& io, const std::string& dir, const Schema& schema, StoreOptions o, Tables& tables,
                      std::unique_ptr<Store>& out, StoreOpenReport& report, const OpenProgress& progress);
   ~Store();
@@ -121,14 +132,20 @@ class Store {
     return n;
   }
   const std::string& dir() const { return dir_; }
+  // The store's schema: the module's, and the key tables when it keeps
+  // them. What a batch is encoded against.
+  const Schema& schema() const { return schema_; }
 
  private:
   Store(Io& io, std::string dir, const Schema& schema, StoreOptions o, Tables& tables);
   // open's steps around recovery (storage/recovery.h).
   Status lock_directory();
   Status read_or_create_schema(Recovery& recovery, Schema& stored, bool& created);
+  Status refuse_mismatch(const Schema& stored) const;
   void take_recovered(Recovery& recovery);
-  Status write_first_images(const SchemaDiff& diff, StoreOpenReport& report);
+  Status write_first_images(const Schema& stored, StoreOpenReport& report);
+  Status add_key_images();
+  Status checkpoint_now(std::vector<uint32_t> tables_to_write);
   struct Job;
   void start_checkpoint(std::vector<uint32_t> tables_to_write);
   Status finish_checkpoint();
@@ -141,7 +158,7 @@ class Store {
 
   Io& io_;
   std::string dir_;
-  Schema schema_;
+  Schema schema_;  // the module's at first; the store's once its schema file is read
   StoreOptions o_;
   Tables& tables_;
   int lock_fd_ = -1;

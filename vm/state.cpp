@@ -9,24 +9,32 @@
 
 namespace aup::vm {
 
+// A table whose rows have `texts.size()` slots (texts[i]: slot i holds a
+// text), keyed by `key_fields`.
+void State::add_table(const std::vector<uint32_t>& key_fields, std::vector<bool> texts) {
+  RowLayout layout;
+  layout.slots = static_cast<uint32_t>(texts.size());
+  for (uint32_t i = 0; i < texts.size(); ++i) {
+    if (texts[i]) layout.text_slots.push_back(i);
+  }
+  for (uint32_t f : key_fields) {
+    if (texts[f]) layout.key.text_mask |= 1u << layout.key.fields.size();
+    layout.key.fields.push_back(f);
+  }
+  tables_.push_back(std::make_unique<BTree>(std::move(layout)));
+  text_fields_.push_back(std::move(texts));
+}
+
 State::State(const Module& m) : module_(m) {
   for (const TableDesc& t : m.tables) {
-    const RecordDesc& r = m.records[t.record];
-    RowLayout layout;
-    layout.slots = static_cast<uint32_t>(r.fields.size());
-    std::vector<bool> texts(r.fields.size(), false);
-    for (uint32_t i = 0; i < r.fields.size(); ++i) {
-      if (r.fields[i].type == kTypeText) {
-        layout.text_slots.push_back(i);
-        texts[i] = true;
-      }
-    }
-    for (uint32_t f : t.key_fields) {
-      if (texts[f]) layout.key.text_mask |= 1u << layout.key.fields.size();
-      layout.key.fields.push_back(f);
-    }
-    tables_.push_back(std::make_unique<BTree>(std::move(layout)));
-    text_fields_.push_back(std::move(texts));
+    std::vector<bool> texts;
+    for (const FieldDesc& f : m.records[t.record].fields) texts.push_back(f.type == kTypeText);
+    add_table(t.key_fields, std::move(texts));
+  }
+  for (const SystemTableShape& shape : kSystemTables) {
+    std::vector<bool> texts;
+    for (uint32_t f = 0; f < shape.fields; ++f) texts.push_back(shape.types[f] == kTypeText);
+    add_table({shape.key_field}, std::move(texts));
   }
   setup_indexes();
   for (const KeySpec& spec : entry_specs_) {
@@ -63,8 +71,10 @@ State::State(const State& live, const std::vector<Node*>& roots, std::vector<Val
 // Per index its entry key (the index fields, then the primary key's
 // fields not among them), and per table which indexes and fields it has.
 void State::setup_indexes() {
-  table_indexes_.assign(module_.tables.size(), {});
-  for (uint32_t t = 0; t < module_.tables.size(); ++t) indexed_.emplace_back(text_fields_[t].size(), false);
+  // Sized for every table, the system tables too (which have no indexes):
+  // rollback asks any table.
+  table_indexes_.assign(tables_.size(), {});
+  for (uint32_t t = 0; t < tables_.size(); ++t) indexed_.emplace_back(text_fields_[t].size(), false);
   for (uint32_t i = 0; i < module_.indexes.size(); ++i) {
     const IndexDesc& d = module_.indexes[i];
     KeySpec spec;

@@ -14,6 +14,7 @@
 // event's arena is copied), since a batch's journal outlives its events.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -25,6 +26,24 @@
 #include "vm/value.h"
 
 namespace aup::vm {
+
+// The store's own tables ("system tables": the idempotency keys'
+// `$keys` and `$key_order`, defined in storage/key_tables.h) follow the
+// module's in every State, numbered from module().tables.size(): their
+// changes are journaled, rolled back, stored and snapshotted like any
+// table's, and no module code names them. Their rows' shapes here are
+// the vm's side of storage's one definition: runtime/keys.cpp checks at
+// compile time that the two agree, field by field.
+struct SystemTableShape {
+  static constexpr uint32_t kMaxFields = 5;
+  std::array<uint32_t, kMaxFields> types;  // kTypeNum or kTypeText, the first `fields` of them
+  uint32_t fields;
+  uint32_t key_field;
+};
+inline constexpr std::array<SystemTableShape, 2> kSystemTables = {{
+    {{kTypeText, kTypeText, kTypeText, kTypeNum, kTypeNum}, 5, 0},  // $keys: key, digest, answer, n, at
+    {{kTypeNum, kTypeText}, 2, 0},                                  // $key_order: n, key
+}};
 
 struct Change {
   enum class Kind : uint8_t { SetField, SetVar, Insert, Remove, Replace };
@@ -59,13 +78,18 @@ class State {
   State& operator=(const State&) = delete;
 
   const Module& module() const { return module_; }
+  // The module's tables and then the system tables.
+  uint32_t table_count() const { return static_cast<uint32_t>(tables_.size()); }
+  // System table i's number (kSystemTables[i]).
+  uint32_t system_table(uint32_t i) const { return static_cast<uint32_t>(module_.tables.size()) + i; }
   BTree& table(uint32_t t) { return *tables_[t]; }
   const BTree& table(uint32_t t) const { return *tables_[t]; }
   bool text_field(uint32_t t, uint32_t field) const { return text_fields_[t][field]; }
 
-  // Every tree: the tables' (0 .. tables - 1), then the indexes'.
+  // Every tree: the tables' (0 .. table_count() - 1), then the indexes'.
   size_t tree_count() const { return tables_.size() + indexes_.size(); }
   BTree& tree(size_t i) { return i < tables_.size() ? *tables_[i] : *indexes_[i - tables_.size()]; }
+  const BTree& tree(size_t i) const { return i < tables_.size() ? *tables_[i] : *indexes_[i - tables_.size()]; }
 
   // ---- secondary indexes (module_.indexes)
   //
@@ -128,6 +152,7 @@ class State {
 
  private:
   static Key journal_key(const Key& k);
+  void add_table(const std::vector<uint32_t>& key_fields, std::vector<bool> texts);
   void setup_indexes();
   bool rebuild_index(uint32_t i, std::string& error);
   bool holds(uint32_t i, uint32_t field) const;

@@ -2,7 +2,8 @@
 # `aup run --data` and `aup replay` as a user meets them: the default store
 # directory, state that survives a restart, the lock against a second run,
 # a torn tail cut, damage refused by file and offset, schema migration and
-# refusal, and every replay option with its exit codes.
+# refusal, the store's own key tables, and every replay option with its
+# exit codes.
 # Usage: store_cli_test.sh AUP SOURCE_ROOT
 set -u
 aup=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")  # absolute: some steps run elsewhere
@@ -157,6 +158,38 @@ grep -q "does not match the module" "$tmp/err" || fail "a changed type is refuse
 grep -q "owner" "$tmp/err" || fail "the refusal names the field: $(cat "$tmp/err")"
 grep -q "next_transfer" "$tmp/err" || fail "the refusal names the missing var: $(cat "$tmp/err")"
 expect_rc 0 "$aup" replay --data "$store" --verify
+
+# Idempotency keys: a store that kept none starts keeping them with --keys
+# (its own tables, said on stderr; not a migration of the module), keeps
+# them without it, and replay shows them as the store's own.
+mkdir "$tmp/k"
+echo '{"event":"open","args":{"id":1,"owner":"ann"}}' | "$aup" run "$bank" --data "$tmp/k/s" $ft >/dev/null 2>&1 ||
+  fail "seeding a store for keys"
+deposit='{"event":"deposit","args":{"id":1,"amount":5},"key":"d1"}'
+echo "$deposit" | "$aup" run "$bank" --data "$tmp/k/s" --keys 10 $ft >"$tmp/out" 2>"$tmp/err" || fail "run --keys: $(cat "$tmp/err")"
+grep -q "^aup: the store $tmp/k/s keeps idempotency keys from now on (its own tables \`\$keys\` and \`\$key_order\`)$" \
+  "$tmp/err" || fail "run says the store keeps keys from now on: $(cat "$tmp/err")"
+grep -q "migrated" "$tmp/err" && fail "gaining the key tables is not a migration: $(cat "$tmp/err")"
+printf '%s\n' "$deposit" '{"query":"balance","args":{"id":1}}' | "$aup" run "$bank" --data "$tmp/k/s" $ft >"$tmp/out" 2>"$tmp/err"
+[ ! -s "$tmp/err" ] || fail "a store that keeps keys opens quietly without --keys: $(cat "$tmp/err")"
+grep -q '"result":5}' "$tmp/out" || fail "the retry is answered from its key, applying nothing: $(cat "$tmp/out")"
+expect_rc 0 "$aup" replay --data "$tmp/k/s"
+grep -q "^  table \$keys (the store's own): 1 row; " "$tmp/out" || fail "replay shows the store's own tables: $(cat "$tmp/out")"
+grep -q "^  table accounts: 1 row; " "$tmp/out" || fail "replay shows the module's tables as before: $(cat "$tmp/out")"
+expect_rc 0 "$aup" replay --data "$tmp/k/s" --dump '$keys'
+grep -q '^{"key":"d1","digest":"[0-9a-f]\{16\}","answer":"{\\"balance\\":5}","n":0,"at":1.7e+12}$' "$tmp/out" ||
+  fail "replay --dump '\$keys': $(cat "$tmp/out")"
+expect_rc 0 "$aup" replay --data "$tmp/k/s" --verify
+# Whether the store keeps keys is read by the store alone, through its Io:
+# the schema file's open is the store's second (after READERS), and a
+# fault there refuses the run with its error (nothing read it before).
+echo "$deposit" | AUP_FAULTS=fail:open:2:EIO "$aup" run "$bank" --data "$tmp/k/s" $ft >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 2 ] || fail "a fault on the schema file's open: exit $rc, expected 2: $(cat "$tmp/err")"
+grep -q "^aup: fault plan: open (2) fails: Input/output error$" "$tmp/err" || fail "the fault fired: $(cat "$tmp/err")"
+grep -q "^aup run: cannot open $tmp/k/s/schema: Input/output error$" "$tmp/err" ||
+  fail "the schema file's open is the one refused: $(cat "$tmp/err")"
+[ ! -s "$tmp/out" ] || fail "nothing answered: $(cat "$tmp/out")"
 
 # An event and a query in one read, the batch's commit failing: the event
 # is answered `unavailable` and the query reads the state before it, never

@@ -13,6 +13,8 @@
 #include "compiler/codegen.h"
 #include "compiler/compiler.h"
 #include "runtime/service.h"
+#include "storage/key_tables.h"
+#include "storage/key_values.h"
 #include "tests/runtime/harness.h"
 #include "vm/state.h"
 
@@ -51,7 +53,8 @@ on long {
 }
 )";
 
-// The module with the key tables, its state, and the owner's Service.
+// The module, its state (which has the key tables after the module's),
+// and the owner's Service.
 class Keyed {
  public:
   explicit Keyed(KeyWindow w, bool keys = true) {
@@ -60,7 +63,6 @@ class Keyed {
     Diagnostics d;
     module_ = generate(*checked, d);
     REQUIRE(module_);
-    add_key_tables(*module_);
     module_->prepare();
     state_ = std::make_unique<vm::State>(*module_);
     service_ = std::make_unique<Service>(*module_, *state_, ServiceOptions{});
@@ -238,14 +240,34 @@ TEST_SUITE("keys") {
     CHECK(k.deposits() == 2);
   }
 
-  TEST_CASE("the key tables come after the module's and are not in its schema") {
+  TEST_CASE("the key tables are the state's own, after the module's tables: the module has none") {
     Keyed k(KeyWindow{100, 0});
-    CHECK(k.module().tables.size() == 3);
-    CHECK(keys_table(k.module()) == 1);
-    CHECK(k.module().table_index(kKeyOrderTable) == 2);
+    CHECK(k.module().tables.size() == 1);
+    CHECK(k.state().table_count() == 3);
+    uint32_t keys = k.state().system_table(storage::kKeysTable);
+    uint32_t order = k.state().system_table(storage::kKeyOrderTable);
+    CHECK(keys == 1);
+    CHECK(order == 2);
+    k.call(deposit("a", 5));
+    CHECK(k.state().table(keys).size() == 1);
+    CHECK(k.state().table(order).size() == 1);
     std::string schema = k.call(R"({"schema":{}})");
     CHECK(schema.find("accounts") != std::string::npos);
     CHECK(schema.find("$") == std::string::npos);  // neither the tables nor their records
+  }
+
+  TEST_CASE("the state's key tables have the rows storage defines for them (storage/key_tables.h)") {
+    Keyed k(KeyWindow{100, 0});
+    for (uint32_t t = 0; t < storage::kKeyTableCount; ++t) {
+      CAPTURE(t);
+      vm::RowLayout want = storage::row_layout(storage::key_table_schema(static_cast<storage::KeyTableNumber>(t)));
+      const vm::RowLayout& got = k.state().table(k.state().system_table(t)).layout();
+      CHECK(got.slots == want.slots);
+      CHECK(got.text_slots == want.text_slots);
+      CHECK(got.key.fields == want.key.fields);
+      CHECK(got.key.text_mask == want.key.text_mask);
+      CHECK(got.encoded_key == want.encoded_key);
+    }
   }
 }
 

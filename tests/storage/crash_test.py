@@ -9,7 +9,8 @@ groups before the crashed one, or those and the crashed one whole (never a
 part of it), and every answered group; `aup replay --verify` (its --dump of
 each table and its --vars), run on the crashed store before that reopen,
 must read the same state; the run then continues to the end and must reach
-the same final state as one uninterrupted run.
+the same final state as one uninterrupted run. A crash at each step of an
+open that gives the store its key tables leaves it opening as it was.
 
 Then failures instead of crashes (EIO, a short write, ENOSPC): whatever was
 answered `ok` is in the store after a restart, and whatever was answered
@@ -50,6 +51,11 @@ OWN_STREAM = {"image.seq_before_fsync"}
 # schema is written before anything else): crashed_creation.
 SCHEMA_POINTS = ["schema.before_fsync", "schema.before_rename", "schema.after_rename", "schema.after_dir_sync"]
 NTHS = [1, 2, 7, 23]
+# The steps of the open that gives a store its key tables (`--keys` on a
+# store that kept none, storage/key_tables.h): the images of `$keys` and
+# `$key_order` (then the vars'), then the schema file that names them.
+KEY_POINTS = [("image.before_rename", 1), ("image.after_rename", 1), ("image.after_rename", 2),
+              ("keys.before_schema", 1), ("schema.before_rename", 1)]
 
 # Failures: a plan, and whether the store must still take events after it.
 FAILURES = [
@@ -155,6 +161,35 @@ def crash_case(aup, module, work, point, nth, groups, states):
     if reopen_state(aup, module, d) != states[-1]:
         fail("%s:%d: the final state did not survive a restart" % (point, nth))
     return True
+
+
+def keys_crash_case(aup, module, work, point, nth, groups, states):
+    """A crash while `aup run --keys` gives a store its key tables: the
+    store reads and reopens as it was (without keys), and a run with
+    --keys then gains them and takes the rest of the groups."""
+    d = os.path.join(work, "store")
+    shutil.rmtree(d, ignore_errors=True)
+    half = len(groups) // 2
+    rc, out, err = run_lines(aup, store_args(module, d), [l for g in groups[:half] for l in g])
+    if rc != 0:
+        fail("keys %s:%d: the first half: exit %d %s" % (point, nth, rc, err.strip()))
+    env = dict(os.environ, AUP_FAULTS="crash:%s:%d" % (point, nth))
+    r = subprocess.run([aup, "run"] + store_args(module, d) + ["--keys", "100"], input=b"", capture_output=True,
+                       env=env)
+    if r.returncode != CRASH_EXIT:
+        fail("keys %s:%d: exit %d (expected the crash exit %d): %s" %
+             (point, nth, r.returncode, CRASH_EXIT, r.stderr.decode().strip()))
+    verify(aup, d)
+    if replay_state(aup, d) != states[half] or reopen_state(aup, module, d) != states[half]:
+        fail("keys %s:%d: after the crash the store does not hold the first half" % (point, nth))
+    rest = [l for g in groups[half:] for l in g] + ['{"query":"state"}']
+    rc, out, err = run_lines(aup, store_args(module, d) + ["--keys", "100"], rest)
+    if rc != 0 or json.dumps(result(out[-1])) != states[-1]:
+        fail("keys %s:%d: the run with --keys did not end in the uninterrupted run's state (exit %d) %s" %
+             (point, nth, rc, err.strip()))
+    if "keeps idempotency keys from now on" not in err:
+        fail("keys %s:%d: the run with --keys did not say the store keeps keys: %s" % (point, nth, err.strip()))
+    verify(aup, d)
 
 
 def failure_case(aup, module, work, plan, must_continue, groups):
@@ -265,6 +300,10 @@ def main():
         for point in SCHEMA_POINTS:
             crashed_creation(a.aup, a.module, work, point, groups, states)
             print("crash at %-22s creating the store: nothing answered, the next run made it" % point)
+        for point, n in KEY_POINTS:
+            keys_crash_case(a.aup, a.module, work, point, n, groups, states)
+        print("crash gaining the key tables  at %s: reopened as it was, then gained them" %
+              ", ".join("%s:%d" % p for p in KEY_POINTS))
         for n in (1, 2, 3, 4):
             failed_creation(a.aup, a.module, work, "fail:fsync:%d:EIO" % n, groups, states)
         print("fail:fsync:1..4:EIO         creating the store: refused to start, the next run finished it")

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <fmt/format.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -23,7 +24,9 @@
 #include "storage/codec.h"
 #include "runtime/committer.h"
 #include "runtime/durability.h"
+#include "runtime/keys.h"
 #include "storage/image.h"
+#include "storage/key_tables.h"
 #include "storage/key_values.h"
 #include "storage/live.h"
 #include "storage/memory_tables.h"
@@ -62,7 +65,11 @@ class Durable {
     status_ = Store::open(io, dir, schema_, so, *tables_, store_, report_, nullptr);
     if (!status_.ok()) return;
     service_ = std::make_unique<runtime::Service>(*module_, *state_, runtime::ServiceOptions{});
-    durable_ = std::make_unique<runtime::StoreDurability>(*state_, schema_, *store_);
+    if (report_.keeps_keys) {  // as `aup run` does, with a small window
+      keys_ = std::make_unique<runtime::KeyTable>(*state_, runtime::KeyWindow{100, 0});
+      service_->set_keys(keys_.get());
+    }
+    durable_ = std::make_unique<runtime::StoreDurability>(*state_, *store_);
   }
   static StoreOptions small_store() {
     StoreOptions o;
@@ -78,6 +85,11 @@ class Durable {
   static StoreOptions small_store_foreground() {
     StoreOptions o = small_store();
     o.background = false;
+    return o;
+  }
+  // Keeping idempotency keys (`aup run --keys N`).
+  static StoreOptions keeping_keys(StoreOptions o = small_store()) {
+    o.keep_keys = true;
     return o;
   }
   const Status& status() const { return status_; }
@@ -111,11 +123,13 @@ class Durable {
   Store& store() { return *store_; }
   const runtime::Durability& durability() const { return *durable_; }
 
-  // Every row of every table and every var, as text.
+  // Every row of every table the store keeps (the key tables too, when it
+  // keeps them) and every var, as text.
   std::string dump() {
     std::string s;
-    for (size_t t = 0; t < schema_.tables.size(); ++t) {
-      const TableSchema& ts = schema_.tables[t];
+    const Schema& kept = store_->schema();
+    for (size_t t = 0; t < kept.tables.size(); ++t) {
+      const TableSchema& ts = kept.tables[t];
       vm::BTree& tree = state_->table(static_cast<uint32_t>(t));
       tree.for_each(tree.root(), [&](const vm::Key&, const uint64_t* row) {
         s += ts.name + ":";
@@ -147,6 +161,7 @@ class Durable {
   StoreOpenReport report_;
   Status status_;
   std::unique_ptr<runtime::Service> service_;
+  std::unique_ptr<runtime::KeyTable> keys_;
   std::unique_ptr<runtime::StoreDurability> durable_;
 };
 
@@ -303,6 +318,54 @@ std::set<std::string> segment_files(const std::string& dir) {
 }
 
 std::string put_line(int id) { return fmt::format(R"({{"event":"put","args":{{"id":{},"qty":{}}}}})", id, id % 90); }
+
+// An Io that notes every file opened and every file renamed into place (an
+// image's or the schema file's last step), in order.
+class RecordingIo : public FaultIo {
+ public:
+  RecordingIo() : FaultIo(std::make_unique<SystemIo>(), {}) {}
+  int open(const std::string& path, int flags, int mode) override {
+    opened.push_back(fs::path(path).filename().string());
+    return FaultIo::open(path, flags, mode);
+  }
+  int rename(const std::string& from, const std::string& to) override {
+    renamed.push_back(fs::path(to).filename().string());
+    return FaultIo::rename(from, to);
+  }
+  std::vector<std::string> opened, renamed;
+};
+
+// Opens the store in a child process that a crash rule stops the nth time
+// it reaches `point`, as a power cut would there. The child's exit status:
+// kCrashExitCode when it was stopped, 0 when it opened.
+int open_crashing_at(const std::string& module, const std::string& dir, const std::string& point, int nth,
+                     StoreOptions so) {
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    // Nothing of doctest's from here: a failed check would throw into a
+    // copy of the test run. The crash rule's line goes nowhere.
+    if (!std::freopen("/dev/null", "w", stderr)) std::_Exit(4);
+    std::vector<FaultRule> rules;
+    std::string err;
+    if (!parse_fault_plan(fmt::format("crash:{}:{}", point, nth), rules, err)) std::_Exit(3);
+    FaultIo io(std::make_unique<SystemIo>(), rules);
+    try {
+      Durable d(module, dir, io, so);
+      std::_Exit(d.status().ok() ? 0 : 2);
+    } catch (...) {
+      std::_Exit(1);
+    }
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string keyed_put(int id, const char* key) {
+  return fmt::format(R"({{"event":"put","args":{{"id":{},"qty":{}}},"key":"{}"}})", id, id % 90, key);
+}
 
 TEST_SUITE("store") {
   TEST_CASE("reopening after random event counts ends in the same state as one uninterrupted run") {
@@ -746,6 +809,217 @@ on nop { }
     files::write(vars, kept);
     Durable back(kModule, dir.path, io, Durable::small_store_foreground());
     CHECK_MESSAGE(back.status().ok(), back.status().message);
+  }
+
+  TEST_CASE("a store whose log has been released in part migrates to a module that adds a table") {
+    // The new table has no image and nothing in the log: the log need not
+    // reach back to save 0 for it (it did, and such a store refused to
+    // migrate: "missing log entries").
+    TempDir dir;
+    SystemIo io;
+    std::string state;
+    {
+      Durable d(kModule, dir.path, io, Durable::small_store_foreground());
+      REQUIRE(d.status().ok());
+      for (int i = 0; i < 600; ++i) d.one(put_line(i % 200));
+      state = d.dump();
+    }
+    REQUIRE_FALSE(fs::exists(dir.path + "/log-0"));
+    std::string more = std::string(kModule) + "\nrecord Note { id: num }\ntable notes: Note key id\n";
+    Durable d(more, dir.path, io);
+    REQUIRE_MESSAGE(d.status().ok(), d.status().message);
+    CHECK(d.report().migrated == std::vector<std::string>{"new table `notes`"});
+    CHECK(d.dump() == state);
+  }
+
+  // ---- the store's own tables: idempotency keys ---------------------------------
+
+  TEST_CASE("a store that kept no keys gains the key tables when asked: their images, then the schema") {
+    TempDir dir;
+    SystemIo io;
+    {
+      Durable d(kModule, dir.path, io);
+      REQUIRE(d.status().ok());
+      for (int i = 0; i < 20; ++i) d.one(put_line(i));
+    }
+    Schema before;
+    REQUIRE(read_schema_file(io, dir.path, before).ok());
+    CHECK_FALSE(has_key_tables(before));
+    std::string state;
+    {
+      RecordingIo recording;
+      Durable d(kModule, dir.path, recording, Durable::keeping_keys());
+      REQUIRE_MESSAGE(d.status().ok(), d.status().message);
+      CHECK(d.report().keeps_keys);
+      CHECK(d.report().keys_added);
+      CHECK_FALSE(d.report().created);
+      CHECK(d.report().migrated.empty());  // not a migration of the module
+      // The two images (and the vars', as every checkpoint writes it), then
+      // the schema file: no table of the module's is written again.
+      std::vector<std::string> written = {"image-$keys", "image-$key_order", "image.vars", "schema"};
+      CHECK(recording.renamed == written);
+      Schema after;
+      REQUIRE(read_schema_file(io, dir.path, after).ok());
+      Schema want = before;
+      add_key_tables(want);
+      CHECK(after == want);
+      CHECK(d.store().schema() == want);
+      for (uint32_t t = 0; t < kKeyTableCount; ++t) {
+        TableSchema ts = key_table_schema(static_cast<KeyTableNumber>(t));
+        vm::BTree tree(row_layout(ts));
+        ImageRead info;
+        uint64_t rows = 0;
+        REQUIRE(load_table_image(io, table_image_path(dir.path, ts.name), ts, tree, info, rows).ok());
+        CHECK(rows == 0);
+        CHECK(tree.size() == 0);
+        CHECK(info.seq == d.store().last_seq());
+      }
+      // Keys kept from here on: a retry applies nothing.
+      CHECK(d.one(keyed_put(100, "k")) == "{\"ok\":true}\n");
+      CHECK(d.one(keyed_put(100, "k")) == "{\"ok\":true}\n");
+      CHECK(d.one(keyed_put(101, "k")).find("\"code\":\"duplicate\"") != std::string::npos);
+      state = d.dump();
+    }
+    CHECK(state.find("$keys:k,") != std::string::npos);
+    Durable again(kModule, dir.path, io, Durable::keeping_keys());
+    REQUIRE(again.status().ok());
+    CHECK(again.report().keeps_keys);
+    CHECK_FALSE(again.report().keys_added);
+    CHECK(again.dump() == state);
+  }
+
+  TEST_CASE("a store created keeping keys has the key tables from its first schema file") {
+    TempDir dir;
+    SystemIo io;
+    Durable d(kModule, dir.path, io, Durable::keeping_keys());
+    REQUIRE(d.status().ok());
+    CHECK(d.report().created);
+    CHECK(d.report().keeps_keys);
+    CHECK(d.report().keys_added);
+    Schema stored;
+    REQUIRE(read_schema_file(io, dir.path, stored).ok());
+    CHECK(has_key_tables(stored));
+    CHECK(fs::exists(table_image_path(dir.path, "$keys")));
+  }
+
+  TEST_CASE("a store that keeps keys keeps them when opened without asking: the default window") {
+    TempDir dir;
+    SystemIo io;
+    {
+      Durable d(kModule, dir.path, io, Durable::keeping_keys());
+      REQUIRE(d.status().ok());
+      CHECK(d.one(keyed_put(1, "once")) == "{\"ok\":true}\n");
+    }
+    Durable d(kModule, dir.path, io);  // keep_keys not set
+    REQUIRE_MESSAGE(d.status().ok(), d.status().message);
+    CHECK(d.report().keeps_keys);
+    CHECK_FALSE(d.report().keys_added);
+    CHECK(has_key_tables(d.store().schema()));
+    std::string before = d.dump();
+    CHECK(d.one(keyed_put(1, "once")) == "{\"ok\":true}\n");  // answered from the key
+    CHECK(d.dump() == before);
+  }
+
+  TEST_CASE("a crash while a store gains the key tables: the next open opens, keeping keys or not") {
+    // Every step of the addition: an image before and after its rename
+    // (the two key tables', then the vars'), and before the schema file.
+    const std::vector<std::pair<std::string, int>> points = {
+        {"image.before_rename", 1}, {"image.after_rename", 1}, {"image.after_rename", 2},
+        {"image.after_rename", 3},  {"keys.before_schema", 1}, {"schema.before_rename", 1}};
+    for (const auto& [point, nth] : points) {
+      CAPTURE(point);
+      CAPTURE(nth);
+      TempDir dir;
+      SystemIo io;
+      std::string state;
+      {
+        Durable d(kModule, dir.path, io, Durable::small_store_foreground());
+        REQUIRE(d.status().ok());
+        for (int i = 0; i < 30; ++i) d.one(put_line(i));
+        state = d.dump();
+      }
+      REQUIRE(open_crashing_at(kModule, dir.path, point, nth, Durable::keeping_keys()) == kCrashExitCode);
+      Schema stored;
+      REQUIRE(read_schema_file(io, dir.path, stored).ok());
+      CHECK_FALSE(has_key_tables(stored));  // the crash came before the schema file named them
+      {
+        // Without keys: the store as it was, whatever images the crash left.
+        Durable d(kModule, dir.path, io, Durable::small_store_foreground());
+        REQUIRE_MESSAGE(d.status().ok(), d.status().message);
+        CHECK_FALSE(d.report().keeps_keys);
+        CHECK(d.dump() == state);
+        // On, until checkpoints have let the log go past anything the
+        // crashed open wrote.
+        for (int i = 0; i < 600; ++i) d.one(put_line(i % 200));
+        state = d.dump();
+      }
+      Durable d(kModule, dir.path, io, Durable::keeping_keys());
+      REQUIRE_MESSAGE(d.status().ok(), d.status().message);
+      CHECK(d.report().keys_added);
+      CHECK(d.dump() == state);
+      CHECK(d.one(keyed_put(7, "k")) == "{\"ok\":true}\n");
+    }
+  }
+
+  TEST_CASE("whether a store keeps keys is read through its Io: the schema file once, a fault there refuses") {
+    TempDir dir;
+    {
+      SystemIo io;
+      Durable d(kModule, dir.path, io, Durable::keeping_keys());
+      REQUIRE(d.status().ok());
+    }
+    RecordingIo recording;
+    {
+      Durable d(kModule, dir.path, recording);
+      REQUIRE(d.status().ok());
+      CHECK(d.report().keeps_keys);
+    }
+    CHECK(std::count(recording.opened.begin(), recording.opened.end(), "schema") == 1);
+    // The schema file's open is the store's second (after READERS): failed,
+    // the open is refused with its error, never taken for a store without keys.
+    REQUIRE(recording.opened.size() >= 2);
+    CHECK(recording.opened[1] == "schema");
+    std::vector<FaultRule> rules;
+    std::string err;
+    REQUIRE(parse_fault_plan("fail:open:2:EIO", rules, err));
+    FaultIo faulty(std::make_unique<SystemIo>(), rules);
+    Durable d(kModule, dir.path, faulty);
+    REQUIRE_FALSE(d.status().ok());
+    CHECK(d.status().err == EIO);
+    CHECK(d.status().message.find("/schema") != std::string::npos);
+  }
+
+  TEST_CASE("a store whose log has been released in part gains the key tables") {
+    // Like a table a migration adds: the key tables have no image and
+    // nothing in the log, which need not reach back to save 0 for them.
+    TempDir dir;
+    SystemIo io;
+    std::string state;
+    {
+      Durable d(kModule, dir.path, io, Durable::small_store_foreground());
+      REQUIRE(d.status().ok());
+      for (int i = 0; i < 600; ++i) d.one(put_line(i % 200));
+      state = d.dump();
+    }
+    REQUIRE_FALSE(fs::exists(dir.path + "/log-0"));
+    Durable d(kModule, dir.path, io, Durable::keeping_keys());
+    REQUIRE_MESSAGE(d.status().ok(), d.status().message);
+    CHECK(d.report().keys_added);
+    CHECK(d.report().migrated.empty());
+    CHECK(d.one(keyed_put(1, "k")) == "{\"ok\":true}\n");
+  }
+
+  TEST_CASE("a module file naming a table as the store's own is refused") {
+    TempDir dir;
+    SystemIo io;
+    Schema schema;
+    schema.tables.push_back(TableSchema{"$keys", "K", {num_field("id")}, {0}});
+    MemoryTables tables(schema);
+    std::unique_ptr<Store> store;
+    StoreOpenReport report;
+    Status st = Store::open(io, dir.path, schema, StoreOptions{}, tables, store, report, nullptr);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.message == "the module has a table `$keys`, a name of the store's own");
   }
 
   // ---- composite keys -------------------------------------------------------------
