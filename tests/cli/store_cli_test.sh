@@ -181,12 +181,12 @@ grep -q '^{"key":"d1","digest":"[0-9a-f]\{16\}","answer":"{\\"balance\\":5}","n"
   fail "replay --dump '\$keys': $(cat "$tmp/out")"
 expect_rc 0 "$aup" replay --data "$tmp/k/s" --verify
 # Whether the store keeps keys is read by the store alone, through its Io:
-# the schema file's open is the store's second (after READERS), and a
-# fault there refuses the run with its error (nothing read it before).
-echo "$deposit" | AUP_FAULTS=fail:open:2:EIO "$aup" run "$bank" --data "$tmp/k/s" $ft >"$tmp/out" 2>"$tmp/err"
+# the schema file's open is the store's third (after LIVE and READERS), and
+# a fault there refuses the run with its error (nothing read it before).
+echo "$deposit" | AUP_FAULTS=fail:open:3:EIO "$aup" run "$bank" --data "$tmp/k/s" $ft >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ "$rc" -eq 2 ] || fail "a fault on the schema file's open: exit $rc, expected 2: $(cat "$tmp/err")"
-grep -q "^aup: fault plan: open (2) fails: Input/output error$" "$tmp/err" || fail "the fault fired: $(cat "$tmp/err")"
+grep -q "^aup: fault plan: open (3) fails: Input/output error$" "$tmp/err" || fail "the fault fired: $(cat "$tmp/err")"
 grep -q "^aup run: cannot open $tmp/k/s/schema: Input/output error$" "$tmp/err" ||
   fail "the schema file's open is the one refused: $(cat "$tmp/err")"
 [ ! -s "$tmp/out" ] || fail "nothing answered: $(cat "$tmp/out")"
