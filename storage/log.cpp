@@ -193,6 +193,8 @@ class Log::Opener {
   Status choose_chain();
   Status read_entries();
   Status cut_tail();
+  Status write_end_marker(const Segment& seg, uint64_t off);
+  Status empty_after_cut();
   void drop_after_cut();
 
  private:
@@ -499,26 +501,50 @@ Status Log::Opener::cut_tail() {
   Io& io = log_.io_;
   if (unfinished_ && io.unlink(unfinished_->path) != 0) log_.free_.push_back(*unfinished_);
   if (!torn_) return Status::good();
+  Status st = empty_after_cut();
+  if (!st.ok()) return st;
   const Segment& seg = log_.chain_[torn_segment_];
-  std::string path = log_.path(seg.number);
-  uint8_t zeros[lf::kEntryHeaderBytes] = {};
-  Status w = write_all(io, seg.fd, zeros, sizeof zeros, seg.used, path);
-  if (!w.ok()) return w;
-  if (int rc = io.fdatasync(seg.fd); rc < 0) {
-    return Status::error(fmt::format("cannot sync {}: {}", path, std::strerror(-rc)), -rc);
-  }
+  st = write_end_marker(seg, seg.used);
+  if (!st.ok()) return st;
   drop_after_cut();
   return Status::good();
 }
 
+// An end marker at `off` of a segment of the chain, made durable.
+Status Log::Opener::write_end_marker(const Segment& seg, uint64_t off) {
+  std::string path = log_.path(seg.number);
+  uint8_t zeros[lf::kEntryHeaderBytes] = {};
+  Status w = write_all(log_.io_, seg.fd, zeros, sizeof zeros, off, path);
+  if (!w.ok()) return w;
+  if (int rc = log_.io_.fdatasync(seg.fd); rc < 0) {
+    return Status::error(fmt::format("cannot sync {}: {}", path, std::strerror(-rc)), -rc);
+  }
+  return Status::good();
+}
+
 // Segments of the chain after the torn one hold no valid entry
-// (check_no_later_entries), but their bytes do not end where the cut is:
-// appends go on after the cut, and a segment started later would follow
-// the bytes of these, which the next open would take for a torn entry
-// with valid ones after it (damage). They leave the chain now, as free
-// space; the next segment's number is past theirs, so the chain found at
-// the next open (the highest-numbered headed segment and its
-// predecessors) never passes through them again.
+// (check_no_later_entries), but they may hold bytes that read as a whole
+// entry of their generation that does not continue the log (a save number
+// not after its predecessor, say). Behind the torn tail these are only
+// checked; once the cut's end marker makes the log end cleanly, the next
+// open reads on into them and would take them for damage. So each gets an
+// end marker at its first entry before the cut is made: a crash between
+// leaves the torn tail in front of them, and the same open again.
+Status Log::Opener::empty_after_cut() {
+  for (size_t i = torn_segment_ + 1; i < log_.chain_.size(); ++i) {
+    Status st = write_end_marker(log_.chain_[i], lf::kHeaderBytes);
+    if (!st.ok()) return st;
+  }
+  return Status::good();
+}
+
+// The segments after the torn one, emptied, leave the chain in memory:
+// appends go on after the cut, and a segment started when an entry does
+// not fit must follow the torn segment, not the bytes of these. They are
+// free space; a new segment's number is past theirs, so the chain found
+// at the next open (the highest-numbered headed segment and its
+// predecessors) no longer passes through them; until one is started, it
+// does, and finds them empty.
 void Log::Opener::drop_after_cut() {
   while (log_.chain_.size() > torn_segment_ + 1) {
     Segment& later = log_.chain_.back();

@@ -78,6 +78,27 @@ uint64_t entry_offset(const std::vector<std::string>& payloads, size_t k) {
   return off;
 }
 
+// Changes the entry of payload `len` at `off` of the segment at `path`
+// (header and payload, through `edit`), then makes its digest match again
+// under the segment's generation: a whole entry, whatever it now says.
+template <class Edit>
+void reseal_entry(const std::string& path, uint64_t off, size_t len, Edit edit) {
+  int fd = ::open(path.c_str(), O_RDWR);
+  REQUIRE(fd >= 0);
+  uint8_t header[lf::kHeaderBytes];
+  REQUIRE(::pread(fd, header, sizeof header, 0) == static_cast<ssize_t>(sizeof header));
+  uint64_t generation = 0;  // little-endian at byte 24
+  for (int i = 7; i >= 0; --i) generation = generation << 8 | header[24 + i];
+  std::vector<uint8_t> entry(lf::kEntryHeaderBytes + len);
+  REQUIRE(::pread(fd, entry.data(), entry.size(), static_cast<off_t>(off)) == static_cast<ssize_t>(entry.size()));
+  edit(entry.data());
+  uint64_t digest =
+      XXH3_64bits_withSeed(entry.data() + lf::kEntryHeaderBytes, len, XXH3_64bits_withSeed(entry.data(), 32, generation));
+  for (int i = 0; i < 8; ++i) entry[32 + i] = static_cast<uint8_t>(digest >> (8 * i));  // little-endian
+  REQUIRE(::pwrite(fd, entry.data(), entry.size(), static_cast<off_t>(off)) == static_cast<ssize_t>(entry.size()));
+  ::close(fd);
+}
+
 TEST_SUITE("log") {
   TEST_CASE("EmptyDirectoryOpensEmpty") {
     TempDir dir;
@@ -195,6 +216,44 @@ TEST_SUITE("log") {
     REQUIRE(again.entries.size() == in_first);
     CHECK(again.entries.back().second == std::string(5000, 'y'));
     CHECK_FALSE(again.report.torn);
+  }
+
+  TEST_CASE("ATornTailBeforeALaterSegmentWithAWholeEntryThatDoesNotContinue: the later segment is emptied") {
+    // Seen by the log fuzz target: behind a torn tail, a later segment of
+    // the chain holds a whole entry of its generation whose save number is
+    // not after its predecessor. The open only checks it (no valid entry
+    // there); the cut then ends the log cleanly, and an entry that fits in
+    // the torn segment keeps the later one in the chain found at the next
+    // open, which must find it empty, not damaged.
+    TempDir dir;
+    SystemIo io;
+    std::vector<std::string> payloads(12, std::string(350, 'x'));
+    write_log(io, dir.path, payloads);
+    Opened before = open_log(io, dir.path);
+    REQUIRE(before.log->segments().size() == 2);
+    size_t in_first = before.log->segments()[0].entries;
+    REQUIRE(in_first < payloads.size());
+    before.log.reset();
+    zero(dir.path + "/log-0", entry_offset(payloads, in_first - 1) + lf::kEntryHeaderBytes + 100, 100);
+    for (size_t k = 1; k < payloads.size() - in_first; ++k) {
+      zero(dir.path + "/log-1", entry_offset(payloads, k) + lf::kEntryHeaderBytes + 100, 100);
+    }
+    // log-1's first entry: its save number made its predecessor's, resealed.
+    reseal_entry(dir.path + "/log-1", entry_offset(payloads, 0), 350, [](uint8_t* entry) {
+      std::memcpy(entry + 8, entry + 16, 8);
+    });
+    Opened o = open_log(io, dir.path);
+    REQUIRE_MESSAGE(o.status.ok(), o.status.message);
+    CHECK(o.report.torn);
+    REQUIRE(o.entries.size() == in_first - 1);
+    append(*o.log, in_first, "fits in log-0");
+    o.log.reset();
+    Opened again = open_log(io, dir.path);
+    REQUIRE_MESSAGE(again.status.ok(), again.status.message);
+    REQUIRE(again.entries.size() == in_first);
+    CHECK(again.entries.back().second == "fits in log-0");
+    CHECK_FALSE(again.report.torn);
+    CHECK(again.log->segments().size() == 2);  // log-1, empty, is still in the chain
   }
 
   TEST_CASE("ShrunkSegmentFileIsDamage") {
@@ -338,21 +397,8 @@ TEST_SUITE("log") {
     SystemIo io;
     std::vector<std::string> payloads = {"aaaa", "bbbb", "cccc"};
     write_log(io, dir.path, payloads);
-    std::string path = dir.path + "/log-0";
-    int fd = ::open(path.c_str(), O_RDWR);
-    REQUIRE(fd >= 0);
-    uint8_t header[lf::kHeaderBytes];
-    REQUIRE(::pread(fd, header, sizeof header, 0) == static_cast<ssize_t>(sizeof header));
-    uint64_t generation = 0;  // little-endian at byte 24
-    for (int i = 7; i >= 0; --i) generation = generation << 8 | header[24 + i];
-    uint64_t first = entry_offset(payloads, 0);
-    uint8_t entry[lf::kEntryHeaderBytes + 4];
-    REQUIRE(::pread(fd, entry, sizeof entry, static_cast<off_t>(first)) == static_cast<ssize_t>(sizeof entry));
-    std::memcpy(entry + lf::kEntryHeaderBytes, "xxxx", 4);
-    uint64_t digest = XXH3_64bits_withSeed(entry + lf::kEntryHeaderBytes, 4, XXH3_64bits_withSeed(entry, 32, generation));
-    for (int i = 0; i < 8; ++i) entry[32 + i] = static_cast<uint8_t>(digest >> (8 * i));  // little-endian
-    REQUIRE(::pwrite(fd, entry, sizeof entry, static_cast<off_t>(first)) == static_cast<ssize_t>(sizeof entry));
-    ::close(fd);
+    reseal_entry(dir.path + "/log-0", entry_offset(payloads, 0), 4,
+                 [](uint8_t* entry) { std::memcpy(entry + lf::kEntryHeaderBytes, "xxxx", 4); });
     Opened o = open_log(io, dir.path);
     REQUIRE_FALSE(o.status.ok());
     CHECK(o.status.message.find("log-0 at byte " + std::to_string(entry_offset(payloads, 1)) + ": does not chain") !=
