@@ -7,8 +7,8 @@ asked (--cpus, default 0:1), so that the machine's drift falls on both
 alike. Reports, per store, transport and connection count, the medians over
 the rounds of the server's CPU per request and of events per second for
 each build, after / before, and the spread (min-max over rounds); and for
-the `after` build HTTP's server CPU per request against the line
-protocol's over a Unix socket and over TCP, in the same rounds.
+each build HTTP's server CPU per request against the line protocol's over
+a Unix socket and over TCP, in the same rounds.
 
 Usage:
   bench/server/before_after.py --before DIR --after DIR [--rounds 5]
@@ -114,6 +114,7 @@ def main():
                      and x["transport"] == base]
             if other:
                 http.append({"store": row["store"], "connections": row["connections"], "against": base,
+                             "before_http_over_line": row["before_cpu_us"] / other[0]["before_cpu_us"],
                              "http_over_line": row["after_cpu_us"] / other[0]["after_cpu_us"]})
     mode = "closed loop" if a.window == 1 else "pipelined (%d outstanding a connection)" % a.window
     md = ["# bench/server, two builds in one run", "",
@@ -129,10 +130,11 @@ def main():
             x["after_over_before"], x["before_spread"], x["after_spread"], x["before_events_per_s"],
             x["after_events_per_s"]))
     if http:
-        md += ["", "HTTP's server CPU per request against the line protocol's (after):", "",
-               "| store | connections | against | HTTP ÷ line |", "|---|---:|---|---:|"]
+        md += ["", "HTTP's server CPU per request against the line protocol's (medians of each):", "",
+               "| store | connections | against | HTTP ÷ line before | after |", "|---|---:|---|---:|---:|"]
         for h in http:
-            md.append("| %s | %d | %s | %.3f |" % (h["store"], h["connections"], h["against"], h["http_over_line"]))
+            md.append("| %s | %d | %s | %.3f | %.3f |" % (h["store"], h["connections"], h["against"],
+                                                      h["before_http_over_line"], h["http_over_line"]))
     text = "\n".join(md) + "\n"
     print(text)
     os.makedirs(a.out, exist_ok=True)
