@@ -78,6 +78,26 @@ uint64_t entry_offset(const std::vector<std::string>& payloads, size_t k) {
   return off;
 }
 
+// Twelve 350-byte entries over two 4 KiB segments.
+const std::vector<std::string> kTornPayloads(12, std::string(350, 'x'));
+
+// Writes kTornPayloads, then tears log-0's last entry and damages log-1's
+// entries from the `keep`-th on (those before it are left whole). Returns
+// how many entries log-0 held.
+size_t tear_before_later_segment(Io& io, const std::string& dir, size_t keep) {
+  write_log(io, dir, kTornPayloads);
+  Opened before = open_log(io, dir);
+  REQUIRE(before.log->segments().size() == 2);
+  size_t in_first = before.log->segments()[0].entries;
+  REQUIRE(in_first < kTornPayloads.size());
+  before.log.reset();
+  zero(dir + "/log-0", entry_offset(kTornPayloads, in_first - 1) + lf::kEntryHeaderBytes + 100, 100);
+  for (size_t k = keep; k < kTornPayloads.size() - in_first; ++k) {
+    zero(dir + "/log-1", entry_offset(kTornPayloads, k) + lf::kEntryHeaderBytes + 100, 100);
+  }
+  return in_first;
+}
+
 // Changes the entry of payload `len` at `off` of the segment at `path`
 // (header and payload, through `edit`), then makes its digest match again
 // under the segment's generation: a whole entry, whatever it now says.
@@ -191,18 +211,8 @@ TEST_SUITE("log") {
     // ones after it and refuses the log.
     TempDir dir;
     SystemIo io;
-    std::vector<std::string> payloads(12, std::string(350, 'x'));
-    write_log(io, dir.path, payloads);
-    Opened before = open_log(io, dir.path);
-    REQUIRE(before.log->segments().size() == 2);
-    size_t in_first = before.log->segments()[0].entries;
-    REQUIRE(in_first < payloads.size());
-    before.log.reset();
     // The first segment's last entry torn, every entry of the second damaged.
-    zero(dir.path + "/log-0", entry_offset(payloads, in_first - 1) + lf::kEntryHeaderBytes + 100, 100);
-    for (size_t k = 0; k < payloads.size() - in_first; ++k) {
-      zero(dir.path + "/log-1", entry_offset(payloads, k) + lf::kEntryHeaderBytes + 100, 100);
-    }
+    size_t in_first = tear_before_later_segment(io, dir.path, 0);
     Opened o = open_log(io, dir.path);
     REQUIRE_MESSAGE(o.status.ok(), o.status.message);
     CHECK(o.report.torn);
@@ -227,19 +237,9 @@ TEST_SUITE("log") {
     // open, which must find it empty, not damaged.
     TempDir dir;
     SystemIo io;
-    std::vector<std::string> payloads(12, std::string(350, 'x'));
-    write_log(io, dir.path, payloads);
-    Opened before = open_log(io, dir.path);
-    REQUIRE(before.log->segments().size() == 2);
-    size_t in_first = before.log->segments()[0].entries;
-    REQUIRE(in_first < payloads.size());
-    before.log.reset();
-    zero(dir.path + "/log-0", entry_offset(payloads, in_first - 1) + lf::kEntryHeaderBytes + 100, 100);
-    for (size_t k = 1; k < payloads.size() - in_first; ++k) {
-      zero(dir.path + "/log-1", entry_offset(payloads, k) + lf::kEntryHeaderBytes + 100, 100);
-    }
+    size_t in_first = tear_before_later_segment(io, dir.path, 1);
     // log-1's first entry: its save number made its predecessor's, resealed.
-    reseal_entry(dir.path + "/log-1", entry_offset(payloads, 0), 350, [](uint8_t* entry) {
+    reseal_entry(dir.path + "/log-1", entry_offset(kTornPayloads, 0), 350, [](uint8_t* entry) {
       std::memcpy(entry + 8, entry + 16, 8);
     });
     Opened o = open_log(io, dir.path);
