@@ -26,7 +26,7 @@ namespace {
 
 // The header's fields that vary from image to image; the rest (magic,
 // version, size, reserved) are image_format.h's constants.
-struct Header {
+struct ImageHeader {
   uint32_t version = imf::kFirstVersion;
   uint64_t seq = 0;
   uint64_t rows = 0;
@@ -36,7 +36,7 @@ struct Header {
 
 uint64_t header_sum(const uint8_t* h) { return XXH3_64bits(h, imf::kHeaderSumAt); }
 
-void encode_header(const Header& f, uint8_t (&h)[imf::kHeaderBytes]) {
+void encode_header(const ImageHeader& f, uint8_t (&h)[imf::kHeaderBytes]) {
   std::memset(h, 0, sizeof h);
   std::memcpy(h, imf::kMagic, sizeof imf::kMagic);
   bytes::put_u32(h + imf::kVersionAt, f.version);
@@ -50,7 +50,7 @@ void encode_header(const Header& f, uint8_t (&h)[imf::kHeaderBytes]) {
 
 // Checks the magic, the version and the header checksum of `h` (the
 // file's first kHeaderBytes).
-Status decode_header(const std::string& path, const uint8_t* h, Header& f) {
+Status decode_header(const std::string& path, const uint8_t* h, ImageHeader& f) {
   if (std::memcmp(h, imf::kMagic, sizeof imf::kMagic) != 0) {
     return Status::error(fmt::format("{} is damaged or not an aup image: no image magic at byte 0", path));
   }
@@ -71,8 +71,8 @@ Status decode_header(const std::string& path, const uint8_t* h, Header& f) {
 
 // Whether header bytes `h` decode as exactly `f`: a header that did not
 // would make the next open refuse the image, and the store with it.
-[[maybe_unused]] bool reads_back_as(const uint8_t* h, const Header& f) {
-  Header back;
+[[maybe_unused]] bool reads_back_as(const uint8_t* h, const ImageHeader& f) {
+  ImageHeader back;
   return decode_header("the image header being written", h, back).ok() && back.version == f.version &&
          back.seq == f.seq && back.rows == f.rows && back.body_bytes == f.body_bytes && back.kind == f.kind;
 }
@@ -116,7 +116,7 @@ class ImageFile {
   }
   // The rest of the body, the trailer, then the header (its body length
   // is known only now). `total`: the file's bytes.
-  Status finish(const Header& header, uint64_t& total) {
+  Status finish(const ImageHeader& header, uint64_t& total) {
     Status st = flush(true);
     if (!st.ok()) return st;
     uint8_t trailer[imf::kDigestBytes];
@@ -124,7 +124,7 @@ class ImageFile {
     st = write_all(io_, fd_, trailer, sizeof trailer, at_, tmp_);
     if (!st.ok()) return st;
     uint8_t head[imf::kHeaderBytes];
-    Header h = header;
+    ImageHeader h = header;
     assert(h.body_bytes == 0);  // the body's length is this file's to say
     h.body_bytes = body_;
     encode_header(h, head);
@@ -157,7 +157,7 @@ Status load(Io& io, const std::string& path, uint8_t want_kind, std::vector<uint
                                      bytes.size(), imf::kHeaderBytes + imf::kDigestBytes));
   }
   const uint8_t* h = bytes.data();
-  Header head;
+  ImageHeader head;
   if (st = decode_header(path, h, head); !st.ok()) return st;
   info = ImageRead{};  // the caller's may hold an earlier read's columns
   version = head.version;
@@ -257,7 +257,7 @@ Status write_table_image(Io& io, const std::string& dir, const TableSchema& t, c
     // said fewer would drop the rest at the next open, one that said more
     // would have it refuse the image.
     assert(rows == vm::BTree::rows_under(root));
-    return file.finish(Header{version, seq, rows, 0, imf::kTable}, out.bytes);
+    return file.finish(ImageHeader{version, seq, rows, 0, imf::kTable}, out.bytes);
   };
   Status st = write_file_durably(io, dir, "image-" + t.name, {}, DurableWrite{kImagePoints, fill});
   out.rows = rows;
@@ -275,7 +275,7 @@ Status write_vars_image(Io& io, const std::string& dir, const Schema& schema, co
       encode_var_schema(e, schema.vars[i]);
       e.value(schema.vars[i].type, values[i]);
     }
-    return file.finish(Header{imf::kFirstVersion, seq, schema.vars.size(), 0, imf::kVars}, out.bytes);
+    return file.finish(ImageHeader{imf::kFirstVersion, seq, schema.vars.size(), 0, imf::kVars}, out.bytes);
   };
   Status st = write_file_durably(io, dir, "image.vars", {}, DurableWrite{kImagePoints, fill});
   out.rows = schema.vars.size();

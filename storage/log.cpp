@@ -17,6 +17,15 @@ namespace aup::storage {
 
 namespace lf = log_format;
 
+// A segment header's fields (log_format.h has its bytes). Not in the
+// anonymous namespace: Log::Opener, a class of the library, holds one.
+struct SegmentHeader {
+  uint64_t number = 0;
+  uint64_t generation = 0;
+  uint64_t predecessor = 0;
+  uint64_t size = 0;
+};
+
 namespace {
 
 using bytes::get_u32;
@@ -24,14 +33,7 @@ using bytes::get_u64;
 using bytes::put_u32;
 using bytes::put_u64;
 
-struct Header {
-  uint64_t number = 0;
-  uint64_t generation = 0;
-  uint64_t predecessor = 0;
-  uint64_t size = 0;
-};
-
-void encode_header(const Header& h, uint8_t* p) {
+void encode_header(const SegmentHeader& h, uint8_t* p) {
   std::memset(p, 0, lf::kHeaderBytes);
   std::memcpy(p, lf::kMagic, 8);
   put_u32(p + 8, lf::kVersion);
@@ -44,7 +46,7 @@ void encode_header(const Header& h, uint8_t* p) {
 }
 
 // Why a header is not a valid segment header (naming the byte), or "".
-std::string decode_header(const uint8_t* p, Header& h) {
+std::string decode_header(const uint8_t* p, SegmentHeader& h) {
   if (std::memcmp(p, lf::kMagic, 8) != 0) return "no log magic at byte 0";
   if (get_u32(p + 8) != lf::kVersion) {
     return fmt::format("format version {} at byte 8, this aup reads {}", get_u32(p + 8), lf::kVersion);
@@ -201,7 +203,7 @@ class Log::Opener {
   struct Candidate {
     uint64_t number = 0;
     std::string path;
-    Header h;
+    SegmentHeader h;
     bool valid = false;
     int fd = -1;
     int64_t file_size = 0;
@@ -572,7 +574,7 @@ Status Log::open(Io& io, const std::string& dir, Options o, const Visitor& visit
 
 Status Log::write_header(const Segment& s) {
   uint8_t head[lf::kHeaderBytes];
-  encode_header(Header{s.number, s.generation, s.predecessor, s.size}, head);
+  encode_header(SegmentHeader{s.number, s.generation, s.predecessor, s.size}, head);
   // The end marker right after it: a fresh or reused file reads as empty.
   uint8_t block[lf::kHeaderBytes + lf::kEntryHeaderBytes] = {};
   std::memcpy(block, head, sizeof head);

@@ -50,7 +50,7 @@ if [ "$merge" -eq 1 ] && [ -d build-fuzz ]; then
   # The targets as they are (no reconfigure: that would reset fuzz_seconds).
   ninja -C build-fuzz -j"$(nproc)" >/dev/null
 else
-  CC=clang-19 CXX=clang++-19 sh tools/build.sh build-fuzz -Dfuzz=true -Dfuzz_seconds="$seconds" \
+  CC=clang-19 CXX=clang++-19 sh tools/build.sh build-fuzz -Dfuzz=true -Dfuzz_seconds="$seconds" -Dunity=on \
     -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=1
 fi
 if [ "$merge" -eq 1 ]; then

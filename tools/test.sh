@@ -1,12 +1,24 @@
 #!/bin/sh
-# Every test: install what is missing, build the normal and the sanitizer
-# (ASan + UBSan) builds, run the whole suite in both. The sanitizer build's
+# Every test: install what is missing, build the normal (gcc) and the
+# sanitizer (clang-19, ASan + UBSan) builds, run the whole suite in both.
+# Two compilers, so each one's warnings hold. The sanitizer build's
 # interpreter dispatches by switch, the normal one by computed goto, so the
 # tests cover both. The sanitizer build leaves out the benchmarks but for
 # TPC-C's generator and its run through aup (-Dbench=false, bench/meson.build):
 # the normal build builds and runs them all. Then the fuzz build
-# (tools/fuzz.sh: clang-19, libFuzzer) runs each fuzz target for 30 s. The
+# (tools/fuzz.sh: clang-19, libFuzzer) runs each fuzz target for 20 s. The
 # last line is `N passed, N failed` over the three.
+#
+# The builds here are unity builds (-Dunity=on: meson compiles each
+# target's sources four to a file), which took 40% less CPU than one file
+# at a time (the normal build 450 s of CPU instead of 741). Editing one
+# file then recompiles its group, so day-to-day builds leave it off.
+#
+# The sanitizer build was gcc's until clang's compiled it in half the CPU
+# (the libraries' objects 2x faster; 463 s against 711 s) and ran its suite
+# in 596 s instead of 728 s (a smaller executable: gcc's ASan put 31 MB of
+# globals' redzones in aup's data, paid at each of its thousands of starts).
+# A build directory made by the other compiler is made afresh.
 #
 # One step at a time: compiling the next build (at nice 10) while a suite
 # ran was tried, and saved little: the suites keep both cores busy, so a
@@ -17,12 +29,16 @@ cd "$(dirname "$0")/.."
 sh tools/deps.sh || exit 1
 rm -f build/meson-logs/testlog.json build-asan/meson-logs/testlog.json build-fuzz/meson-logs/testlog.json
 status=0
-sh tools/build.sh build || status=1
+sh tools/build.sh build -Dunity=on || status=1
 if [ "$status" -eq 0 ]; then
   meson test -C build --print-errorlogs --num-processes "$(nproc)" || status=1
 fi
 asan_ok=1
-sh tools/build.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=1 -Dvm_dispatch=switch -Dbench=false || { status=1; asan_ok=0; }
+if [ -d build-asan ] && ! grep -q "clang++" build-asan/build.ninja 2>/dev/null; then
+  rm -rf build-asan
+fi
+CC=clang-19 CXX=clang++-19 sh tools/build.sh build-asan -Dunity=on -Db_sanitize=address,undefined -Db_lundef=false \
+  -Doptimization=1 -Dvm_dispatch=switch -Dbench=false || { status=1; asan_ok=0; }
 if [ "$asan_ok" -eq 1 ]; then
   # use_tls=0: LeakSanitizer does not take thread-local storage as roots.
   # Scanning it crashed LeakSanitizer's own tracer at every exit of a process
@@ -36,7 +52,7 @@ if [ "$asan_ok" -eq 1 ]; then
   UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1 \
     meson test -C build-asan --print-errorlogs --num-processes "$(nproc)" || status=1
 fi
-sh tools/fuzz.sh --seconds 30 || status=1
+sh tools/fuzz.sh --seconds 20 || status=1
 python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json build-fuzz/meson-logs/testlog.json <<'PY'
 import json, sys
 ok = bad = 0

@@ -21,24 +21,24 @@ namespace {
 
 constexpr size_t kBlock = 4096;
 
-std::string errno_text() { return std::strerror(errno); }
+std::string disk_errno_text() { return std::strerror(errno); }
 
 // A file descriptor closed however the measurement ends.
 class File {
  public:
   explicit File(const std::string& path) : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) {
-    if (fd_ < 0) throw std::runtime_error("cannot create " + path + ": " + errno_text());
+    if (fd_ < 0) throw std::runtime_error("cannot create " + path + ": " + disk_errno_text());
   }
   ~File() { ::close(fd_); }
   File(const File&) = delete;
   File& operator=(const File&) = delete;
   // One 4 KiB write at offset 0, then fdatasync; throws on failure.
   void write_sync(const char* block) const {
-    if (::pwrite(fd_, block, kBlock, 0) != static_cast<ssize_t>(kBlock)) throw std::runtime_error("pwrite: " + errno_text());
-    if (::fdatasync(fd_) != 0) throw std::runtime_error("fdatasync: " + errno_text());
+    if (::pwrite(fd_, block, kBlock, 0) != static_cast<ssize_t>(kBlock)) throw std::runtime_error("pwrite: " + disk_errno_text());
+    if (::fdatasync(fd_) != 0) throw std::runtime_error("fdatasync: " + disk_errno_text());
   }
   void sync() const {
-    if (::fsync(fd_) != 0) throw std::runtime_error("fsync: " + errno_text());
+    if (::fsync(fd_) != 0) throw std::runtime_error("fsync: " + disk_errno_text());
   }
 
  private:

@@ -40,7 +40,7 @@ return {sum, found, tonumber(redis.call('GET', 'transfers') or '0')}
 )lua";
 
 // Accounts per MSET: a few kilobytes a command.
-constexpr uint32_t kFundChunk = 500;
+constexpr uint32_t kRedisFundChunk = 500;
 
 std::string account_key(uint32_t id) { return "acct:" + std::to_string(id); }
 
@@ -96,9 +96,9 @@ class RedisPeer : public Peer {
   void fund(uint32_t accounts, uint64_t deposit) override {
     checked(resp::call(admin_, {"SET", "transfers", "0"}), "SET");
     std::string value = std::to_string(deposit);
-    for (uint32_t first = 1; first <= accounts; first += kFundChunk) {
+    for (uint32_t first = 1; first <= accounts; first += kRedisFundChunk) {
       std::vector<std::string> args{"MSET"};
-      for (uint32_t id = first; id <= std::min(accounts, first + kFundChunk - 1); ++id) {
+      for (uint32_t id = first; id <= std::min(accounts, first + kRedisFundChunk - 1); ++id) {
         args.push_back(account_key(id));
         args.push_back(value);
       }

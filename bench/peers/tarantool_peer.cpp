@@ -21,7 +21,7 @@ namespace {
 // megabyte.
 constexpr uint64_t kMemtxBytes = 128 << 20;
 // Accounts per fund() call: one transaction of this many inserts.
-constexpr uint32_t kFundChunk = 1000;
+constexpr uint32_t kTarantoolFundChunk = 1000;
 
 // {0} the work directory, {1} the socket, {2} memtx_memory. The schema and
 // functions exist before the socket listens, so a server that accepts a
@@ -111,8 +111,8 @@ class TarantoolPeer : public Peer {
 
   void fund(uint32_t accounts, uint64_t deposit) override {
     std::vector<std::string> calls;
-    for (uint32_t first = 1; first <= accounts; first += kFundChunk) {
-      calls.push_back(three_uints(first, std::min(accounts, first + kFundChunk - 1), deposit));
+    for (uint32_t first = 1; first <= accounts; first += kTarantoolFundChunk) {
+      calls.push_back(three_uints(first, std::min(accounts, first + kTarantoolFundChunk - 1), deposit));
     }
     admin_.pipeline("fund", calls);
   }

@@ -40,10 +40,12 @@ serve() {
 }
 
 # glibc marks what its heap maps (VmFlags "hg") where the kernel has
-# transparent huge pages; a sanitizer's allocator is not glibc's.
+# transparent huge pages; a sanitizer's allocator is not glibc's. (gcc
+# links the sanitizer's runtime as a library, clang into the executable:
+# either way the executable names its entry point.)
 thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo "[never]")
 marks=no
-if ! ldd "$aup" | grep -q 'libasan\|libtsan' && [ "${thp#*\[never\]}" = "$thp" ]; then marks=yes; fi
+if ! grep -q -a '__asan_init\|__tsan_init' "$aup" && [ "${thp#*\[never\]}" = "$thp" ]; then marks=yes; fi
 
 serve -
 [ "$(cat "$tmp/env")" = "glibc.malloc.hugetlb=1" ] || fail "unset: the tunable added, got '$(cat "$tmp/env")'"

@@ -21,7 +21,7 @@
 namespace aup::runtime {
 namespace {
 
-const char* kModule = R"(
+const char* kKeysModule = R"(
 record Account { id: num, balance: num }
 table accounts: Account key id
 var deposits: num = 0
@@ -58,7 +58,7 @@ on long {
 class Keyed {
  public:
   explicit Keyed(KeyWindow w, bool keys = true) {
-    auto checked = check_source("keys.aup", kModule);
+    auto checked = check_source("keys.aup", kKeysModule);
     REQUIRE(checked->ok());
     Diagnostics d;
     module_ = generate(*checked, d);

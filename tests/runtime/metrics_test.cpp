@@ -16,7 +16,7 @@
 namespace aup::runtime {
 namespace {
 
-const char* kModule = R"(
+const char* kMetricsModule = R"(
 record Account { id: num, balance: num }
 table accounts: Account key id
 event open { id: num }
@@ -132,7 +132,7 @@ TEST_SUITE("metrics") {
   TEST_CASE("the Service counts by code, answers stats in place and does not count them") {
     double clock = 50;
     Metrics metrics([&clock] { return clock; });
-    testing::Running r(kModule, vm::kDefaultStepBudget, &metrics);
+    testing::Running r(kMetricsModule, vm::kDefaultStepBudget, &metrics);
     r.call(R"({"event":"open","args":{"id":1}})");
     r.call(R"({"event":"open","args":{"id":1}})");      // duplicate
     r.call(R"({"event":"say","args":{"message":"no"}})");  // failed
@@ -156,7 +156,7 @@ TEST_SUITE("metrics") {
 
   TEST_CASE("a stats request is the empty object alone; anything else is bad_request") {
     Metrics metrics;
-    testing::Running r(kModule, vm::kDefaultStepBudget, &metrics);
+    testing::Running r(kMetricsModule, vm::kDefaultStepBudget, &metrics);
     CHECK(r.call(R"({"stats":{},"id":"s"})").rfind(R"({"id":"s","ok":true,"result":{"uptime_seconds":)", 0) == 0);
     for (const char* line : {R"({"stats":{"x":1}})", R"({"stats":[]})", R"({"stats":null})",
                              R"({"stats":{},"event":"open"})", R"({"stats":{},"query":"balance"})",
@@ -168,14 +168,14 @@ TEST_SUITE("metrics") {
     CHECK(r.reply(R"({"stats":[]})").text.find("`stats` must be the empty object {}") != std::string::npos);
     CHECK(metric(stats_of(r), "requests_invalid") == 10);
     // A Service without Metrics says it keeps none.
-    testing::Running bare(kModule);
+    testing::Running bare(kMetricsModule);
     CHECK(bare.reply(R"({"stats":{}})").code() == "unavailable");
   }
 
   TEST_CASE("a Committer publishes each batch: commits, events per commit, latency; a batch of queries does not") {
     double clock = 10;
     Metrics metrics([&clock] { return clock; });
-    testing::Running r(kModule, vm::kDefaultStepBudget, &metrics);
+    testing::Running r(kMetricsModule, vm::kDefaultStepBudget, &metrics);
     Service owner(r.module(), r.state(), ServiceOptions{vm::kDefaultStepBudget, nullptr, &metrics});
     MemoryDurability memory(r.state());
     Committer batch(owner, memory, 0);

@@ -10,7 +10,7 @@
 namespace aup::runtime {
 namespace {
 
-const char* kModule = R"(
+const char* kSchemaModule = R"(
 record Item { id: num, name: text, done: bool = false }
 record Summary { count: num, names: [text] }
 table items: Item key id
@@ -31,7 +31,7 @@ TEST_SUITE("schema") {
   // A query's result is described as what its answer holds: a row as its
   // record, a view as the array of its rows (docs/protocol.md, Responses).
   TEST_CASE("events, queries, tables and records, with every kind of type spelt out") {
-    testing::Running r(kModule);
+    testing::Running r(kSchemaModule);
     CHECK(schema_json(r.module()) ==
           R"({"events":[)"
           R"({"name":"add","args":[{"name":"id","type":"num"},{"name":"name","type":"text"},)"
@@ -48,7 +48,7 @@ TEST_SUITE("schema") {
   }
 
   TEST_CASE("a schema request answers it; anything beside it is refused") {
-    testing::Running r(kModule);
+    testing::Running r(kSchemaModule);
     CHECK(r.call(R"({"schema":{},"id":7})") == R"({"id":7,"ok":true,"result":)" + schema_json(r.module()) + "}");
     CHECK(r.reply(R"({"schema":{"tables":true}})").code() == "bad_request");
     CHECK(r.reply(R"({"schema":[]})").code() == "bad_request");

@@ -27,9 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir : files::TempDir {
-  TempDir() : files::TempDir("aup-backup-test") {}
-};
+using files::TempDir;
 
 // items (id, qty), keyed by id.
 Schema items_schema() {

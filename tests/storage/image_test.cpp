@@ -23,6 +23,7 @@
 #include "storage/image_format.h"
 #include "storage/key_values.h"
 #include "storage/schema_codec.h"
+#include "tests/storage/files.h"
 #include "tests/storage/rows.h"
 #include "vm/bytes.h"
 #include "vm/text.h"
@@ -32,14 +33,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/aup-image-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using files::TempDir;
 
 std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -19,9 +19,7 @@
 namespace aup::storage {
 namespace {
 
-struct TempDir : files::TempDir {
-  TempDir() : files::TempDir("aup-io-test") {}
-};
+using files::TempDir;
 
 FaultIo faulty(const char* plan) {
   std::vector<FaultRule> rules;

@@ -30,9 +30,7 @@
 namespace aup::storage {
 namespace {
 
-struct TempDir : files::TempDir {
-  TempDir() : files::TempDir("aup-live-test") {}
-};
+using files::TempDir;
 
 // A store directory whose writer's gate is open (DIR/READERS made).
 struct Gated {

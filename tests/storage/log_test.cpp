@@ -30,9 +30,7 @@ using files::shrink;
 using files::zero;
 
 // A scratch directory for one test's log.
-struct TempDir : files::TempDir {
-  TempDir() : files::TempDir("aup-log-test") {}
-};
+using files::TempDir;
 
 std::vector<uint8_t> bytes_of(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
 

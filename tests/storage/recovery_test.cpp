@@ -25,9 +25,7 @@ namespace {
 
 namespace lf = log_format;
 
-struct TempDir : files::TempDir {
-  TempDir() : files::TempDir("aup-recovery-test") {}
-};
+using files::TempDir;
 
 FieldSchema field(const char* name, FieldType t) { return FieldSchema{name, t, false, {}}; }
 

@@ -17,20 +17,14 @@
 #include "storage/image_format.h"
 #include "storage/schema_codec.h"
 #include "storage/schema_file.h"
+#include "tests/storage/files.h"
 
 namespace aup::storage {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/aup-schema-codec-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using files::TempDir;
 
 Scalar num(double v) {
   Scalar s;

@@ -16,20 +16,14 @@
 #include "storage/codec.h"
 #include "storage/schema_codec.h"
 #include "storage/schema_file.h"
+#include "tests/storage/files.h"
 
 namespace aup::storage {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/aup-schema-file-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using files::TempDir;
 
 // The file schema_file.h lays out around `body`, sealed, of `version`.
 std::vector<uint8_t> sealed(const std::vector<uint8_t>& body, uint8_t version = 1) {
@@ -63,7 +57,7 @@ std::string refusal(const std::string& dir) {
   return st.message;
 }
 
-Scalar num(double v) {
+Scalar num_scalar(double v) {
   Scalar s;
   s.num = v;
   return s;
@@ -84,7 +78,7 @@ TEST_SUITE("schema_file") {
     Scalar hello;
     hello.type = FieldType::Text;
     hello.text = "hello";
-    s.vars.push_back(VarSchema{"count", FieldType::Num, num(3)});
+    s.vars.push_back(VarSchema{"count", FieldType::Num, num_scalar(3)});
     s.vars.push_back(VarSchema{"greeting", FieldType::Text, hello});
     REQUIRE(write_schema_file(io, dir.path, s).ok());
     Schema back;
@@ -100,7 +94,7 @@ TEST_SUITE("schema_file") {
     e.varint(0);  // no tables
     e.varint(1);
     encode_var_schema(e, VarSchema{"v", FieldType::Bool, {}});
-    e.scalar(num(1));  // at byte 24 + 5
+    e.scalar(num_scalar(1));  // at byte 24 + 5
     write_sealed(dir.path, body);
     CHECK(refusal(dir.path) ==
           dir.path + "/schema is damaged: it does not decode (byte 29): var `v` of type bool has an initial value of "
@@ -148,7 +142,7 @@ TEST_SUITE("schema_file") {
     SystemIo io;
     Schema s;
     s.tables.push_back(kItems);
-    s.vars.push_back(VarSchema{"count", FieldType::Num, num(3)});
+    s.vars.push_back(VarSchema{"count", FieldType::Num, num_scalar(3)});
     REQUIRE(write_schema_file(io, dir.path, s).ok());
     // The body by hand: 1 table (items, Item, 2 fields, key field 0), 1 var.
     const std::vector<uint8_t> body = {1, 5, 'i', 't', 'e', 'm', 's', 4, 'I', 't', 'e', 'm', 2, 2, 'i', 'd', 1, 0,

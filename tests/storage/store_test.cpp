@@ -39,14 +39,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
+struct StoreDir {
   std::string path;
-  TempDir() {
+  StoreDir() {
     char tmpl[] = "/tmp/aup-store-test-XXXXXX";
     path = mkdtemp(tmpl);
     path += "/store";
   }
-  ~TempDir() { fs::remove_all(fs::path(path).parent_path()); }
+  ~StoreDir() { fs::remove_all(fs::path(path).parent_path()); }
 };
 
 // A module running on a store, committing each batch of lines together.
@@ -371,7 +371,7 @@ TEST_SUITE("store") {
   TEST_CASE("reopening after random event counts ends in the same state as one uninterrupted run") {
     for (uint64_t seed = 1; seed <= 5; ++seed) {
       CAPTURE(seed);
-      TempDir dir;
+      StoreDir dir;
       SystemIo io;
       testing::Running memory(kModule);
       std::mt19937_64 rng(seed);
@@ -392,7 +392,7 @@ TEST_SUITE("store") {
   }
 
   TEST_CASE("a store is locked against a second opener") {
-    TempDir dir;
+    StoreDir dir;
     SystemIo io;
     Durable first(kModule, dir.path, io);
     REQUIRE(first.status().ok());
@@ -403,7 +403,7 @@ TEST_SUITE("store") {
   }
 
   TEST_CASE("a module that adds a table, a var and defaulted fields migrates the store") {
-    TempDir dir;
+    StoreDir dir;
     SystemIo io;
     const char* v1 = R"(
 record A { id: num, name: text }
@@ -444,7 +444,7 @@ query one(id: num) { return as[id] }
   }
 
   TEST_CASE("a module that removes or changes what the store holds is refused, with every difference") {
-    TempDir dir;
+    StoreDir dir;
     SystemIo io;
     {
       Durable d(kModule, dir.path, io);
@@ -475,7 +475,7 @@ on nop { }
   }
 
   TEST_CASE("a commit is timed once, by the store, and the durability reports that time") {
-    TempDir dir;
+    StoreDir dir;
     SystemIo io;
     Durable d(kModule, dir.path, io);
     REQUIRE(d.status().ok());
@@ -492,7 +492,7 @@ on nop { }
   }
 
   TEST_CASE("a store directory or live mark that cannot be made refuses the open, saying which and why") {
-    TempDir dir;
+    StoreDir dir;
     struct Case {
       const char* plan;
       std::string said;
@@ -535,7 +535,7 @@ on nop { }
         return SystemIo::mkdir(p, mode);
       }
     };
-    TempDir dir;
+    StoreDir dir;
     Counting io;
     Durable d(kModule, dir.path, io);
     REQUIRE(d.status().ok());
@@ -550,7 +550,7 @@ on nop { }
   }
 
   TEST_CASE("a failed sync makes the store unavailable: the batch is undone, events refused, queries answered") {
-    TempDir dir;
+    StoreDir dir;
     std::vector<FaultRule> rules;
     std::string err;
     // fdatasync 1: creating the store's first segment; 3: the third commit.
@@ -573,7 +573,7 @@ on nop { }
   }
 
   TEST_CASE("a batch whose sync failed is withdrawn from the log: after a restart it is not there") {
-    TempDir dir;
+    StoreDir dir;
     std::string module = std::string(kModule) + "\nquery count() { return items.count }\n";
     {
       std::vector<FaultRule> rules;
@@ -596,7 +596,7 @@ on nop { }
   }
 
   TEST_CASE("when the withdrawal fails too, the answer says the batch may have been written") {
-    TempDir dir;
+    StoreDir dir;
     std::vector<FaultRule> rules;
     std::string err;
     REQUIRE(parse_fault_plan("fail:fdatasync:3:EIO,fail:fdatasync:4:EIO", rules, err));
@@ -611,7 +611,7 @@ on nop { }
   }
 
   TEST_CASE("no space for a new segment refuses the batch cleanly and the store carries on") {
-    TempDir dir;
+    StoreDir dir;
     std::vector<FaultRule> rules;
     std::string err;
     // fallocate 1: the first segment; 2: the segment after it fills.
@@ -634,7 +634,7 @@ on nop { }
   }
 
   TEST_CASE("an image damaged on disk is refused by name") {
-    TempDir dir;
+    StoreDir dir;
     SystemIo io;
     {
       Durable d(kModule, dir.path, io);
@@ -655,7 +655,7 @@ on nop { }
   }
 
   TEST_CASE("live: a reader of the served store reads the newest durable save, and nothing written after it") {
-    TempDir dir;
+    StoreDir dir;
     SystemIo io;
     Durable d(kModule, dir.path, io);
     REQUIRE(d.status().ok());
@@ -691,7 +691,7 @@ on nop { }
   }
 
   TEST_CASE("live: once the readers have gone, covered segments are released and reused again") {
-    TempDir dir;
+    StoreDir dir;
     SystemIo io;
     Durable d(kModule, dir.path, io, Durable::small_store_foreground());
     REQUIRE(d.status().ok());
@@ -712,7 +712,7 @@ on nop { }
   }
 
   TEST_CASE("backup: a copy of the served store holds its newest durable save and opens alike") {
-    TempDir dir, copy;
+    StoreDir dir, copy;
     SystemIo io;
     Durable d(kModule, dir.path, io);
     REQUIRE(d.status().ok());
@@ -738,7 +738,7 @@ on nop { }
   }
 
   TEST_CASE("a missing log segment is detected, not silently skipped") {
-    TempDir dir;
+    StoreDir dir;
     SystemIo io;
     StoreOptions so = Durable::small_store();
     so.image_min_bytes = so.log_min_bytes = uint64_t{1} << 40;  // keep every entry in the log
@@ -758,7 +758,7 @@ on nop { }
     // first entry (storage/recovery.cpp, check_reaches_back): missing or
     // stale, with the log's first segment released, the store opened with
     // the vars as of that image (or their initial values) and nothing said.
-    TempDir dir;
+    StoreDir dir;
     SystemIo io;
     std::string vars = vars_image_path(dir.path);
     std::string stale;  // image.vars as a checkpoint after the creation's wrote it
@@ -815,7 +815,7 @@ on nop { }
     // The new table has no image and nothing in the log: the log need not
     // reach back to save 0 for it (it did, and such a store refused to
     // migrate: "missing log entries").
-    TempDir dir;
+    StoreDir dir;
     SystemIo io;
     std::string state;
     {
@@ -835,7 +835,7 @@ on nop { }
   // ---- the store's own tables: idempotency keys ---------------------------------
 
   TEST_CASE("a store that kept no keys gains the key tables when asked: their images, then the schema") {
-    TempDir dir;
+    StoreDir dir;
     SystemIo io;
     {
       Durable d(kModule, dir.path, io);
@@ -889,7 +889,7 @@ on nop { }
   }
 
   TEST_CASE("a store created keeping keys has the key tables from its first schema file") {
-    TempDir dir;
+    StoreDir dir;
     SystemIo io;
     Durable d(kModule, dir.path, io, Durable::keeping_keys());
     REQUIRE(d.status().ok());
@@ -903,7 +903,7 @@ on nop { }
   }
 
   TEST_CASE("a store that keeps keys keeps them when opened without asking: the default window") {
-    TempDir dir;
+    StoreDir dir;
     SystemIo io;
     {
       Durable d(kModule, dir.path, io, Durable::keeping_keys());
@@ -929,7 +929,7 @@ on nop { }
     for (const auto& [point, nth] : points) {
       CAPTURE(point);
       CAPTURE(nth);
-      TempDir dir;
+      StoreDir dir;
       SystemIo io;
       std::string state;
       {
@@ -962,7 +962,7 @@ on nop { }
   }
 
   TEST_CASE("whether a store keeps keys is read through its Io: the schema file once, a fault there refuses") {
-    TempDir dir;
+    StoreDir dir;
     {
       SystemIo io;
       Durable d(kModule, dir.path, io, Durable::keeping_keys());
@@ -992,7 +992,7 @@ on nop { }
   TEST_CASE("a store whose log has been released in part gains the key tables") {
     // Like a table a migration adds: the key tables have no image and
     // nothing in the log, which need not reach back to save 0 for them.
-    TempDir dir;
+    StoreDir dir;
     SystemIo io;
     std::string state;
     {
@@ -1010,7 +1010,7 @@ on nop { }
   }
 
   TEST_CASE("a module file naming a table as the store's own is refused") {
-    TempDir dir;
+    StoreDir dir;
     SystemIo io;
     Schema schema;
     schema.tables.push_back(TableSchema{"$keys", "K", {num_field("id")}, {0}});
@@ -1057,7 +1057,7 @@ query district(w: num, d: text) { return lines[w, d].count }
       if (std::string_view(event) == "put") args += fmt::format(R"(,"qty":{})", rng() % 100);
       return fmt::format(R"({{"event":"{}","args":{{{}}}}})", event, args);
     };
-    TempDir dir;
+    StoreDir dir;
     SystemIo io;
     testing::Running memory(module);
     std::mt19937_64 rng(7);
@@ -1070,7 +1070,7 @@ query district(w: num, d: text) { return lines[w, d].count }
   }
 
   TEST_CASE("a migration that adds a table with a composite key: format 2 from then on, the old table's image stays 1") {
-    TempDir dir;
+    StoreDir dir;
     SystemIo io;
     const char* v1 = R"(
 record A { id: num, name: text }
@@ -1116,7 +1116,7 @@ table singles: Line key w
 event add { w: num, d: text, o: num }
 on add { lines.add(Line { w: add.w, d: add.d, o: add.o, qty: 1 }) }
 )";
-    TempDir dir;
+    StoreDir dir;
     SystemIo io;
     {
       Durable d(stored, dir.path, io);
@@ -1189,7 +1189,7 @@ on add { lines.add(Line { w: add.w, d: add.d, o: add.o, qty: 1 }) }
   TEST_CASE("an image that counts more rows than it holds is refused, not read past") {
     // image_fuzz: the key of a row that did not decode (a null text) was
     // read before the failure was checked.
-    TempDir dir;
+    StoreDir dir;
     fs::create_directories(dir.path);
     SystemIo io;
     TableSchema words{"words", "Word", {text_field("w"), num_field("n")}, {0}};
@@ -1208,7 +1208,7 @@ on add { lines.add(Line { w: add.w, d: add.d, o: add.o, qty: 1 }) }
     // image_fuzz (leaks, seen by the ASan build): the row being loaded was
     // dropped without releasing its texts, and a column named twice loaded
     // into one field, the first value lost.
-    TempDir dir;
+    StoreDir dir;
     fs::create_directories(dir.path);
     SystemIo io;
     TableSchema words{"words", "Word", {text_field("w"), num_field("n")}, {0}};
