@@ -143,8 +143,8 @@ char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - '
 
 }  // namespace
 
-HttpFramer::HttpFramer(size_t max_body_bytes, std::chrono::milliseconds timeout)
-    : max_body_bytes_(max_body_bytes), timeout_(timeout), buf_(2 * kReadBytes) {
+HttpFramer::HttpFramer(size_t max_body_bytes, std::chrono::milliseconds timeout, bool reuse_heads)
+    : max_body_bytes_(max_body_bytes), timeout_(timeout), buf_(2 * kReadBytes), reuse_heads_(reuse_heads) {
   set_parser_header_limit();
   http_parser_init(&parser_, HTTP_REQUEST);
   parser_.data = this;
@@ -272,6 +272,11 @@ bool HttpFramer::expire(std::chrono::steady_clock::time_point now) {
 // kMaxHttpHeaderBytes (set_parser_header_limit).
 void HttpFramer::parse_ahead() {
   while (!have_ && !stop_ && begin_ < end_) {
+    if (!in_message_ && take_seen_head()) break;
+    // A message that begins here and ends within this call can be kept
+    // (remember_head); one that spans calls is not (the buffer may move).
+    message_at_ = in_message_ ? kNowhere : begin_;
+    body_at_ = kNowhere;
     begin_ += http_parser_execute(&parser_, &settings_, buf_.data() + begin_, end_ - begin_);
     http_errno e = HTTP_PARSER_ERRNO(&parser_);
     if (e == HPE_PAUSED) {
@@ -375,6 +380,7 @@ int HttpFramer::on_headers_complete(http_parser* p) {
 
 int HttpFramer::on_body(http_parser* p, const char* at, size_t n) {
   auto* f = static_cast<HttpFramer*>(p->data);
+  if (f->body_bytes_ == 0 && f->message_at_ != kNowhere) f->body_at_ = static_cast<size_t>(at - f->buf_.data());
   f->body_bytes_ += n;
   if (f->body_bytes_ > f->max_body_bytes_) {
     f->body_too_long_ = true;
@@ -501,6 +507,56 @@ void HttpFramer::message_done() {
   next_piece().head.prometheus = prometheus_;
   have_ = true;
   stop_ = !keep_alive;
+  remember_head();
+}
+
+// After a request the parser read whole in one call: its head is kept if
+// a request beginning with the same bytes is necessarily the same request
+// (the class comment says which), replacing the oldest kept.
+void HttpFramer::remember_head() {
+  const Pending& made = next_piece();
+  bool plain = keep_body_ && !made.head.close && !made.head.keep_alive_header && !made.head.prometheus &&
+               parser_.http_major == 1 && parser_.http_minor == 1 && (parser_.flags & F_CONTENTLENGTH) &&
+               expect_.empty() && body_bytes_ > 0;  // (no chunked body: http-parser refuses one with a length)
+  if (!reuse_heads_ || !plain || message_at_ == kNowhere || body_at_ == kNowhere) return;
+  assert(message_at_ < body_at_ && body_at_ + body_bytes_ <= end_);  // (begin_ moves past it after the call)
+  std::string_view head(buf_.data() + message_at_, body_at_ - message_at_);
+  if (head.size() > kMaxSeenHead) return;
+  for (size_t i = 0; i < seen_count_; ++i) {
+    if (seen_[i].bytes == head) return;  // kept already (its body was not whole when it came)
+  }
+  SeenHead& s = seen_[seen_next_];
+  seen_next_ = (seen_next_ + 1) % kSeenHeads;
+  if (seen_count_ < kSeenHeads) ++seen_count_;
+  s.bytes.assign(head);
+  s.body_bytes = body_bytes_;
+  s.kind = made.kind;
+  s.name = made.name;
+  s.has_key = made.has_key;
+  s.key = made.key;
+}
+
+// The next request, when it begins with a kept head and its whole body is
+// here: made as the parser made it the first time, with this body.
+bool HttpFramer::take_seen_head() {
+  std::string_view ahead(buf_.data() + begin_, end_ - begin_);
+  for (size_t i = 0; i < seen_count_; ++i) {
+    const SeenHead& s = seen_[i];
+    if (ahead.size() < s.bytes.size() + s.body_bytes || ahead.substr(0, s.bytes.size()) != s.bytes) continue;
+    Pending& next = next_piece();
+    next.answer = false;
+    next.kind = s.kind;
+    next.name = s.name;
+    next.has_key = s.has_key;
+    next.key = s.key;
+    next.body.assign(ahead.substr(s.bytes.size(), s.body_bytes));
+    next.head = HttpResponseHead{};
+    begin_ += s.bytes.size() + s.body_bytes;
+    have_ = true;
+    ++heads_reused_;
+    return true;
+  }
+  return false;
 }
 
 void HttpFramer::refuse(int status, std::string_view message, bool close) {

@@ -76,9 +76,20 @@ void append_http_head(std::string& out, const HttpResponseHead& head, size_t bod
 // never grows. At most one request is parsed ahead
 // of the one handed out, so ready() is exact and back-pressure holds: a
 // connection not taken from is neither parsed nor read.
+//
+// Heads seen: a client that pipelines events sends the same request line
+// and headers over and over, only the body (and so Content-Length)
+// changing. The framer keeps the last few heads that http-parser read
+// whole and that made a plain request (an event or query route, a body of
+// Content-Length bytes, kept alive, HTTP/1.1, no Expect); a request that
+// begins with one of them byte for byte, its whole body here, is that
+// request again with its own body, and the parser does not read it. Any
+// other byte sequence goes through the parser as always.
 class HttpFramer {
  public:
-  HttpFramer(size_t max_body_bytes, std::chrono::milliseconds timeout);
+  // `reuse_heads` false: every request through the parser (the HTTP fuzz
+  // target runs both and compares them).
+  HttpFramer(size_t max_body_bytes, std::chrono::milliseconds timeout, bool reuse_heads = true);
   HttpFramer(const HttpFramer&) = delete;
   HttpFramer& operator=(const HttpFramer&) = delete;
 
@@ -109,6 +120,8 @@ class HttpFramer {
   bool take_interim(std::string& out);
   // Whether the response frame() writes next is the last (close after it).
   bool closing_next() const { return !owed_.empty() && owed_.front().close; }
+  // How many requests were made from a head seen before (see above).
+  uint64_t heads_reused() const { return heads_reused_; }
 
   // A request begun more than the timeout before `now` and not complete is
   // refused (408, close): true when this call did so (next() then gives it).
@@ -137,6 +150,8 @@ class HttpFramer {
   bool route_again();
   void refuse(int status, std::string_view message, bool close);
   void make_room();
+  bool take_seen_head();
+  void remember_head();
 
   size_t max_body_bytes_;
   std::chrono::milliseconds timeout_;
@@ -179,6 +194,26 @@ class HttpFramer {
   unsigned last_method_ = ~0u;
   std::string last_url_, last_name_;
   RequestKind last_kind_ = RequestKind::Event;
+  // Heads seen (see the class comment): the bytes of a request's line and
+  // headers, blank line included, and the request the parser made of them.
+  struct SeenHead {
+    std::string bytes;
+    size_t body_bytes = 0;  // its Content-Length
+    RequestKind kind = RequestKind::Event;
+    std::string name, key;
+    bool has_key = false;
+  };
+  // One per body length a client's requests tend to have; a head longer
+  // than kMaxSeenHead is not kept (the comparison stays a short one).
+  static constexpr size_t kSeenHeads = 4, kMaxSeenHead = 512;
+  bool reuse_heads_;
+  SeenHead seen_[kSeenHeads];
+  size_t seen_count_ = 0, seen_next_ = 0;
+  uint64_t heads_reused_ = 0;
+  // Where in buf_ the message being parsed began and its body began, when
+  // the parser read both within one call (else npos: not kept).
+  static constexpr size_t kNowhere = ~size_t{0};
+  size_t message_at_ = kNowhere, body_at_ = kNowhere;
   // Two pieces: the next, parsed ahead, and the one handed out (whose
   // views the caller holds); they trade places at each next().
   Pending pieces_[2];

@@ -10,7 +10,9 @@
 // a `bad_request` answer; no piece comes once the framer said the
 // connection is done; and the responses framed for the pieces, read back
 // by the client's reader, are one per piece, in order, each with its
-// answer as the body and the status the table gives its code.
+// answer as the body and the status the table gives its code. And a framer
+// that reuses heads seen before (runtime/http.h) makes the same pieces and
+// responses as one that runs the parser over every request.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -121,11 +123,46 @@ void serve(std::string_view bytes, size_t step) {
   if (reader.next(status, body)) fuzz::oracle_failed("more responses than pieces");
 }
 
+// What a framer makes of `bytes` read `step` at a time: each piece, then
+// the response owed to each (to one fixed answer), then whether it ended.
+std::string transcript(std::string_view bytes, size_t step, bool reuse_heads) {
+  runtime::HttpFramer framer(kMaxBody, 10s, reuse_heads);
+  std::string out;
+  runtime::RequestText request;
+  runtime::Answer refusal, fixed;
+  size_t owed = 0;
+  auto take = [&] {
+    for (runtime::HttpFramer::Piece p; (p = framer.next(request, refusal)) != runtime::HttpFramer::Piece::None;) {
+      ++owed;
+      if (p == runtime::HttpFramer::Piece::Answer) {
+        out += "refused " + refusal.text + "\n";
+        continue;
+      }
+      out += std::to_string(static_cast<int>(request.kind)) + " " + std::string(request.name) + " " +
+             std::string(request.body) + (request.has_key ? " key " + std::string(request.key) : "") + "\n";
+    }
+  };
+  for (size_t at = 0; at < bytes.size() && !framer.eof();) {
+    size_t n = framer.feed(bytes.substr(at, std::min(step, bytes.size() - at)));
+    at += n;
+    take();
+    if (n == 0) break;
+  }
+  framer.set_eof();
+  take();
+  for (; owed > 0; --owed) framer.frame(fixed, out);
+  return out + (framer.eof() ? "eof" : "open");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1 || size > 64 * 1024) return 0;
   size_t step = size_t{data[0]} + 1;
-  serve(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1), step);
+  std::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
+  serve(bytes, step);
+  if (transcript(bytes, step, true) != transcript(bytes, step, false)) {
+    fuzz::oracle_failed("heads reused made other pieces or responses than the parser");
+  }
   return 0;
 }
