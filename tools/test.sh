@@ -6,7 +6,7 @@
 # tests cover both. The sanitizer build leaves out the benchmarks but for
 # TPC-C's generator and its run through aup (-Dbench=false, bench/meson.build):
 # the normal build builds and runs them all. Then the fuzz build
-# (tools/fuzz.sh: clang-19, libFuzzer) runs each fuzz target for 20 s. The
+# (tools/fuzz.sh: clang-19, libFuzzer) runs each fuzz target for 10 s. The
 # last line is `N passed, N failed` over the three.
 #
 # The builds here are unity builds (-Dunity=on: meson compiles each
@@ -55,7 +55,7 @@ if [ "$asan_ok" -eq 1 ]; then
   UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1 \
     meson test -C build-asan --print-errorlogs --num-processes "$(nproc)" || status=1
 fi
-sh tools/fuzz.sh --seconds 20 || status=1
+sh tools/fuzz.sh --seconds 10 || status=1
 python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json build-fuzz/meson-logs/testlog.json <<'PY'
 import json, sys
 ok = bad = 0
