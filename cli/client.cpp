@@ -19,52 +19,6 @@ extern char** environ;
 
 namespace aup::cli {
 
-namespace {
-
-int connect_unix(const std::string& path, int& err) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    err = errno;
-    return -1;
-  }
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);  // parse_listen_address checked the length
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    err = errno;
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-int connect_tcp(const runtime::ListenAddress& a, int& err, std::string& error) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* res = nullptr;
-  if (int rc = ::getaddrinfo(a.host.c_str(), std::to_string(a.port).c_str(), &hints, &res); rc != 0) {
-    error = fmt::format("cannot resolve {}: {}", a.host, gai_strerror(rc));
-    return -1;
-  }
-  int fd = -1;
-  for (addrinfo* p = res; p && fd < 0; p = p->ai_next) {
-    fd = ::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol);
-    if (fd >= 0 && ::connect(fd, p->ai_addr, p->ai_addrlen) != 0) {
-      err = errno;
-      ::close(fd);
-      fd = -1;
-    } else if (fd < 0) {
-      err = errno;
-    }
-  }
-  ::freeaddrinfo(res);
-  return fd;
-}
-
-}  // namespace
-
 Client::~Client() {
   if (write_fd_ >= 0 && write_fd_ != read_fd_) ::close(write_fd_);
   if (read_fd_ >= 0) ::close(read_fd_);
@@ -106,16 +60,10 @@ bool Client::connect(const std::string& address, std::string& error) {
   runtime::ListenAddress a;
   if (!runtime::parse_listen_address(address, a, error)) return false;
   address_ = address;
-  int err = 0;
-  error.clear();
-  read_fd_ = write_fd_ = a.unix_socket ? connect_unix(a.path, err) : connect_tcp(a, err, error);
+  read_fd_ = write_fd_ = runtime::connect_to(a, address, error);
   if (a.http) {
     http_host_ = fmt::format("{}:{}", a.host, a.port);
     http_ = std::make_unique<runtime::HttpAnswerReader>();
-  }
-  if (read_fd_ < 0 && error.empty()) {
-    error = fmt::format("cannot connect to {}: {}{}", address, std::strerror(err),
-                        err == ENOENT || err == ECONNREFUSED ? " (is `aup run --listen` serving there?)" : "");
   }
   return read_fd_ >= 0;
 }

@@ -22,7 +22,13 @@
 #include "runtime/listener.h"
 #include "runtime/server.h"
 #include "runtime/stdio_loop.h"
+#include "runtime/follower.h"
+#include "runtime/owner_tasks.h"
+#include "runtime/shipper.h"
 #include "storage/key_tables.h"
+#include "storage/memory_tables.h"
+#include "storage/role.h"
+#include "storage/schema_file.h"
 #include "storage/store.h"
 
 namespace aup::cli {
@@ -221,6 +227,15 @@ int refuse_before_start(const RunOptions& o) {
     fmt::print(stderr, "aup run: --http-timeout needs an HTTP address: --listen http://HOST:PORT\n");
     return kExitUsage;
   }
+  if (!o.replica_of.empty()) {
+    runtime::ListenAddress where;
+    std::string error;
+    if (!runtime::parse_listen_address(o.replica_of, where, error) || where.http) {
+      fmt::print(stderr, "aup run: --replica-of: {}\n",
+                 error.empty() ? "a replica follows a line-protocol address (unix:PATH or HOST:PORT), not HTTP" : error);
+      return kExitUsage;
+    }
+  }
   if (!o.memory) return refuse_data_file("run", o.data);
   return -1;
 }
@@ -291,7 +306,7 @@ int build_indexes(const vm::Module& m, vm::State& state) {
 // Answers the requests of stdin, or of the sockets of --listen, until the
 // input ends or a signal comes; `d` makes the events durable (or not).
 int serve(const RunOptions& o, const runtime::ServiceOptions& so, runtime::Service& service, vm::State& state,
-          runtime::Durability& d) {
+          runtime::Durability& d, runtime::Shipper* shipper = nullptr, runtime::OwnerTasks* tasks = nullptr) {
   // A closed stdout or a gone client must be an error we report, not a
   // silent death.
   std::signal(SIGPIPE, SIG_IGN);
@@ -314,6 +329,8 @@ int serve(const RunOptions& o, const runtime::ServiceOptions& so, runtime::Servi
   server.fixed_now = o.fixed_time;
   server.stats = o.stats;
   server.service = so;
+  server.shipper = shipper;
+  server.tasks = tasks;
   return runtime::serve_socket(service, state, d, server, stderr);
 }
 
@@ -338,6 +355,34 @@ struct Owner {
   std::unique_ptr<runtime::KeyTable> keys;
 };
 
+// A replica's store says so (storage/role.h); a store that is a replica
+// is refused without --replica-of.
+int take_role(const RunOptions& o, storage::Io& fs, const storage::Store& store) {
+  std::string primary;
+  storage::Status st = storage::read_replica_of(fs, o.data, primary);
+  if (!st.ok() && st.err != ENOENT) {
+    fmt::print(stderr, "aup run: {}\n", st.message);
+    return kExitUsage;
+  }
+  if (o.replica_of.empty()) {
+    if (st.ok()) {
+      fmt::print(stderr,
+                 "aup run: the store {} is a replica of {} (term {}): run it with --replica-of {}, or make it a "
+                 "primary with `aup promote --data {}`\n",
+                 o.data, primary, store.term(), primary, o.data);
+      return kExitUsage;
+    }
+    return kExitOk;
+  }
+  if (st.ok() && primary == o.replica_of) return kExitOk;
+  st = storage::write_replica_of(fs, o.data, o.replica_of);
+  if (!st.ok()) {
+    fmt::print(stderr, "aup run: {}\n", st.message);
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
 // The state kept in a store: opened, served, its figures printed.
 int run_on_store(const RunOptions& o, const vm::Module& m, vm::State& state, const runtime::ServiceOptions& so) {
   std::string error;
@@ -356,15 +401,88 @@ int run_on_store(const RunOptions& o, const vm::Module& m, vm::State& state, con
   assert(window.count == 0 || report.keeps_keys);
   Owner owner(m, state, so, window);
   runtime::StoreDurability durable(state, *store);
-  int served = serve(o, so, owner.service, state, durable);
+  if (int rc = take_role(o, *fs, *store); rc != kExitOk) return rc;
+  int served;
+  if (o.replica_of.empty()) {
+    // Any store served on an address can be a primary: replicas connect.
+    runtime::Shipper shipper(*fs, o.data, store->schema(), stderr);
+    if (!o.listen.empty()) durable.set_shipper(&shipper);
+    served = serve(o, so, owner.service, state, durable, o.listen.empty() ? nullptr : &shipper);
+    durable.set_shipper(nullptr);
+  } else {
+    tables.follow_rows();
+    durable.set_replica_of(o.replica_of);
+    runtime::OwnerTasks tasks;
+    runtime::Follower follower(o.replica_of, *store, tasks, stderr);
+    served = serve(o, so, owner.service, state, durable, nullptr, &tasks);
+  }
   if (o.stats) print_stats(*store);
   return served;
 }
 
 }  // namespace
 
+namespace {
+
+// Opens the replica's store as it was written (its own schema, no module)
+// and begins the term after its last entry's; then it is a replica no
+// more. A crash between the two leaves a replica in a new term, which
+// promoting again moves on by one more.
+int promote_store(const std::string& dir, storage::Io& fs, const std::string& primary) {
+  storage::Schema stored;
+  storage::Status st = storage::read_schema_file(fs, dir, stored);
+  storage::Schema module;
+  for (const storage::TableSchema& t : stored.tables) {
+    if (!storage::is_key_table(t.name)) module.tables.push_back(t);
+  }
+  module.vars = stored.vars;
+  storage::MemoryTables tables(stored);
+  std::unique_ptr<storage::Store> store;
+  storage::StoreOpenReport report;
+  if (st.ok()) st = storage::Store::open(fs, dir, module, storage::StoreOptions{}, tables, store, report, {});
+  uint32_t term = store ? store->term() + 1 : 0;
+  if (st.ok() && term == 0) st = storage::Status::error("the store is in its last term; it cannot begin another");
+  if (st.ok()) st = store->begin_term(term);
+  if (st.ok()) st = storage::remove_replica_of(fs, dir);
+  if (!st.ok()) {
+    fmt::print(stderr, "aup promote: {}\n", st.message);
+    return st.err == EWOULDBLOCK ? kExitUsage : kExitErrors;
+  }
+  fmt::print(stderr, "aup: the store {} was a replica of {}; it is a primary now, in term {}, from save {}\n", dir,
+             primary, term, store->last_seq());
+  return kExitOk;
+}
+
+}  // namespace
+
+int promote(const PromoteOptions& o) {
+  if (int rc = refuse_data_file("promote", o.data); rc >= 0) return rc;
+  std::string error;
+  std::unique_ptr<storage::Io> fs = storage::io_from_environment(error);
+  if (!fs) {
+    fmt::print(stderr, "aup promote: AUP_FAULTS: {}\n", error);
+    return kExitUsage;
+  }
+  std::string primary;
+  storage::Status st = storage::read_replica_of(*fs, o.data, primary);
+  if (!st.ok()) {
+    fmt::print(stderr, "aup promote: {}\n",
+               st.err == ENOENT ? fmt::format("the store {} is not a replica (it has no replica-of file): it is "
+                                              "a primary already, or not a store",
+                                              o.data)
+                                : st.message);
+    return st.err == ENOENT ? kExitErrors : kExitUsage;
+  }
+  return promote_store(o.data, *fs, primary);
+}
+
 int run(const RunOptions& o) {
   if (int rc = refuse_before_start(o); rc >= 0) return rc;
+  if (!o.replica_of.empty() && (o.memory || o.listen.empty())) {
+    fmt::print(stderr, "aup run: --replica-of needs a store (--data DIR) and an address to answer queries on "
+                       "(--listen ADDRESS)\n");
+    return kExitUsage;
+  }
   int rc = kExitOk;
   auto m = load(o.module, rc);
   if (!m) return rc;

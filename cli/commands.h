@@ -48,8 +48,17 @@ struct RunOptions {
   uint32_t max_connections = 0;
   uint32_t max_pending = 0;
   uint64_t max_output_bytes = 0;
+  // --replica-of ADDRESS: follow that primary (docs/replication.md).
+  std::string replica_of;
 };
 int run(const RunOptions& o);
+
+// `aup promote --data DIR`: a stopped replica's store begins a new term
+// and is a replica no more (docs/replication.md).
+struct PromoteOptions {
+  std::string data = "aup-data";
+};
+int promote(const PromoteOptions& o);
 
 // `aup backup`: a copy of the store `data` as of one save, made while it
 // may be served (storage/backup.h), into the new directory `to`.

@@ -21,6 +21,7 @@ namespace {
 using aup::cli::BackupOptions;
 using aup::cli::CallOptions;
 using aup::cli::DisasmOptions;
+using aup::cli::PromoteOptions;
 using aup::cli::RunOptions;
 using aup::cli::ShellOptions;
 using aup::cli::StatsOptions;
@@ -160,6 +161,12 @@ void add_listen_options(CLI::App& cmd, RunOptions& o) {
                  "read (default 16 MiB)")
       ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 40))
       ->needs(listen);
+  cmd.add_option("--replica-of", o.replica_of,
+                 "follow the primary at ADDRESS (unix:PATH or HOST:PORT): copy its log entries into this\n"
+                 "store as it commits them, answer queries, refuse events with `not_primary`\n"
+                 "(docs/replication.md). Needs --data and --listen")
+      ->type_name("ADDRESS")
+      ->needs(listen);
 }
 
 CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
@@ -183,6 +190,15 @@ CLI::App* add_backup_command(CLI::App& app, BackupOptions& o) {
                 "Exit status: 0 copied and verified, 1 the source is damaged, 2 usage or environment.");
   cmd->add_option("--data", o.data, "the store directory")->capture_default_str()->type_name("DIR");
   cmd->add_option("--to", o.to, "the directory to make (it must not exist)")->required()->type_name("DEST");
+  return cmd;
+}
+
+CLI::App* add_promote_command(CLI::App& app, PromoteOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "promote", "Make a stopped replica's store a primary: it begins a new term (so that its entries are told\n"
+                 "from the old primary's) and is a replica no more; then `aup run` it without --replica-of\n"
+                 "(docs/replication.md, \"Failing over by hand\").");
+  cmd->add_option("--data", o.data, "the replica's store directory")->capture_default_str()->type_name("DIR");
   return cmd;
 }
 
@@ -295,6 +311,8 @@ int main(int argc, char** argv) {
   CLI::App* shell_cmd = add_shell_command(app, shell);
   BackupOptions backup;
   CLI::App* backup_cmd = add_backup_command(app, backup);
+  PromoteOptions promote;
+  CLI::App* promote_cmd = add_promote_command(app, promote);
 
   if (int rc = aup::missing_command(app, argc, argv); rc >= 0) return rc;
   try {
@@ -313,6 +331,7 @@ int main(int argc, char** argv) {
   if (stats_cmd->parsed()) return aup::cli::stats(stats, stdout, stderr);
   if (shell_cmd->parsed()) return aup::cli::shell(shell, "/proc/self/exe");
   if (backup_cmd->parsed()) return aup::cli::backup(backup);
+  if (promote_cmd->parsed()) return aup::cli::promote(promote);
   if (replay_cmd->parsed()) {
     if (int rc = aup::cli::refuse_data_file("replay", replay.data); rc >= 0) return rc;
     std::string faults;

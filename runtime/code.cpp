@@ -7,8 +7,8 @@ namespace aup::runtime {
 namespace {
 // The codes after the VM's, in Code's order. docs/protocol.md explains
 // every code (tests/docs checks).
-constexpr std::array<std::string_view, kCodes - kEventFailCodes + 1> kRuntimeNames = {
-    "unavailable", "bad_request", "unknown_event", "unknown_query", "bad_args", "ok",
+constexpr std::array<std::string_view, kCodes - static_cast<size_t>(Code::Unavailable)> kRuntimeNames = {
+    "unavailable", "not_primary", "bad_request", "unknown_event", "unknown_query", "bad_args", "ok",
 };
 }  // namespace
 

@@ -12,9 +12,9 @@
 namespace aup::runtime {
 
 // The VM's failures (vm::ErrorCode) lead, in its order, so a failure's
-// code is its vm::ErrorCode's; then `unavailable`, so the codes an event
-// can fail with are the first kEventFailCodes (counted per code by the
-// stats request, runtime/metrics.h).
+// code is its vm::ErrorCode's; then `unavailable` and `not_primary`, so
+// the codes an event can fail with are the first kEventFailCodes (counted
+// per code by the stats request, runtime/metrics.h).
 enum class Code : uint8_t {
   Failed,
   NotFound,
@@ -25,6 +25,7 @@ enum class Code : uint8_t {
   BadNumber,
   Budget,
   Unavailable,   // the store cannot take the event; the answer's fate says whether it was written
+  NotPrimary,    // a replica takes no events; the message names its primary (docs/replication.md)
   BadRequest,    // not a request: not JSON, unknown keys, a request HTTP refused
   UnknownEvent,
   UnknownQuery,
@@ -32,7 +33,7 @@ enum class Code : uint8_t {
   Ok,
 };
 inline constexpr size_t kCodes = static_cast<size_t>(Code::Ok) + 1;
-inline constexpr size_t kEventFailCodes = static_cast<size_t>(Code::Unavailable) + 1;
+inline constexpr size_t kEventFailCodes = static_cast<size_t>(Code::NotPrimary) + 1;
 
 constexpr Code code_of(vm::ErrorCode c) { return static_cast<Code>(c); }
 static_assert(code_of(vm::ErrorCode::Budget) == Code::Budget, "the VM's codes lead, in its order");

@@ -27,7 +27,7 @@ size_t Committer::take(uint64_t to, const Request& r, const RequestText& text, d
   Entry& e = next_entry(to);
   if (r.kind == RequestKind::Event) {
     if (const std::string* why = durability_.refusing()) {
-      service_.refuse_event(r, storage::Fate::NotWritten, *why, e.answer);
+      service_.refuse_event(r, durability_.refusing_code(), *why, e.answer);
       return e.answer.text.size();
     }
   }

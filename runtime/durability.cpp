@@ -1,6 +1,10 @@
 #include "runtime/durability.h"
 
+#include <fmt/format.h>
+
 #include <cassert>
+
+#include "runtime/shipper.h"
 
 namespace aup::runtime {
 
@@ -50,6 +54,16 @@ void StateTables::set_var(uint32_t v, uint64_t value) {
   state_.set_var_raw(v, value);
 }
 
+void StateTables::row_leaving(uint32_t t, const uint64_t* row) {
+  if (state_.has_indexes(t)) state_.index_drop(t, row);
+}
+
+void StateTables::row_entered(uint32_t t, const uint64_t* row) {
+  if (!state_.has_indexes(t)) return;
+  vm::HeldKey key(state_.table(t).layout().key, row);
+  state_.index_add(t, row, key.key());
+}
+
 bool StoreDurability::commit_batch(storage::Fate& fate, std::string& why) {
   using Op = storage::BatchEncoder::Op;
   // The last batch's notes were cleared after its commit.
@@ -75,10 +89,22 @@ bool StoreDurability::commit_batch(storage::Fate& fate, std::string& why) {
     return false;
   }
   state_.commit();
+  if (shipper_) shipper_->committed();
   // The journal released: the next batch's changes start from nothing (a
   // change left here would be written again in the next entry).
   assert(state_.changes().empty());
   return true;
+}
+
+void StoreDurability::between_batches() {
+  if (shipper_) store_.retain_after(shipper_->retain_after());
+  store_.tick();
+}
+
+void StoreDurability::set_replica_of(const std::string& primary) {
+  replica_of_ = primary.empty() ? std::string()
+                                : fmt::format("this node is a replica of {}: send events to the primary, {}", primary,
+                                              primary);
 }
 
 }  // namespace aup::runtime

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "runtime/code.h"
 #include "vm/module.h"
 #include "storage/records.h"
 #include "storage/schema.h"
@@ -20,6 +21,8 @@
 #include "storage/store.h"
 
 namespace aup::runtime {
+
+class Shipper;
 
 // What the store holds and has done, for the stats request (runtime/metrics.h).
 struct StoreFigures {
@@ -37,8 +40,11 @@ class Durability {
   // not, with what became of the batch (`fate`) and why: the batch is then
   // rolled back in memory too.
   virtual bool commit_batch(storage::Fate& fate, std::string& why) = 0;
-  // Set while events must be refused (not written: they do not run), with why.
+  // Set while events must be refused (not written: they do not run), with
+  // why, and the code they are refused with: `unavailable` (a store that
+  // failed), or `not_primary` (a replica, whose message names its primary).
   virtual const std::string* refusing() const = 0;
+  virtual Code refusing_code() const { return Code::Unavailable; }
   // Between batches (checkpoints are taken in here).
   virtual void between_batches() {}
   // At shutdown.
@@ -78,9 +84,16 @@ class StateTables : public storage::Tables {
   vm::BTree& table(uint32_t t) override { return state_.table(t); }
   uint64_t var(uint32_t v) const override { return state_.var(v); }
   void set_var(uint32_t v, uint64_t value) override;
+  // A replica's, once its indexes are built: each row an entry changes
+  // moves its index entries with it.
+  void follow_rows() { follows_ = true; }
+  bool follows_rows() const override { return follows_; }
+  void row_leaving(uint32_t t, const uint64_t* row) override;
+  void row_entered(uint32_t t, const uint64_t* row) override;
 
  private:
   vm::State& state_;
+  bool follows_ = false;
 };
 
 // --data DIR: each batch is one log entry, synced before the answers.
@@ -92,9 +105,19 @@ class StoreDurability : public Durability {
       : state_(state), store_(store), batch_(store.schema()) {}
   bool commit_batch(storage::Fate& fate, std::string& why) override;
   const std::string* refusing() const override {
-    return store_.unavailable() ? &store_.unavailable_reason() : nullptr;
+    if (store_.unavailable()) return &store_.unavailable_reason();
+    return replica_of_.empty() ? nullptr : &replica_of_;
   }
-  void between_batches() override { store_.tick(); }
+  Code refusing_code() const override {
+    return !store_.unavailable() && !replica_of_.empty() ? Code::NotPrimary : Code::Unavailable;
+  }
+  void between_batches() override;
+  // A replica of `primary` (docs/replication.md): every event is refused
+  // `not_primary`, naming it. "": a primary again.
+  void set_replica_of(const std::string& primary);
+  // A primary's shipper (runtime/shipper.h), told of every durable commit,
+  // whose replicas' needs hold log segments back from release.
+  void set_shipper(Shipper* s) { shipper_ = s; }
   void close() override { store_.drain(); }
   uint64_t log_bytes() const override { return store_.stats().log_bytes; }
   uint64_t last_commit_ns() const override { return store_.last_commit_ns(); }
@@ -107,6 +130,8 @@ class StoreDurability : public Durability {
   vm::State& state_;
   storage::Store& store_;
   storage::BatchEncoder batch_;
+  std::string replica_of_;  // the refusal's message on a replica, or ""
+  Shipper* shipper_ = nullptr;
 };
 
 }  // namespace aup::runtime

@@ -82,6 +82,7 @@ class Framer {
   // refused HTTP request), to be delivered in its place like any other.
   Piece next(RequestText& request, Answer& refusal);
   bool ready() const;
+  Protocol protocol() const { return in_.index() == 0 ? Protocol::Lines : Protocol::Http; }
   // No more requests will come (the peer's end of input, or HTTP's last).
   bool eof() const;
   void set_eof();

@@ -57,6 +57,7 @@ int http_status_for_code(Code code) {
     case Code::NotFinite:
     case Code::Budget: return 422;
     case Code::Unavailable: return 503;
+    case Code::NotPrimary: return 421;
   }
   return 500;
 }
@@ -73,6 +74,7 @@ std::string_view http_reason(int status) {
     case 422: return "Unprocessable Content";
     case 431: return "Request Header Fields Too Large";
     case 503: return "Service Unavailable";
+    case 421: return "Misdirected Request";
     default: return "Internal Server Error";
   }
 }

@@ -33,6 +33,11 @@ struct Listener {
 // reason. `where` says what was bound (the port a ":0" got).
 int listen_on(const ListenAddress& a, std::string& where, std::string& error);
 
+// A blocking, close-on-exec socket connected to `a` (the address a server
+// listens on: `aup call`, `aup shell`, a replica's follower), or -1 with a
+// message that names `address` (its spelling) and the reason.
+int connect_to(const ListenAddress& a, const std::string& address, std::string& error);
+
 // Raises the soft descriptor limit to the hard one (it is often 1024, less
 // than --max-connections plus the store's files); warns on `err` when even
 // that is too few.

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "runtime/shipper.h"
 #include "runtime/signals.h"
 
 namespace aup::runtime {
@@ -95,6 +96,7 @@ void Loop::take_posted() {
   }
   for (Routed& r : delivering_) deliver(r.conn, r.answer);
   delivering_.clear();
+  dispatch_.woken();
 }
 
 // ---- connections ----------------------------------------------------------------------
@@ -176,6 +178,7 @@ void Loop::take_requests(Conn& c) {
     } else {
       dispatch_.take(*this, c, request, turn_now_);
     }
+    c.spoke = true;
     if (dispatch_.full()) dispatch_.end_batch(*this);
   }
 }
@@ -190,6 +193,21 @@ void Loop::deliver(uint64_t conn, Answer& a) {
   if (--c.unanswered == 0) c.unanswered_bytes = 0;
   if (!c.dead) c.in.deliver(a, c.out);
   touch(c);
+}
+
+bool Loop::hand_over(Conn& c, const Request& r) {
+  if (r.kind != RequestKind::Replicate || !shared_.shipper || c.spoke || c.unanswered != 1 || c.in.ready() ||
+      c.in.protocol() != Protocol::Lines) {
+    return false;
+  }
+  ::epoll_ctl(epfd_, EPOLL_CTL_DEL, c.fd, nullptr);
+  --c.unanswered;
+  c.dead = true;
+  c.handed = true;
+  c.out.clear();
+  touch(c);  // forgotten at the end of the turn (settle_touched)
+  shared_.shipper->adopt(c.fd, r);
+  return true;
 }
 
 // Every queued connection's requests, batch after batch, until none has
@@ -239,8 +257,10 @@ void Loop::update_interest(Conn& c) {
 }
 
 void Loop::close_conn(Conn& c) {
-  ::epoll_ctl(epfd_, EPOLL_CTL_DEL, c.fd, nullptr);
-  ::close(c.fd);
+  if (!c.handed) {
+    ::epoll_ctl(epfd_, EPOLL_CTL_DEL, c.fd, nullptr);
+    ::close(c.fd);
+  }
   conns_.erase(c.id);  // `c` is gone after this
   count_connections(-1);
 }

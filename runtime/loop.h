@@ -42,12 +42,16 @@ struct Conn {
   uint32_t unanswered = 0;
   size_t unanswered_bytes = 0;
   bool dead = false;     // cannot be written: its answers are dropped
+  bool spoke = false;    // a request of it has been taken
+  bool handed = false;   // handed over (a replica's, to the Shipper): closed without closing its socket
   bool queued = false;   // in the loop's work: requests to take this turn
   bool touched = false;  // to flush, close or re-arm after the turn
   uint32_t interest = 0;
 };
 
 // What every serving thread shares.
+class Shipper;
+
 struct ServerShared {
   ServerShared(const ServerOptions& options, std::FILE* err_in)
       : o(options), err(err_in), metrics(options.service.metrics) {}
@@ -56,11 +60,15 @@ struct ServerShared {
   Metrics* metrics;  // or null
   std::atomic<bool> stopping{false};
   std::atomic<uint32_t> connections{0};
+  // Where a connection whose first request is `replicate` goes (a server
+  // with a store), or null.
+  Shipper* shipper = nullptr;
   // After SIGINT/SIGTERM: sets `stopping` and wakes every thread.
   std::function<void()> stop;
 };
 
 class Loop;
+class Shipper;
 
 // Who runs the requests a loop takes: the owner itself, on the live state
 // (OwnerDispatch), or, on an I/O thread, queries on a snapshot and events
@@ -79,6 +87,8 @@ class Dispatch {
   virtual void end_batch(Loop& loop) = 0;
   // Once a second, on the loop's thread.
   virtual void tick(double seconds) { (void)seconds; }
+  // The loop was woken (answers posted, or owner tasks: owner_tasks.h).
+  virtual void woken() {}
   // The loop takes nothing more (it is stopping).
   virtual void stopped() {}
 };
@@ -105,6 +115,11 @@ class Loop {
 
   // The loop's thread: answer `a` for connection `conn`, in its place.
   void deliver(uint64_t conn, Answer& a);
+  // The loop's thread, from Dispatch::take: if `r` is a `replicate`
+  // request that is `c`'s first and only one, and the server has a
+  // Shipper, hands `c` to it (the loop forgets `c`, and counts the request
+  // answered) and returns true.
+  bool hand_over(Conn& c, const Request& r);
   // Any thread: answers for this loop's connections, delivered by the
   // loop's thread at its next turn; and a wake-up.
   void post(std::vector<Routed>& answers);

@@ -15,6 +15,7 @@
 #include "storage/key_tables.h"
 #include "storage/memory_tables.h"
 #include "storage/live.h"
+#include "storage/role.h"
 #include "storage/recovery.h"
 
 namespace aup::runtime {
@@ -75,6 +76,7 @@ class Printer : public storage::RecoveryReporter {
   }
   void entry(const storage::LogEntry& e, const storage::PayloadSummary* changes) override {
     last_seq = std::max(last_seq, e.seq);
+    last_term = e.term;
     if (changes) print_entry(e, *changes);
   }
   void torn_tail(const std::string& where) override { torn = where; }
@@ -89,6 +91,7 @@ class Printer : public storage::RecoveryReporter {
   std::vector<uint64_t> image_bytes;
   uint64_t image_rows = 0;  // in the tables' images
   uint64_t last_seq = 0;    // the newest save: an image's or the log's last entry's
+  uint32_t last_term = 0;   // the log's last entry's term
   std::string torn;         // where the log ends in a torn write, if it does
   storage::LogOpenReport log;
   std::vector<storage::Log::Segment> segments;
@@ -176,10 +179,15 @@ void print_vars(const storage::Schema& schema, storage::MemoryTables& tables, st
 
 // No flag: the tables and their images, the vars' image, the log.
 void print_summary(const std::string& dir, const storage::Schema& schema, storage::MemoryTables& tables,
-                   const Printer& p, std::FILE* out) {
+                   const Printer& p, const std::string& replica_of, std::FILE* out) {
   size_t n = schema.tables.size();
   fmt::print(out, "store {}: {} table{}, {} var{}, last save {}\n", dir, n, n == 1 ? "" : "s", schema.vars.size(),
              schema.vars.size() == 1 ? "" : "s", p.last_seq);
+  // Replication (docs/replication.md): said only of a store that has been
+  // part of it, so a lone store's summary is as it always was.
+  if (!replica_of.empty() || p.last_term > 0) {
+    fmt::print(out, "  {}, term {}\n", replica_of.empty() ? "a primary" : "a replica of " + replica_of, p.last_term);
+  }
   auto image = [&](size_t t) {
     return p.has_image[t] ? fmt::format("save {}, {}", p.image_seq[t], size_text(p.image_bytes[t])) : "none";
   };
@@ -283,7 +291,9 @@ int replay(storage::Io& io, const ReplayOptions& o, std::FILE* out, std::FILE* e
   } else if (o.vars) {
     print_vars(schema, tables, out);
   } else if (!o.entries) {
-    print_summary(dir, schema, tables, printer, out);
+    std::string replica_of;  // none (ENOENT): a primary, or a store never replicated
+    if (st = storage::read_replica_of(io, dir, replica_of); !st.ok() && st.err != ENOENT) return stopped(st, err);
+    print_summary(dir, schema, tables, printer, replica_of, out);
   }
   if (o.verify) print_verified(dir, schema, tables, printer, out, err);
   return printer.damaged ? 1 : 0;

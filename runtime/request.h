@@ -23,7 +23,9 @@
 
 namespace aup::runtime {
 
-enum class RequestKind : uint8_t { Event, Query, Schema, Stats, Refused };
+// Replicate: a replica's first request (runtime/replication_stream.h),
+// which hands its connection to the primary's shipper.
+enum class RequestKind : uint8_t { Event, Query, Schema, Stats, Replicate, Refused };
 
 struct RequestText {
   enum class Form : uint8_t { Line, Route };
@@ -51,7 +53,7 @@ struct Request {
   RequestKind kind = RequestKind::Refused;
   uint32_t target = 0;  // Event: the event's number; Query: the query's function
   const JsonDoc* doc = nullptr;
-  uint32_t args = kNoArgs;  // Event, Query: the arguments' object node
+  uint32_t args = kNoArgs;  // Event, Query: the arguments' object node; Replicate: its object
   std::string_view id;      // the id as written (raw JSON), or ""
   std::string_view key;     // Event: the idempotency key, or "" (none)
   // Refused: its code and why.

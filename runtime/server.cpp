@@ -18,6 +18,7 @@
 #include "runtime/committer.h"
 #include "runtime/listener.h"
 #include "runtime/loop.h"
+#include "runtime/owner_tasks.h"
 #include "runtime/server_stats.h"
 #include "runtime/signals.h"
 #include "runtime/snapshots.h"
@@ -55,11 +56,12 @@ class StatsTicker {
 class OwnerDispatch : public Dispatch {
  public:
   OwnerDispatch(Service& service, Durability& d, ServerShared& shared, const vm::State& state)
-      : service_(service), batch_(service, d, shared.o.max_batch), stats_(shared, state, d) {
+      : tasks_(shared.o.tasks), service_(service), batch_(service, d, shared.o.max_batch), stats_(shared, state, d) {
     stats_.count(service);
   }
-  void take(Loop&, Conn& c, const RequestText& text, double now) override {
+  void take(Loop& loop, Conn& c, const RequestText& text, double now) override {
     Request r = service_.prepare(text, doc_);
+    if (loop.hand_over(c, r)) return;
     c.unanswered_bytes += batch_.take(c.id, r, text, now);
   }
   void refuse(Loop&, Conn& c, Answer& refusal) override { std::swap(batch_.add(c.id), refusal); }
@@ -68,8 +70,12 @@ class OwnerDispatch : public Dispatch {
     batch_.commit([&loop](uint64_t to, Answer& a) { loop.deliver(to, a); });
   }
   void tick(double seconds) override { stats_.print(seconds, batch_, service_); }
+  void woken() override {
+    if (tasks_) tasks_->run();
+  }
 
  private:
+  OwnerTasks* tasks_;
   Service& service_;
   Committer batch_;
   StatsTicker stats_;
@@ -137,7 +143,12 @@ class Owner {
   // stats request's events_queued).
   void submit(uint32_t loop, std::vector<HandOff>& items, size_t events);
   void loop_stopped();
-  void wake() { cv_.notify_one(); }
+  // Under mu_, so a wake between the owner's look at its work and its
+  // wait is not lost.
+  void wake() {
+    std::lock_guard<std::mutex> lock(mu_);
+    cv_.notify_one();
+  }
   // The owner thread: until every loop has stopped and nothing waits.
   void run();
 
@@ -169,6 +180,7 @@ class Owner {
 void HandOffDispatch::take(Loop& loop, Conn& c, const RequestText& text, double now) {
   next_->hold(text);
   const Request& r = next_->prepare(service_);
+  if (loop.hand_over(c, r)) return;
   // Nothing of this connection is unanswered but this request: a query
   // reads every earlier event of it in the newest snapshot.
   if (c.unanswered == 1 && r.kind != RequestKind::Event) {
@@ -232,7 +244,8 @@ void Owner::count_queued() {
 // false when every loop has stopped and nothing is left.
 bool Owner::next_round(std::deque<std::pair<uint32_t, std::vector<HandOff>>>& round) {
   std::unique_lock<std::mutex> lock(mu_);
-  auto ready = [&] { return !queue_.empty() || running_ == 0; };
+  OwnerTasks* tasks = shared_.o.tasks;
+  auto ready = [&] { return !queue_.empty() || running_ == 0 || (tasks && tasks->pending()); };
   if (shared_.o.stats) {
     cv_.wait_for(lock, std::chrono::seconds(1), ready);
   } else {
@@ -287,6 +300,12 @@ void Owner::run() {
   auto interval_start = Clock::now();
   std::deque<std::pair<uint32_t, std::vector<HandOff>>> round;
   while (next_round(round)) {
+    // Entries a replica's follower handed over: the state changed.
+    if (shared_.o.tasks && shared_.o.tasks->run()) {
+      snapshots_.publish();
+      if (shared_.metrics) shared_.metrics->snapshot_published();
+      snapshots_.reclaim();
+    }
     for (auto& [loop, items] : round) {
       for (HandOff& h : items) take(loop, h);
     }
@@ -315,7 +334,9 @@ int serve_on_owner(Service& owner, vm::State& state, Durability& durability, Ser
     fmt::print(shared.err, "aup run: {}\n", error);
     return 2;
   }
+  if (shared.o.tasks) shared.o.tasks->set_wake([&loop] { loop.wake(); });
   loop.run();
+  if (shared.o.tasks) shared.o.tasks->set_wake(nullptr);
   return 0;
 }
 
@@ -345,9 +366,11 @@ int serve_with_io_threads(Service& owner_service, vm::State& state, Durability& 
       return 2;
     }
   }
+  if (o.tasks) o.tasks->set_wake([&owner] { owner.wake(); });
   std::vector<std::thread> threads;
   for (auto& l : loops) threads.emplace_back([&l] { l->run(); });
   owner.run();
+  if (o.tasks) o.tasks->set_wake(nullptr);
   for (std::thread& t : threads) t.join();
   loops.clear();  // closes the connections
   dispatches.clear();  // their Services, before the snapshots go
@@ -404,6 +427,7 @@ int serve_socket(Service& owner, vm::State& state, Durability& durability, const
   int rc;
   {
     ServerShared shared(o, err);
+    shared.shipper = o.shipper;
     rc = o.io_threads == 0 ? serve_on_owner(owner, state, durability, shared, listeners, signals.fd())
                            : serve_with_io_threads(owner, state, durability, shared, listeners, signals.fd());
   }

@@ -15,6 +15,9 @@
 
 namespace aup::runtime {
 
+class Shipper;
+class OwnerTasks;
+
 struct ServerOptions {
   // "unix:PATH", "HOST:PORT", ":PORT" (the line protocol), "http://HOST:PORT"
   std::vector<std::string> listen;
@@ -30,6 +33,11 @@ struct ServerOptions {
   std::optional<double> fixed_now;
   bool stats = false;  // a line a second on `err`
   ServiceOptions service;
+  // A server with a store serves replicas (runtime/shipper.h); a replica
+  // takes the entries its follower hands over (runtime/owner_tasks.h).
+  // Null: neither. Both must outlive the server.
+  Shipper* shipper = nullptr;
+  OwnerTasks* tasks = nullptr;
 };
 
 // --io-threads by default: 0 (the owner serves the connections itself)

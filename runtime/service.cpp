@@ -61,7 +61,8 @@ std::string key_problem(RequestKind kind, const JsonNode* n, std::string_view ke
 // The members of a request object, by name; the first problem found.
 struct Members {
   static constexpr uint32_t kNone = kNoArgs;
-  uint32_t event = kNone, query = kNone, schema = kNone, stats = kNone, args = kNone, id = kNone, key = kNone;
+  uint32_t event = kNone, query = kNone, schema = kNone, stats = kNone, replicate = kNone, args = kNone, id = kNone,
+           key = kNone;
   std::string problem;
 
   void read(const JsonDoc& doc) {
@@ -73,6 +74,7 @@ struct Members {
                        : name == "query"  ? &query
                        : name == "schema" ? &schema
                        : name == "stats"  ? &stats
+                       : name == "replicate" ? &replicate
                        : name == "args"   ? &args
                        : name == "id"     ? &id
                        : name == "key"    ? &key
@@ -91,18 +93,26 @@ struct Members {
   }
   // `{"schema": {}}` and `{"stats": {}}`: nothing else beside them but an
   // id, and an empty object, so that options can be added later without
-  // changing what today's requests mean.
+  // changing what today's requests mean. `{"replicate": {...}}` (a
+  // replica's first request, runtime/replication_stream.h): an object,
+  // which the primary reads.
+  uint32_t special() const { return schema != kNone ? schema : stats != kNone ? stats : replicate; }
   void check_special(const JsonDoc& doc) {
-    bool schema_req = schema != kNone;
-    std::string_view what = schema_req ? "schema" : "stats";
+    std::string_view what = schema != kNone ? "schema" : stats != kNone ? "stats" : "replicate";
+    int count = (schema != kNone) + (stats != kNone) + (replicate != kNone);
     if (event != kNone || query != kNone || args != kNone) {
-      note(schema_req ? "a `schema` request has no `event`, `query` or `args`"
-                      : "a `stats` request has no `event`, `query`, `schema` or `args`");
-    } else if (schema_req && stats != kNone) {
-      note("a request has `schema` or `stats`, not both");
+      note(what == "stats" ? "a `stats` request has no `event`, `query`, `schema` or `args`"
+                           : fmt::format("a `{}` request has no `event`, `query` or `args`", what));
+    } else if (count > 1) {
+      note(replicate == kNone ? "a request has `schema` or `stats`, not both"
+                              : "a request has one of `schema`, `stats` and `replicate`");
     }
-    const JsonNode& n = doc.node(schema_req ? schema : stats);
-    if (n.kind != JsonNode::Kind::Object || n.count != 0) note(fmt::format("`{}` must be the empty object {{}}", what));
+    const JsonNode& n = doc.node(special());
+    if (replicate != kNone) {
+      if (n.kind != JsonNode::Kind::Object) note("`replicate` must be an object");
+    } else if (n.kind != JsonNode::Kind::Object || n.count != 0) {
+      note(fmt::format("`{}` must be the empty object {{}}", what));
+    }
   }
   void check_target(const JsonDoc& doc) {
     if (event != kNone && query != kNone) {
@@ -157,12 +167,13 @@ Request Service::prepare_line(std::string_view line, JsonDoc& doc) const {
       r.id = doc.node(m.id).raw;
     }
   }
-  bool special = m.schema != Members::kNone || m.stats != Members::kNone;
+  bool special = m.special() != Members::kNone;
   if (m.problem.empty()) special ? m.check_special(doc) : m.check_target(doc);
-  RequestKind kind = m.schema != Members::kNone  ? RequestKind::Schema
-                     : m.stats != Members::kNone ? RequestKind::Stats
-                     : m.event != Members::kNone ? RequestKind::Event
-                                                 : RequestKind::Query;
+  RequestKind kind = m.schema != Members::kNone      ? RequestKind::Schema
+                     : m.stats != Members::kNone     ? RequestKind::Stats
+                     : m.replicate != Members::kNone ? RequestKind::Replicate
+                     : m.event != Members::kNone     ? RequestKind::Event
+                                                     : RequestKind::Query;
   if (m.problem.empty() && m.key != Members::kNone) {
     const JsonNode& n = doc.node(m.key);
     m.note(key_problem(kind, &n, n.str));
@@ -175,7 +186,7 @@ Request Service::prepare_line(std::string_view line, JsonDoc& doc) const {
   } else {
     std::string_view name;
     if (!special) name = doc.node(m.event != Members::kNone ? m.event : m.query).str;
-    resolve(kind, name, doc, m.args, r);
+    resolve(kind, name, doc, kind == RequestKind::Replicate ? m.replicate : m.args, r);
   }
   return r;
 }
@@ -268,6 +279,13 @@ Outcome Service::run(const Request& r, double now, Answer& out) {
       out.text = schema_body_;
       return Outcome::Query;
     case RequestKind::Stats: return stats(out);
+    case RequestKind::Replicate:
+      // The server hands a connection whose first request this is to its
+      // shipper (runtime/shipper.h); anywhere else it is out of place.
+      return invalid(Code::BadRequest,
+                     "`replicate` is a replica's first request on a connection to a server that keeps a store "
+                     "(aup run --data DIR --listen ADDRESS)",
+                     out);
     case RequestKind::Event: o = event(r, now, out); break;
     case RequestKind::Query: o = query(r, now, out); break;
   }
@@ -275,11 +293,13 @@ Outcome Service::run(const Request& r, double now, Answer& out) {
   return o;
 }
 
-void Service::refuse_event(const Request& r, storage::Fate fate, std::string_view why, Answer& out) {
+void Service::refuse_event(const Request& r, Code code, std::string_view why, Answer& out) {
   out.reset();
   out.id.assign(r.id);
-  event_failed(Code::Unavailable, why, out);
-  out.fate = fate;
+  event_failed(code, why, out);
+  // Refused before it ran: certainly not written (a replica's refusal
+  // names the primary instead).
+  if (code == Code::Unavailable) out.fate = storage::Fate::NotWritten;
 }
 
 // Not counted among the queries: watching the server does not move what

@@ -71,9 +71,10 @@ class Service {
   // (with its result) until the Committer settles its batch's fate. `now`:
   // the request's accept time in milliseconds since the Unix epoch.
   Outcome run(const Request& r, double now, Answer& out);
-  // Answers event `r` `unavailable` without running it: the store takes
-  // no events (`fate`: what became of the batch that failed, `why`).
-  void refuse_event(const Request& r, storage::Fate fate, std::string_view why, Answer& out);
+  // Answers event `r` without running it, with `code`: `unavailable` (the
+  // store takes no events: not written) or `not_primary` (a replica), and
+  // why.
+  void refuse_event(const Request& r, Code code, std::string_view why, Answer& out);
 
   // The idempotency keys of the state this Service applies events to
   // (runtime/keys.h), or null: then a request with a `key` is refused.

@@ -8,6 +8,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <thread>
+#include <utility>
+
 namespace aup::runtime {
 
 // The wall clock in milliseconds since the Unix epoch (an event's `now`).
@@ -15,6 +18,22 @@ inline double now_ms() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<double>(ts.tv_sec) * 1000.0 + static_cast<double>(ts.tv_nsec / 1000000);
+}
+
+// A thread that never takes SIGINT or SIGTERM, started at any time (a
+// replica's follower starts before the server's SignalFd exists): those
+// are the server's, read from its descriptor, and a thread that took one
+// would end the process where it stands instead.
+template <class F>
+std::thread quiet_thread(F&& f) {
+  sigset_t set, old;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, &old);
+  std::thread t(std::forward<F>(f));
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return t;
 }
 
 // SIGINT and SIGTERM arrive on a file descriptor while this lives; the

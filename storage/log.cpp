@@ -96,11 +96,20 @@ bool entry_fits(uint64_t off, uint32_t len, uint64_t size) {
   return off <= size && lf::entry_bytes(len) <= size - off;
 }
 
-EntryCheck check_entry(const std::vector<uint8_t>& buf, uint64_t off, uint64_t generation, bool have_last,
-                       uint64_t last_seq, uint64_t last_digest) {
-  const uint8_t* head = buf.data() + off;
+// The entry before the one checked, as far as chaining goes.
+struct LastEntry {
+  bool have = false;
+  uint64_t seq = 0;
+  uint64_t digest = 0;
+  uint32_t term = 0;
+};
+
+// The entry at byte `off` of its segment, whose bytes up to byte `end` of
+// the segment (the segment's end, or as far as has been read) start at
+// `head`.
+EntryCheck check_entry(const uint8_t* head, uint64_t off, uint64_t end, uint64_t generation, const LastEntry& last) {
   uint32_t len = get_u32(head);
-  if (!entry_fits(off, len, buf.size()) || len > lf::kMaxPayloadBytes) {
+  if (!entry_fits(off, len, end) || len > lf::kMaxPayloadBytes) {
     return {"entry longer than the segment (incomplete)", false};
   }
   if (entry_digest(generation, head, head + lf::kEntryHeaderBytes, len) != get_u64(head + 32)) {
@@ -108,27 +117,31 @@ EntryCheck check_entry(const std::vector<uint8_t>& buf, uint64_t off, uint64_t g
   }
   uint64_t seq = get_u64(head + 8), prev = get_u64(head + 16);
   if (seq <= prev) return {"save number not after its predecessor", true};
-  if (have_last && (prev != last_seq || get_u64(head + 24) != last_digest)) {
+  if (last.have && (prev != last.seq || get_u64(head + 24) != last.digest)) {
     return {"does not chain to the entry before it", true};
+  }
+  if (uint32_t term = get_u32(head + 4); term < last.term) {
+    return {fmt::format("term {} is lower than the entry before it's ({})", term, last.term), true};
   }
   return {"", true};
 }
 
 // Whether a valid entry of this generation that could continue a log
-// whose last valid entry has save number `after` starts anywhere at or
-// after `from` (8-byte steps). Such an entry has zero reserved bytes and
-// a predecessor at or past `after`: stale entries of a reused segment
-// (older save numbers) and nearly every position inside a payload fail
-// those tests before any digest is computed, so a scan costs about a read
-// of the bytes, not a digest of the rest of the segment at each position.
-bool valid_entry_after(const std::vector<uint8_t>& buf, uint64_t from, uint64_t generation, uint64_t after) {
+// whose last valid entry is `after` starts anywhere at or after `from`
+// (8-byte steps). Such an entry has a predecessor at or past `after`'s
+// save number and a term no lower than its: stale entries of a reused
+// segment (older save numbers) and nearly every position inside a payload
+// fail those tests before any digest is computed, so a scan costs about a
+// read of the bytes, not a digest of the rest of the segment at each
+// position.
+bool valid_entry_after(const std::vector<uint8_t>& buf, uint64_t from, uint64_t generation, const LastEntry& after) {
   for (uint64_t p = (from + lf::kAlign - 1) / lf::kAlign * lf::kAlign;
        p + lf::kEntryHeaderBytes <= buf.size(); p += lf::kAlign) {
     const uint8_t* head = buf.data() + p;
     uint32_t len = get_u32(head);
-    if (len == 0 || !entry_fits(p, len, buf.size()) || get_u32(head + 4) != 0) continue;
+    if (len == 0 || !entry_fits(p, len, buf.size()) || get_u32(head + 4) < after.term) continue;
     uint64_t seq = get_u64(head + 8), prev = get_u64(head + 16);
-    if (seq <= prev || prev < after) continue;
+    if (seq <= prev || prev < after.seq) continue;
     if (entry_digest(generation, head, head + lf::kEntryHeaderBytes, len) == get_u64(head + 32)) return true;
   }
   return false;
@@ -218,6 +231,7 @@ class Log::Opener {
   Status check_no_later_entries(const Segment& seg, const std::string& path);
   // A live read reached its cut (Options::cut_end): nothing after it is read.
   bool cut_ = false;
+  LastEntry last_entry() const { return {have_last_, log_.last_seq_, log_.last_digest_, log_.last_term_}; }
 
   Log& log_;
   const Visitor& visit_;
@@ -398,7 +412,7 @@ Status Log::Opener::read_segment(Segment& seg, const std::string& path) {
     uint32_t len = get_u32(buf_.data() + off);
     st = reader.ensure(off + lf::kEntryHeaderBytes + len + lf::kEntryHeaderBytes);
     if (!st.ok()) return st;
-    EntryCheck check = check_entry(buf_, off, seg.generation, have_last_, log_.last_seq_, log_.last_digest_);
+    EntryCheck check = check_entry(buf_.data() + off, off, buf_.size(), seg.generation, last_entry());
     if (!check.why.empty()) return judge_bad_entry(reader, seg, off, check);
     st = take_entry(seg, off, len);
     if (!st.ok()) return st;
@@ -410,6 +424,7 @@ Status Log::Opener::take_entry(Segment& seg, uint64_t off, uint32_t len) {
   const uint8_t* head = buf_.data() + off;
   LogEntry e;
   e.seq = get_u64(head + 8);
+  e.term = get_u32(head + 4);
   e.prev_seq = get_u64(head + 16);
   e.digest = get_u64(head + 32);
   e.segment = seg.number;
@@ -421,6 +436,8 @@ Status Log::Opener::take_entry(Segment& seg, uint64_t off, uint32_t len) {
   have_last_ = true;
   log_.last_seq_ = e.seq;
   log_.last_digest_ = e.digest;
+  log_.last_term_ = e.term;
+  log_.term_ = e.term;
   if (seg.entries++ == 0) seg.first_seq = e.seq;
   seg.last_seq = e.seq;
   seg.used = off + lf::entry_bytes(len);
@@ -442,7 +459,7 @@ Status Log::Opener::take_entry(Segment& seg, uint64_t off, uint32_t len) {
 Status Log::Opener::check_end_marker(SegmentReader& reader, const Segment& seg, uint64_t off) {
   Status st = reader.ensure(off + kEndScanBytes);
   if (!st.ok()) return st;
-  if (valid_entry_after(buf_, off + lf::kAlign, seg.generation, log_.last_seq_)) {
+  if (valid_entry_after(buf_, off + lf::kAlign, seg.generation, last_entry())) {
     return Status::error(fmt::format("the log is damaged: log-{} at byte {}: a zeroed entry header (an end "
                                      "marker), and valid entries follow it; refusing to open (aup replay "
                                      "--verify shows where)",
@@ -469,7 +486,7 @@ Status Log::Opener::judge_bad_entry(SegmentReader& reader, const Segment& seg, u
   }
   Status st = reader.ensure(seg.size);
   if (!st.ok()) return st;
-  if (valid_entry_after(buf_, off + lf::kAlign, seg.generation, log_.last_seq_)) {
+  if (valid_entry_after(buf_, off + lf::kAlign, seg.generation, last_entry())) {
     return Status::error(fmt::format("the log is damaged: {}, and valid entries follow it; refusing to open (aup "
                                      "replay --verify shows where)",
                                      report_.torn_where));
@@ -486,7 +503,7 @@ Status Log::Opener::check_no_later_entries(const Segment& seg, const std::string
   size_t got = 0;
   Status st = read_at(log_.io_, seg.fd, buf_.data(), buf_.size(), 0, path, got);
   if (!st.ok()) return st;
-  if (valid_entry_after(buf_, lf::kHeaderBytes, seg.generation, log_.last_seq_)) {
+  if (valid_entry_after(buf_, lf::kHeaderBytes, seg.generation, last_entry())) {
     return Status::error(fmt::format("the log is damaged: {}, yet log-{} holds later entries; refusing to open "
                                      "(aup replay --verify shows where)",
                                      report_.torn_where, seg.number));
@@ -663,8 +680,7 @@ void Log::drop_unheaded(Segment& s, const std::string& p) {
 
 std::vector<uint8_t>& Log::begin_entry() {
   assert(!o_.read_only);
-  // The header's bytes, zero until append_entry() fills them (its reserved
-  // word stays zero).
+  // The header's bytes, zero until append_entry() fills them.
   buf_.assign(lf::kEntryHeaderBytes, 0);
   entry_begun_ = true;
   return buf_;
@@ -703,15 +719,16 @@ Status Log::append_entry(uint64_t seq) {
   buf_.resize(need + (marker ? lf::kEntryHeaderBytes : 0), 0);
   uint8_t* head = buf_.data();
   put_u32(head, static_cast<uint32_t>(payload));
+  put_u32(head + 4, term_);
   put_u64(head + 8, seq);
   put_u64(head + 16, last_seq_);
   put_u64(head + 24, last_digest_);
   uint64_t digest = entry_digest(s.generation, head, head + lf::kEntryHeaderBytes, payload);
   put_u64(head + 32, digest);
   // What recovery will check, checked before it reaches the disk: the
-  // entry chains to the last, ends on an 8-byte boundary inside its
-  // segment, and its padding and marker are zero.
-  assert(get_u64(head + 16) == last_seq_ && get_u64(head + 24) == last_digest_ && get_u32(head + 4) == 0);
+  // entry chains to the last, its term is not lower, it ends on an 8-byte
+  // boundary inside its segment, and its padding and marker are zero.
+  assert(get_u64(head + 16) == last_seq_ && get_u64(head + 24) == last_digest_ && term_ >= last_term_);
   assert(need % lf::kAlign == 0 && need >= lf::kEntryHeaderBytes + payload &&
          need - lf::kEntryHeaderBytes - payload < lf::kAlign && entry_fits(s.used, static_cast<uint32_t>(payload), s.size));
   assert(all_zero(head + lf::kEntryHeaderBytes + payload, buf_.size() - lf::kEntryHeaderBytes - payload));
@@ -734,6 +751,7 @@ Status Log::write_entry(Segment& s, uint64_t seq, uint64_t digest, uint64_t need
   s.used += need;
   last_seq_ = seq;
   last_digest_ = digest;
+  last_term_ = term_;
   pending_sync_ = true;
   return Status::good();
 }
@@ -794,6 +812,131 @@ void Log::release_through(uint64_t seq) {
       io_.unlink(path(s.number));
     }
   }
+}
+
+// ---- following a served log --------------------------------------------------------------
+
+Status Log::follow(uint64_t cut_segment, uint64_t cut_end, const Visitor& visit) {
+  assert(o_.read_only);
+  for (;;) {
+    if (chain_.empty() || chain_.back().number < cut_segment) {
+      // The cut is in a later segment: this one's entries first, then on.
+      if (!chain_.empty()) {
+        Status st = follow_segment(chain_.back(), chain_.back().size, visit);
+        if (!st.ok()) return st;
+      }
+      Status st = open_successor(cut_segment);
+      if (!st.ok()) return st;
+      continue;
+    }
+    if (chain_.back().number > cut_segment) {
+      return Status::error(fmt::format("the log's cut moved back, to log-{} from log-{}", cut_segment,
+                                       chain_.back().number));
+    }
+    return follow_segment(chain_.back(), cut_end, visit);
+  }
+}
+
+// The segment that continues the chain (its predecessor is the last
+// one's generation; with none, the first segment of a store), numbered at
+// most `cut_segment`: the lowest such. Earlier segments are closed.
+Status Log::open_successor(uint64_t cut_segment) {
+  uint64_t after = chain_.empty() ? 0 : chain_.back().number + 1;
+  uint64_t predecessor = chain_.empty() ? 0 : chain_.back().generation;
+  std::vector<std::string> names;
+  if (int rc = io_.list_dir(dir_, names); rc < 0) {
+    return Status::error(fmt::format("cannot list {}: {}", dir_, std::strerror(-rc)), -rc);
+  }
+  std::vector<uint64_t> numbers;
+  for (const std::string& name : names) {
+    if (name.size() < 5 || name.compare(0, 4, "log-") != 0 || name.size() > 22) continue;
+    if (!std::all_of(name.begin() + 4, name.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+    uint64_t n = std::stoull(name.substr(4));
+    if (n >= after && n <= cut_segment) numbers.push_back(n);
+  }
+  std::sort(numbers.begin(), numbers.end());
+  for (uint64_t n : numbers) {
+    std::string p = path(n);
+    int fd = io_.open(p, O_RDONLY, 0);
+    if (fd < 0) continue;  // released meanwhile: not the successor
+    uint8_t head[lf::kHeaderBytes] = {};
+    SegmentHeader h;
+    if (io_.pread(fd, head, sizeof head, 0) != lf::kHeaderBytes || !decode_header(head, h).empty() ||
+        h.number != n || h.predecessor != predecessor) {
+      io_.close(fd);
+      continue;
+    }
+    for (Segment& old : chain_) io_.close(old.fd);
+    chain_.clear();
+    Segment s;
+    s.number = n;
+    s.generation = h.generation;
+    s.predecessor = h.predecessor;
+    s.size = h.size;
+    s.used = lf::kHeaderBytes;
+    s.fd = fd;
+    chain_.push_back(s);
+    return Status::good();
+  }
+  return Status::error(fmt::format("the log no longer continues after save {}: no segment up to log-{} follows "
+                                   "the last one read",
+                                   last_seq_, cut_segment));
+}
+
+// The entries of segment `s` from s.used up to byte `limit` (the cut, or
+// the segment's end), read in large pieces; an end marker ends them.
+Status Log::follow_segment(Segment& s, uint64_t limit, const Visitor& visit) {
+  constexpr uint64_t kPiece = uint64_t{1} << 20;
+  const std::string p = path(s.number);
+  uint64_t base = s.used;  // buf_ holds the segment's bytes from here
+  buf_.clear();
+  // Bytes [s.used, to) of the segment in buf_ (fewer at `limit`).
+  auto ensure = [&](uint64_t to) -> Status {
+    to = std::min(to, limit);
+    if (base <= s.used && base + buf_.size() >= to) return Status::good();
+    buf_.erase(buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(s.used - base));
+    base = s.used;
+    size_t have = buf_.size();
+    buf_.resize(std::min(limit, std::max(to, base + kPiece)) - base);
+    size_t got = 0;
+    Status st = read_at(io_, s.fd, buf_.data() + have, buf_.size() - have, base + have, p, got);
+    buf_.resize(have + got);
+    return st;
+  };
+  while (s.used + lf::kEntryHeaderBytes <= limit) {
+    Status st = ensure(s.used + lf::kEntryHeaderBytes);
+    if (!st.ok()) return st;
+    if (base + buf_.size() < s.used + lf::kEntryHeaderBytes) break;  // the file is shorter: no more entries
+    const uint8_t* head = buf_.data() + (s.used - base);
+    if (all_zero(head, lf::kEntryHeaderBytes)) break;
+    st = ensure(s.used + lf::entry_bytes(get_u32(head)));
+    if (!st.ok()) return st;
+    head = buf_.data() + (s.used - base);
+    EntryCheck check = check_entry(head, s.used, base + buf_.size(), s.generation,
+                                   LastEntry{last_seq_ > 0, last_seq_, last_digest_, last_term_});
+    if (!check.why.empty()) {
+      return Status::error(fmt::format("the log is damaged: log-{} at byte {}: {} (read while it was served)",
+                                       s.number, s.used, check.why));
+    }
+    uint32_t len = get_u32(head);
+    LogEntry e;
+    e.seq = get_u64(head + 8);
+    e.term = get_u32(head + 4);
+    e.prev_seq = get_u64(head + 16);
+    e.digest = get_u64(head + 32);
+    e.segment = s.number;
+    e.offset = s.used;
+    e.payload = std::span<const uint8_t>(head + lf::kEntryHeaderBytes, len);
+    st = visit(e);
+    if (!st.ok()) return st;
+    last_seq_ = e.seq;
+    last_digest_ = e.digest;
+    last_term_ = term_ = e.term;
+    if (s.entries++ == 0) s.first_seq = e.seq;
+    s.last_seq = e.seq;
+    s.used += lf::entry_bytes(len);
+  }
+  return Status::good();
 }
 
 }  // namespace aup::storage

@@ -14,8 +14,9 @@
 //     entry is damage, not a torn tail: open refuses, naming the file and
 //     the byte offset. After an end marker (a zeroed header) open looks at
 //     least 1 MiB ahead for such an entry (a bound on open time).
-//   - A whole entry (its digest matches) that does not chain, or whose save
-//     number is not after its predecessor's, is damage, refused at once.
+//   - A whole entry (its digest matches) that does not chain, whose save
+//     number is not after its predecessor's, or whose term is lower than
+//     its predecessor's, is damage, refused at once.
 //   - A segment file shorter than its header says is damage (segments are
 //     allocated whole before their header is written and never shrink).
 //   - The segments are the chain ending at the highest-numbered segment with
@@ -26,6 +27,7 @@
 //     newer; any other invalid header is refused.
 #pragma once
 
+#include <cassert>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -42,6 +44,7 @@ namespace aup::storage {
 
 struct LogEntry {
   uint64_t seq = 0;
+  uint32_t term = 0;
   uint64_t digest = 0;
   uint64_t prev_seq = 0;
   uint64_t segment = 0;  // its segment's number
@@ -112,6 +115,14 @@ class Log {
   Status withdraw();
 
   uint64_t last_seq() const { return last_seq_; }
+  // The term of the last entry (0 before any), and the term the next
+  // entries are written in: never lower than the last's.
+  uint32_t last_term() const { return last_term_; }
+  uint32_t term() const { return term_; }
+  void set_term(uint32_t term) {
+    assert(term >= last_term_);  // a log's terms never go back
+    term_ = term;
+  }
   // Bytes of entries in live segments (what recovery would read).
   uint64_t live_bytes() const;
   // Segments whose entries all have save numbers <= seq (every image covers
@@ -128,6 +139,16 @@ class Log {
     uint64_t offset = 0;
   };
   End end() const { return chain_.empty() ? End{} : End{chain_.back().number, chain_.back().used}; }
+
+  // Following a served store's log (a primary's shipper, which opened it
+  // read_only with a cut): reads on from where the last read ended to the
+  // writer's newer cut, byte `cut_end` of segment `cut_segment`, into the
+  // segments that follow in the chain, each entry checked as open checks
+  // it and handed to `visit`. Every entry before the cut is durable, so a
+  // bad one is refused, as is a chain that no longer goes on (a segment
+  // released and reused under it: the caller held no readers' lock).
+  // Segments read past are closed.
+  Status follow(uint64_t cut_segment, uint64_t cut_end, const Visitor& visit);
 
   struct Segment {
     uint64_t number = 0;
@@ -152,6 +173,8 @@ class Log {
   Status create_segment(Segment& s, uint64_t size, const std::string& p);
   void drop_unheaded(Segment& s, const std::string& p);
   Status write_header(const Segment& s);
+  Status follow_segment(Segment& s, uint64_t limit, const Visitor& visit);
+  Status open_successor(uint64_t cut_segment);
   Status write_entry(Segment& s, uint64_t seq, uint64_t digest, uint64_t need);
   std::string path(uint64_t number) const;
 
@@ -168,6 +191,8 @@ class Log {
   uint64_t next_number_ = 0;
   uint64_t last_seq_ = 0;
   uint64_t last_digest_ = 0;
+  uint32_t last_term_ = 0;
+  uint32_t term_ = 0;
   bool pending_sync_ = false;
   // The entry being written or awaiting its sync, for withdraw().
   struct Unsynced {

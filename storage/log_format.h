@@ -18,7 +18,10 @@
 // Entries follow at offset 64, each starting at a multiple of 8:
 //
 //   0   4  payload length L; 0 (with the rest of the header 0) marks the end
-//   4   4  reserved (0)
+//   4   4  term: the primary's term that wrote it (docs/replication.md);
+//          never lower than the entry before it's; 0 on a store that has
+//          never been part of a cluster (and in logs from before terms,
+//          where these bytes were reserved and zero)
 //   8   8  save number (increasing, may skip)
 //   16  8  the previous entry's save number (0 before the first)
 //   24  8  the previous entry's digest (0 before the first)
@@ -47,6 +50,9 @@ inline constexpr uint32_t kAlign = 8;
 inline constexpr uint64_t kDefaultSegmentBytes = uint64_t{64} << 20;
 // Largest payload of one entry (one batch's changes).
 inline constexpr uint64_t kMaxPayloadBytes = uint64_t{1} << 31;
+// Terms count failovers and promotions: a store refuses to start a term
+// past this one.
+inline constexpr uint32_t kMaxTerm = UINT32_MAX;
 
 inline uint64_t entry_bytes(uint64_t payload) {
   return (kEntryHeaderBytes + payload + kAlign - 1) / kAlign * kAlign;

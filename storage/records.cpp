@@ -261,7 +261,7 @@ class PayloadApplier {
   PayloadApplier(std::span<const uint8_t> payload, const Schema& stored, const SchemaMap& map, uint64_t seq,
                  const std::vector<uint64_t>& covered, Tables& tables, std::vector<uint64_t>* bytes)
       : d_(payload.data(), payload.size()), stored_(stored), map_(map), target_(*map.target), seq_(seq),
-        covered_(covered), tables_(tables), bytes_(bytes) {}
+        covered_(covered), tables_(tables), bytes_(bytes), follows_(tables.follows_rows()) {}
   Status run();
 
  private:
@@ -281,9 +281,11 @@ class PayloadApplier {
     const std::vector<uint32_t>& fmap;      // stored field -> target field
     const std::vector<uint64_t>& defaults;  // a target row of defaults
     vm::BTree& tree;
+    uint32_t target;  // the target table's number
   };
   const char* put(const Group& g);
   const char* set(const Group& g);
+  const char* set_fields(const Group& g, uint64_t* row);
   const char* remove(const Group& g);
   // A set or remove's key: its values in key order into `parts` (texts
   // new heap texts, for release_key); false if they do not decode.
@@ -299,6 +301,7 @@ class PayloadApplier {
   const std::vector<uint64_t>& covered_;
   Tables& tables_;
   std::vector<uint64_t>* bytes_;
+  bool follows_;  // tables_.follows_rows()
   std::vector<uint64_t> row_;  // a put's row being built, a removed row's slots
   std::string why_;            // a refusal that names what it refuses
 };
@@ -373,7 +376,8 @@ const char* PayloadApplier::skip_records(const TableSchema& ts, uint64_t count) 
 
 const char* PayloadApplier::table_group(uint64_t stored_table, size_t target_table, uint64_t count) {
   const Group g{stored_.tables[stored_table], target_.tables[target_table], map_.field[stored_table],
-                map_.defaults[target_table], tables_.table(static_cast<uint32_t>(target_table))};
+                map_.defaults[target_table], tables_.table(static_cast<uint32_t>(target_table)),
+                static_cast<uint32_t>(target_table)};
   // Keys are made with the target tree's spec: the stored key's fields by
   // name, in the same order and of the same types (compare_schemas refuses
   // another key), so a key's values in key order encode alike in both.
@@ -417,11 +421,16 @@ const char* PayloadApplier::put(const Group& g) {
     return "truncated put";
   }
   vm::HeldKey key(g.tree.layout().key, row_.data());
+  uint64_t* there = nullptr;
   if (!g.tree.insert(key.key(), row_.data())) {
-    uint64_t* old = g.tree.find_mut(key.key());
-    for (uint32_t f = 0; f < tts.fields.size(); ++f) release_slot(tts.fields[f].type, old[f]);
-    std::copy(row_.begin(), row_.end(), old);
+    there = g.tree.find_mut(key.key());
+    if (follows_) tables_.row_leaving(g.target, there);
+    for (uint32_t f = 0; f < tts.fields.size(); ++f) release_slot(tts.fields[f].type, there[f]);
+    std::copy(row_.begin(), row_.end(), there);
+  } else if (follows_) {
+    there = g.tree.find_mut(key.key());
   }
+  if (follows_) tables_.row_entered(g.target, there);
   return nullptr;
 }
 
@@ -460,6 +469,14 @@ const char* PayloadApplier::set(const Group& g) {
   release_key(ts, parts);
   if (!whole) return "truncated set";
   if (!r) return "set of a row that does not exist";
+  if (follows_) tables_.row_leaving(g.target, r);
+  const char* failed = set_fields(g, r);
+  if (follows_) tables_.row_entered(g.target, r);
+  return failed;
+}
+
+const char* PayloadApplier::set_fields(const Group& g, uint64_t* r) {
+  const TableSchema& ts = g.ts;
   uint64_t n = d_.varint();
   for (uint64_t j = 0; j < n && d_.ok(); ++j) {
     uint64_t f = d_.varint();
@@ -480,6 +497,10 @@ const char* PayloadApplier::remove(const Group& g) {
   bool gone = false;
   if (whole) {
     row_.assign(g.tts.fields.size(), 0);
+    if (follows_) {
+      const uint64_t* r = g.tree.find(vm::HeldKey(g.tree.layout().key, parts, vm::HeldKey::From::Parts).key());
+      if (r) tables_.row_leaving(g.target, r);
+    }
     gone = g.tree.erase(vm::HeldKey(g.tree.layout().key, parts, vm::HeldKey::From::Parts).key(), row_.data());
   }
   release_key(g.ts, parts);

@@ -46,6 +46,20 @@ class Tables {
   virtual uint64_t var(uint32_t v) const = 0;
   // Takes over `value` (a heap text for a text var), releasing the old one.
   virtual void set_var(uint32_t v, uint64_t value) = 0;
+  // Whether apply_payload tells each row it changes (a replica's state,
+  // whose indexes follow every entry it applies; at an open, indexes are
+  // built once the log is replayed, and nothing is told): row_leaving()
+  // with the row as it was before a change (a replaced, set or removed
+  // row), row_entered() with it after (a put or set row).
+  virtual bool follows_rows() const { return false; }
+  virtual void row_leaving(uint32_t t, const uint64_t* row) {
+    (void)t;
+    (void)row;
+  }
+  virtual void row_entered(uint32_t t, const uint64_t* row) {
+    (void)t;
+    (void)row;
+  }
 };
 
 // Where a change left its row: the leaf position and the tree's

@@ -171,6 +171,12 @@ constexpr DurablePoints kSchemaPoints{"schema.before_fsync", "schema.before_rena
 
 }  // namespace
 
+std::vector<uint8_t> schema_file_bytes(const Schema& s) { return frame_schema(s); }
+
+Status parse_schema_file_bytes(const std::string& name, const std::vector<uint8_t>& bytes, Schema& s) {
+  return parse_schema(name, bytes, s);
+}
+
 Status write_schema_file(Io& io, const std::string& dir, const Schema& s) {
   std::vector<uint8_t> file = frame_schema(s);
   assert(reads_back_as(file, s));  // checked right before it goes to disk

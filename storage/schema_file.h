@@ -13,6 +13,7 @@
 // Written beside (`schema.new`), synced, renamed, directory synced.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,12 @@ namespace aup::storage {
 Status write_schema_file(Io& io, const std::string& dir, const Schema& s);
 // err == ENOENT when there is none.
 Status read_schema_file(Io& io, const std::string& dir, Schema& s);
+
+// A schema file's bytes for `s`, and a schema read back from such bytes
+// (`name` says where they came from in a refusal): what a replica's
+// handshake carries (runtime/replication_stream.h).
+std::vector<uint8_t> schema_file_bytes(const Schema& s);
+Status parse_schema_file_bytes(const std::string& name, const std::vector<uint8_t>& bytes, Schema& s);
 
 // How a module's schema differs from a store's. Additions (a table, a var,
 // a field with a default) migrate; anything else is a refusal, one line

@@ -279,6 +279,52 @@ Status Store::write_batch(BatchEncoder& batch, Fate& fate) {
   return Status::good();
 }
 
+Status Store::append_copy(uint32_t term, uint64_t seq, std::span<const uint8_t> payload) {
+  if (unavailable()) return Status::error(unavailable_);
+  if (seq != last_seq_ + 1) {
+    return Status::error(fmt::format("entry {} does not follow this store's last save, {}", seq, last_seq_));
+  }
+  if (term < log_->last_term()) {
+    return Status::error(fmt::format("entry {} is of term {}, older than this store's last entry's, {}", seq, term,
+                                     log_->last_term()));
+  }
+  log_->set_term(term);
+  std::vector<uint8_t>& entry = log_->begin_entry();
+  entry.insert(entry.end(), payload.begin(), payload.end());
+  Fate fate = Fate::NotWritten;
+  Status st = log_->append_entry(seq);
+  if (st.ok()) st = log_->sync();
+  if (!st.ok()) return log_->broken() ? fail_commit(st, fate) : st;
+  if (!self_map_) self_map_ = std::make_unique<SchemaMap>(map_schema(schema_, schema_));
+  std::fill(entry_bytes_.begin(), entry_bytes_.end(), 0);
+  std::vector<uint64_t> covered(entry_bytes_.size(), 0);
+  st = apply_payload(payload, schema_, *self_map_, seq, covered, tables_, &entry_bytes_);
+  if (!st.ok()) {
+    unavailable_ = fmt::format("the store takes no more entries: entry {} is durable but does not apply ({})", seq,
+                               st.message);
+    return Status::error(unavailable_);
+  }
+  took(seq, payload.size());
+  return Status::good();
+}
+
+Status Store::begin_term(uint32_t term) {
+  if (unavailable()) return Status::error(unavailable_);
+  if (term <= log_->last_term()) {
+    return Status::error(fmt::format("term {} does not follow the last entry's, {}", term, log_->last_term()));
+  }
+  log_->set_term(term);
+  std::fill(entry_bytes_.begin(), entry_bytes_.end(), 0);
+  log_->begin_entry();
+  uint64_t seq = last_seq_ + 1;
+  Fate fate = Fate::NotWritten;
+  Status st = log_->append_entry(seq);
+  if (st.ok()) st = log_->sync();
+  if (!st.ok()) return log_->broken() ? fail_commit(st, fate) : st;
+  took(seq, 0);
+  return Status::good();
+}
+
 // A durable entry `seq` of `payload` bytes, taken in: the save numbers
 // chain (the log's last is this one, one past the store's last), readers
 // of the served store may read up to its end, and its bytes count towards
@@ -472,7 +518,7 @@ void Store::release_covered_now() {
   }
   uint64_t covered = *std::min_element(image_seq_.begin(), image_seq_.end());
   assert(covered <= last_seq_);
-  log_->release_through(covered);
+  log_->release_through(std::min(covered, retain_after_));
 }
 
 }  // namespace aup::storage

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -107,6 +108,25 @@ class Store {
   // is unavailable until reopened; a refusal that changed nothing (no space
   // for a new segment) leaves it available.
   Status commit(BatchEncoder& batch, Fate& fate);
+  // A replica's (docs/replication.md): an entry its primary wrote, with
+  // the primary's term and save number, which must be the next after this
+  // store's last save, in a term no older than its last entry's. Written
+  // and synced as a commit is (a failure leaves the store unavailable, as
+  // a failed commit does), then applied to the tables, whose indexes
+  // follow each row when they say so (Tables::follows_rows). A payload
+  // that does not apply is refused after it is durable: the store is then
+  // unavailable, and the next open refuses the same entry.
+  Status append_copy(uint32_t term, uint64_t seq, std::span<const uint8_t> payload);
+  // A node made primary (`aup promote`, or elected): writes an entry with
+  // no changes in term `term`, past the last entry's, so that the log
+  // itself says the term began before any event of it is answered.
+  Status begin_term(uint32_t term);
+  // The term the next entry is written in (the last entry's, or the one
+  // begin_term() began; 0 on a store never in a cluster).
+  uint32_t term() const { return log_->term(); }
+  // Log entries after save `seq` are kept (not released by a checkpoint)
+  // while a replica still needs them; UINT64_MAX: none does.
+  void retain_after(uint64_t seq) { retain_after_ = seq; }
   bool unavailable() const { return !unavailable_.empty(); }
   // Why every later event is refused (before it runs: not written).
   const std::string& unavailable_reason() const { return unavailable_; }
@@ -176,6 +196,8 @@ class Store {
   std::vector<uint64_t> entry_bytes_;  // scratch for BatchEncoder::encode
   std::unique_ptr<Job> job_;
   uint64_t retry_after_ = 0;  // after a failed checkpoint: not before this save number
+  uint64_t retain_after_ = UINT64_MAX;  // retain_after()
+  std::unique_ptr<SchemaMap> self_map_;  // append_copy's: the store's schema onto its own tables
   StoreStats stats_;
   uint64_t last_commit_ns_ = 0;
 };

@@ -51,6 +51,9 @@ OWN_STREAM = {"image.seq_before_fsync"}
 # schema is written before anything else): crashed_creation.
 SCHEMA_POINTS = ["schema.before_fsync", "schema.before_rename", "schema.after_rename", "schema.after_dir_sync"]
 NTHS = [1, 2, 7, 23]
+# DIR/replica-of, written when `aup run --replica-of` opens a store
+# (storage/role.h): role_crash_case.
+ROLE_POINTS = ["role.before_fsync", "role.before_rename", "role.after_rename", "role.after_dir_sync"]
 # The steps of the open that gives a store its key tables (`--keys` on a
 # store that kept none, storage/key_tables.h): the images of `$keys` and
 # `$key_order` (then the vars'), then the schema file that names them.
@@ -276,6 +279,36 @@ def crashed_creation(aup, module, work, point, groups, states):
     verify(aup, d)
 
 
+def role_crash_case(aup, module, work, point, groups, states):
+    """A crash while a store becomes a replica (DIR/replica-of written,
+    before anything is followed): once the file is renamed into place the
+    store is a replica (`aup run` without --replica-of refuses it, `aup
+    promote` makes it a primary again); before, it is still a primary.
+    Either way it holds its rows, and the next run works."""
+    d = os.path.join(work, "store")
+    shutil.rmtree(d, ignore_errors=True)
+    rc, out, err = run_lines(aup, store_args(module, d), groups[0])
+    sock = os.path.join(work, "r.sock")
+    r = subprocess.run([aup, "run", *store_args(module, d), "--listen", "unix:" + sock, "--replica-of",
+                        "unix:" + os.path.join(work, "nobody.sock")], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, AUP_FAULTS="crash:%s:1" % point))
+    if r.returncode != CRASH_EXIT:
+        fail("%s: expected a crash (exit %d), got exit %d: %s" % (point, CRASH_EXIT, r.returncode, r.stderr))
+    placed = os.path.exists(os.path.join(d, "replica-of"))
+    if placed != (point in ("role.after_rename", "role.after_dir_sync")):
+        fail("%s: the replica-of file is %s" % (point, "in place" if placed else "not in place"))
+    rc, out, err = run_lines(aup, store_args(module, d), ['{"query":"state"}'])
+    if placed and (rc != 2 or "is a replica of" not in err):
+        fail("%s: a replica's store run without --replica-of: exit %d %s" % (point, rc, err.strip()))
+    if placed:
+        p = subprocess.run([aup, "promote", "--data", d], capture_output=True, text=True, timeout=60)
+        if p.returncode != 0:
+            fail("%s: aup promote: exit %d %s" % (point, p.returncode, p.stderr.strip()))
+    # The first group was answered before the crash: states[1].
+    if reopen_state(aup, module, d) != states[1]:
+        fail("%s: the store does not hold its rows after the crash" % point)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("aup")
@@ -300,6 +333,9 @@ def main():
         for point in SCHEMA_POINTS:
             crashed_creation(a.aup, a.module, work, point, groups, states)
             print("crash at %-22s creating the store: nothing answered, the next run made it" % point)
+        for point in ROLE_POINTS:
+            role_crash_case(a.aup, a.module, work, point, groups, states)
+        print("crash at %s: a replica once the file is in place, a primary before" % ", ".join(ROLE_POINTS))
         for point, n in KEY_POINTS:
             keys_crash_case(a.aup, a.module, work, point, n, groups, states)
         print("crash gaining the key tables  at %s: reopened as it was, then gained them" %

@@ -37,6 +37,7 @@ std::vector<uint8_t> bytes_of(const std::string& s) { return std::vector<uint8_t
 struct Opened {
   std::unique_ptr<Log> log;
   std::vector<std::pair<uint64_t, std::string>> entries;
+  std::vector<uint32_t> terms;  // each entry's
   LogOpenReport report;
   Status status;
 };
@@ -49,6 +50,7 @@ Opened open_log(Io& io, const std::string& dir, uint64_t segment_bytes = 4096) {
       io, dir, opts,
       [&](const LogEntry& e) {
         o.entries.emplace_back(e.seq, std::string(e.payload.begin(), e.payload.end()));
+        o.terms.push_back(e.term);
         return Status::good();
       },
       o.log, o.report);
@@ -401,6 +403,84 @@ TEST_SUITE("log") {
     REQUIRE_FALSE(o.status.ok());
     CHECK(o.status.message.find("log-0 at byte " + std::to_string(entry_offset(payloads, 1)) + ": does not chain") !=
           std::string::npos);
+  }
+
+  TEST_CASE("EntriesCarryTheirTermAndAReopenedLogGoesOnInTheLast") {
+    TempDir dir;
+    SystemIo io;
+    {
+      Opened o = open_log(io, dir.path);
+      append(*o.log, 1, "before any term");
+      o.log->set_term(3);
+      append(*o.log, 2, "in term 3");
+      o.log->set_term(5);
+      append(*o.log, 3, "in term 5");
+    }
+    Opened o = open_log(io, dir.path);
+    REQUIRE(o.status.ok());
+    CHECK(o.terms == std::vector<uint32_t>{0, 3, 5});
+    CHECK(o.log->last_term() == 5);
+    CHECK(o.log->term() == 5);
+    append(*o.log, 4, "still term 5");
+    Opened again = open_log(io, dir.path);
+    CHECK(again.terms.back() == 5);
+  }
+
+  TEST_CASE("AWholeEntryWhoseTermIsLowerThanItsPredecessorsIsDamage") {
+    // A term never goes back along a log: an entry of an older term after
+    // a newer one is not an entry this log's writer wrote (a deposed
+    // primary's, spliced in), even when its digest and chain hold.
+    TempDir dir;
+    SystemIo io;
+    std::vector<std::string> payloads = {"aaaa", "bbbb", "cccc"};
+    {
+      Opened o = open_log(io, dir.path);
+      o.log->set_term(7);
+      for (size_t i = 0; i < payloads.size(); ++i) append(*o.log, i + 1, payloads[i]);
+    }
+    reseal_entry(dir.path + "/log-0", entry_offset(payloads, 1), 4, [](uint8_t* entry) { entry[4] = 6; });
+    Opened o = open_log(io, dir.path);
+    REQUIRE_FALSE(o.status.ok());
+    CHECK(o.status.message.find("log-0 at byte " + std::to_string(entry_offset(payloads, 1)) +
+                                ": term 6 is lower than the entry before it's (7)") != std::string::npos);
+  }
+
+  TEST_CASE("FollowingAServedLogReadsEachNewEntryOnceIntoLaterSegments") {
+    // A reader opened with a cut (a primary's shipper), then following the
+    // writer's later cuts: every entry exactly once, in order, across
+    // segments started after it opened.
+    TempDir dir;
+    SystemIo io;
+    Opened w = open_log(io, dir.path);
+    for (uint64_t i = 1; i <= 5; ++i) append(*w.log, i, std::string(300, 'a'));
+    Log::Options ro;
+    ro.read_only = true;
+    ro.cut_segment = w.log->end().segment;
+    ro.cut_end = w.log->end().offset;
+    std::vector<uint64_t> seen;
+    std::vector<uint32_t> terms;
+    auto visit = [&](const LogEntry& e) {
+      seen.push_back(e.seq);
+      terms.push_back(e.term);
+      return Status::good();
+    };
+    std::unique_ptr<Log> r;
+    LogOpenReport rep;
+    REQUIRE(Log::open(io, dir.path, ro, visit, r, rep).ok());
+    CHECK(seen.size() == 5);
+    w.log->set_term(2);
+    for (uint64_t i = 6; i <= 40; ++i) {
+      append(*w.log, i, std::string(300 + i, 'b'));
+      if (i % 7 == 0) REQUIRE(r->follow(w.log->end().segment, w.log->end().offset, visit).ok());
+    }
+    REQUIRE(w.log->segments().size() > 3);  // the entries went on into later segments
+    REQUIRE(r->follow(w.log->end().segment, w.log->end().offset, visit).ok());
+    REQUIRE(seen.size() == 40);
+    for (size_t k = 0; k < seen.size(); ++k) CHECK(seen[k] == k + 1);
+    CHECK(terms.back() == 2);
+    // Nothing new: nothing read.
+    REQUIRE(r->follow(w.log->end().segment, w.log->end().offset, visit).ok());
+    CHECK(seen.size() == 40);
   }
 
   TEST_CASE("AnEntryWhosePaddingPassesTheSegmentsEndIsIncomplete") {

@@ -1242,6 +1242,91 @@ on add { lines.add(Line { w: add.w, d: add.d, o: add.o, qty: 1 }) }
     REQUIRE_FALSE(st.ok());
     CHECK_MESSAGE(st.message.find("column list does not decode") != std::string::npos, st.message);
   }
+
+  // ---- replication: a replica's copies of another store's entries ----
+
+  TEST_CASE("append_copy: a primary's entries copied into another store give its rows, saves and terms") {
+    StoreDir primary_dir, replica_dir;
+    SystemIo io;
+    Durable p(kModule, primary_dir.path, io, Durable::small_store_foreground());
+    REQUIRE(p.status().ok());
+    REQUIRE(p.store().begin_term(2).ok());
+    for (int i = 0; i < 60; ++i) p.one(put_line(i));
+    p.one(R"({"event":"bump","args":{"id":3,"by":5}})");
+    p.one(R"({"event":"del","args":{"id":4}})");
+    p.one(R"({"event":"word","args":{"w":"x"}})");
+    struct Copy {
+      uint32_t term;
+      uint64_t seq;
+      std::vector<uint8_t> payload;
+    };
+    std::vector<Copy> copies;
+    Log::Options ro;
+    ro.read_only = true;
+    std::unique_ptr<Log> log;
+    LogOpenReport rep;
+    REQUIRE(Log::open(io, primary_dir.path, ro,
+                      [&](const LogEntry& e) {
+                        copies.push_back(Copy{e.term, e.seq, {e.payload.begin(), e.payload.end()}});
+                        return Status::good();
+                      },
+                      log, rep)
+                .ok());
+    REQUIRE(rep.first_prev_seq == 0);  // nothing released: every entry is there to copy
+    {
+      Durable r(kModule, replica_dir.path, io);
+      REQUIRE(r.status().ok());
+      for (const Copy& c : copies) {
+        Status st = r.store().append_copy(c.term, c.seq, c.payload);
+        REQUIRE_MESSAGE(st.ok(), st.message);
+      }
+      CHECK(r.dump() == p.dump());
+      CHECK(r.store().last_seq() == p.store().last_seq());
+      CHECK(r.store().term() == 2);
+    }
+    Durable again(kModule, replica_dir.path, io);
+    REQUIRE(again.status().ok());
+    CHECK(again.dump() == p.dump());
+    CHECK(again.store().term() == 2);
+  }
+
+  TEST_CASE("append_copy refuses an entry that does not follow the last save, or of an older term") {
+    StoreDir dir;
+    SystemIo io;
+    Durable d(kModule, dir.path, io);
+    REQUIRE(d.status().ok());
+    d.one(put_line(1));
+    uint64_t last = d.store().last_seq();
+    std::vector<uint8_t> none;
+    Status st = d.store().append_copy(0, last + 2, none);
+    CHECK(st.message == fmt::format("entry {} does not follow this store's last save, {}", last + 2, last));
+    REQUIRE(d.store().begin_term(5).ok());
+    st = d.store().append_copy(4, last + 2, none);
+    CHECK(st.message == fmt::format("entry {} is of term 4, older than this store's last entry's, 5", last + 2));
+    CHECK_FALSE(d.unavailable());  // refused before anything was written
+    CHECK(d.one(put_line(2)) == "{\"ok\":true}\n");
+  }
+
+  TEST_CASE("begin_term: an entry of no changes in the new term, read back at the next open; no going back") {
+    StoreDir dir;
+    SystemIo io;
+    std::string before;
+    {
+      Durable d(kModule, dir.path, io);
+      REQUIRE(d.status().ok());
+      d.one(put_line(1));
+      before = d.dump();
+      uint64_t last = d.store().last_seq();
+      REQUIRE(d.store().begin_term(1).ok());
+      CHECK(d.store().last_seq() == last + 1);
+      CHECK(d.store().term() == 1);
+      CHECK(d.store().begin_term(1).message == "term 1 does not follow the last entry's, 1");
+    }
+    Durable d(kModule, dir.path, io);
+    REQUIRE(d.status().ok());
+    CHECK(d.store().term() == 1);
+    CHECK(d.dump() == before);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,78 @@
+// A primary's side of replication (docs/replication.md). A replica
+// connects to an address the primary listens on and sends `replicate` as
+// its first request (runtime/replication_stream.h); the serving loop hands
+// that connection to the Shipper, which feeds it from a thread of its own:
+//
+//   1. The handshake: the replica's module must be the primary's (its
+//      store's schema, compared as a migration would compare it, every
+//      difference named), and the replica must not be ahead.
+//   2. Catching up: the thread reads the store's log as any reader of a
+//      served store does (storage/live.h: the readers' lock, the live mark
+//      as the cut) and sends every entry after the replica's save. If the
+//      log no longer holds them (a checkpoint released them), or the
+//      replica's last entry is not the primary's (another term wrote it),
+//      the replica is refused, saying so.
+//   3. Following: after each durable commit the owner calls committed();
+//      each feed reads on to the new mark and sends what it finds. Idle, it
+//      sends a beat once a second. It reads the replica's acks as they come.
+//
+// The log segments a connected replica still needs are not released: the
+// owner hands retain_after() to the store before each checkpoint turn
+// (storage::Store::retain_after). Nothing here changes the state, and no
+// feed ever makes a commit wait.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/request.h"
+#include "storage/io.h"
+#include "storage/schema.h"
+
+namespace aup::runtime {
+
+class Feed;
+
+class Shipper {
+ public:
+  // `dir`: the served store; `schema`: its schema (the module's tables and
+  // the store's own); `io` must outlive the Shipper. Messages go to `err`.
+  Shipper(storage::Io& io, std::string dir, storage::Schema schema, std::FILE* err);
+  ~Shipper();  // stops and joins every feed
+  Shipper(const Shipper&) = delete;
+  Shipper& operator=(const Shipper&) = delete;
+
+  // A serving loop's thread: takes over `fd` (a connection whose first
+  // request, `r`, is `replicate`), from now on this Shipper's to answer
+  // and close.
+  void adopt(int fd, const Request& r);
+  // The owner, after every durable commit: wakes each feed.
+  void committed();
+  // The owner: log entries after this save are kept (the least a connected
+  // replica still needs; UINT64_MAX: none connected).
+  uint64_t retain_after();
+
+  // Replicas connected now, with what each has been sent, made durable
+  // and applied (for stats).
+  struct Replica {
+    uint64_t sent = 0, durable = 0, applied = 0;
+  };
+  std::vector<Replica> replicas();
+
+ private:
+  void reap();  // joins feeds that have ended (under mu_)
+
+  storage::Io& io_;
+  std::string dir_;
+  storage::Schema schema_;
+  std::FILE* err_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Feed>> feeds_;  // under mu_
+};
+
+}  // namespace aup::runtime
