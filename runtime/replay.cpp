@@ -76,7 +76,6 @@ class Printer : public storage::RecoveryReporter {
   }
   void entry(const storage::LogEntry& e, const storage::PayloadSummary* changes) override {
     last_seq = std::max(last_seq, e.seq);
-    last_term = e.term;
     if (changes) print_entry(e, *changes);
   }
   void torn_tail(const std::string& where) override { torn = where; }
@@ -91,7 +90,7 @@ class Printer : public storage::RecoveryReporter {
   std::vector<uint64_t> image_bytes;
   uint64_t image_rows = 0;  // in the tables' images
   uint64_t last_seq = 0;    // the newest save: an image's or the log's last entry's
-  uint32_t last_term = 0;   // the log's last entry's term
+  uint32_t term = 0;        // the store's term (storage/terms.h), once the log is read
   std::string torn;         // where the log ends in a torn write, if it does
   storage::LogOpenReport log;
   std::vector<storage::Log::Segment> segments;
@@ -185,8 +184,8 @@ void print_summary(const std::string& dir, const storage::Schema& schema, storag
              schema.vars.size() == 1 ? "" : "s", p.last_seq);
   // Replication (docs/replication.md): said only of a store that has been
   // part of it, so a lone store's summary is as it always was.
-  if (!replica_of.empty() || p.last_term > 0) {
-    fmt::print(out, "  {}, term {}\n", replica_of.empty() ? "a primary" : "a replica of " + replica_of, p.last_term);
+  if (!replica_of.empty() || p.term > 0) {
+    fmt::print(out, "  {}, term {}\n", replica_of.empty() ? "a primary" : "a replica of " + replica_of, p.term);
   }
   auto image = [&](size_t t) {
     return p.has_image[t] ? fmt::format("save {}, {}", p.image_seq[t], size_text(p.image_bytes[t])) : "none";
@@ -282,6 +281,7 @@ int replay(storage::Io& io, const ReplayOptions& o, std::FILE* out, std::FILE* e
   if (int rc = cut_if_served(access, recovery, dir, err)) return rc;
   st = recovery.read_log();
   if (!st.ok()) return stopped(st, err);
+  printer.term = recovery.terms().last_term();
   if (o.at && *o.at > printer.last_seq) {
     fmt::print(err, "aup replay: --at {} is past the store's last save, {}\n", *o.at, printer.last_seq);
     return 2;

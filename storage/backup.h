@@ -1,15 +1,10 @@
 // `aup backup --data DIR --to DEST`: a copy of a store as of one save,
 // made while the store may be served (docs/operations.md, "Backing up").
 //
-// The source is read as `aup replay` reads it (storage/live.h): under its
-// LOCK shared when no aup holds it, else as a reader of the served store,
-// so the server never waits and changes no file the copy reads. The copy
-// is the schema file, every image (opened before the live mark is read,
-// so none covers a later save than the cut), and the log's chain as its
-// one reader finds it, up to the cut when served: each segment up to the
-// end of its last entry, the rest left zero (a clean end), allocated whole
-// like every segment. A torn tail, free segments, LOCK, READERS and LIVE
-// are not copied.
+// The copy is a store's copy as storage/copy.h makes one (the schema
+// file, the term history, the images, the log's chain up to the cut),
+// read as `aup replay` reads it, so the server never waits and changes no
+// file the copy reads.
 //
 // Everything is written into DEST.partial, each file synced, the directory
 // synced, then renamed to DEST and its parent synced: a backup stopped at

@@ -92,7 +92,12 @@ Status Recovery::read_log() {
   all_covered_ = *std::min_element(apply_after_.begin(), apply_after_.end());
   applied_bytes_.assign(image_seq_.size(), 0);
   last_seq_ = *std::max_element(image_seq_.begin(), image_seq_.end());
-  Status st = Log::open(
+  Status st = read_terms(io_, dir_, terms_);
+  if (!st.ok()) {
+    if (st.err == 0) reporter_.damage(st);
+    return st;
+  }
+  st = Log::open(
       io_, dir_, o_.log, [this](const LogEntry& e) { return visit(e); }, log_, log_report_);
   if (!st.ok()) {
     if (st.err == 0 && !refused_in_visit_) reporter_.damage(st);
@@ -102,6 +107,7 @@ Status Recovery::read_log() {
   // state the log holds.
   assert(log_->last_seq() == visited_seq_ && log_report_.entries == entries_);
   last_seq_ = std::max(last_seq_, log_->last_seq());
+  terms_changed_ = terms_.drop_after(last_seq_) || terms_changed_;
   if (log_report_.torn) reporter_.torn_tail(log_report_.torn_where);
   reporter_.log_read(log_report_, log_->segments());
   return Status::good();
@@ -122,6 +128,7 @@ Status Recovery::visit(const LogEntry& e) {
       return m;
     }
   }
+  if (Status t = check_term(e); !t.ok()) return refuse_entry(e, t);
   PayloadSummary summary;
   if (o_.summarize_entries) {
     Status s = summarize_payload(e.payload, *stored_, summary);
@@ -133,6 +140,21 @@ Status Recovery::visit(const LogEntry& e) {
   if (missing_ || e.seq <= all_covered_ || e.seq > o_.apply_through) return Status::good();
   Status a = apply_payload(e.payload, *stored_, map_, e.seq, apply_after_, *tables_, &applied_bytes_);
   if (!a.ok()) return refuse_entry(e, a);
+  return Status::good();
+}
+
+// The entry's term against the history (read_log's rule).
+Status Recovery::check_term(const LogEntry& e) {
+  if (e.term > terms_.last_term()) {
+    terms_.drop_after(e.seq - 1);
+    terms_.begin(e.term, e.seq);
+    terms_changed_ = true;
+    return Status::good();
+  }
+  if (uint32_t said = terms_.term_at(e.seq); said != e.term) {
+    return Status::error(fmt::format("entry {} is of term {}, but {}/terms has save {} in term {}", e.seq, e.term,
+                                     dir_, e.seq, said));
+  }
   return Status::good();
 }
 

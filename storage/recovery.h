@@ -31,6 +31,7 @@
 #include "storage/records.h"
 #include "storage/schema.h"
 #include "storage/status.h"
+#include "storage/terms.h"
 
 namespace aup::storage {
 
@@ -103,7 +104,12 @@ class Recovery {
   }
   // 3. The log: its entries after the images applied, up to
   //    RecoveryOptions::apply_through. Refuses when images do not reach
-  //    back to its first entry (unless reading past damage).
+  //    back to its first entry (unless reading past damage). The term
+  //    history (storage/terms.h) is read first, and every entry's term
+  //    must be the one it gives the entry's save: a newer term than it
+  //    knows begins at that entry (its file was written before the entry,
+  //    so this is only a history copied from elsewhere, or none: a store
+  //    from before terms), an older or another one is damage.
   Status read_log();
 
   // After load_images, per table and then the vars: the save each image
@@ -118,6 +124,12 @@ class Recovery {
   const LogOpenReport& log_report() const { return log_report_; }
   // The opened log (after read_log), for a writable open to append to.
   std::unique_ptr<Log> take_log() { return std::move(log_); }
+  // After read_log: the term history as the log bears it out, without
+  // terms that begin past the last save (begun, and a crash came before
+  // their first entry); and whether that differs from DIR/terms (a
+  // writable open writes it).
+  const TermHistory& terms() const { return terms_; }
+  bool terms_changed() const { return terms_changed_; }
 
  private:
   Status took_image(uint32_t t, const Status& st, uint64_t seq, uint64_t bytes, uint64_t rows);
@@ -125,6 +137,7 @@ class Recovery {
   Status visit(const LogEntry& e);
   Status check_reaches_back(uint64_t first_prev_seq);
   Status refuse_entry(const LogEntry& e, const Status& why);
+  Status check_term(const LogEntry& e);
 
   Io& io_;
   std::string dir_;
@@ -150,6 +163,8 @@ class Recovery {
   uint64_t last_seq_ = 0;
   std::unique_ptr<Log> log_;
   LogOpenReport log_report_;
+  TermHistory terms_;
+  bool terms_changed_ = false;
 };
 
 }  // namespace aup::storage

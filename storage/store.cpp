@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "storage/copy.h"
 #include "storage/image.h"
 #include "storage/key_tables.h"
 #include "storage/recovery.h"
@@ -99,6 +100,10 @@ Status Store::open(Io& io, const std::string& dir, const Schema& schema, StoreOp
   }
   std::unique_ptr<Store> s(new Store(io, dir, schema, o, tables));
   Status st = s->lock_directory();
+  // Before anything reads the store: a copy received from a primary, and
+  // a cut of the log, each finished if one is under way.
+  if (st.ok()) st = install_copy(io, dir, report.copy_installed);
+  if (st.ok()) st = finish_cut(io, dir, report.cut_after);
   if (!st.ok()) return st;
   OpenReporter reporter(s->schema_, report, progress);
   RecoveryOptions ro;
@@ -111,6 +116,8 @@ Status Store::open(Io& io, const std::string& dir, const Schema& schema, StoreOp
   if (st.ok()) st = recovery.read_log();
   if (!st.ok()) return st;
   s->take_recovered(recovery);
+  if (recovery.terms_changed()) st = write_terms(io, dir, s->terms_);
+  if (!st.ok()) return st;
   report.last_seq = s->last_seq_;
   report.torn = recovery.log_report().torn;
   report.torn_where = recovery.log_report().torn_where;
@@ -192,6 +199,8 @@ void Store::take_recovered(Recovery& recovery) {
   log_ = recovery.take_log();
   assert(image_seq_.size() == n + 1 && since_image_.size() == n + 1 && log_);
   assert(log_->last_seq() <= last_seq_);
+  terms_ = recovery.terms();
+  log_->set_term(terms_.last_term());
 }
 
 // A new store gets an (empty) image of every table, so each one's coverage
@@ -284,15 +293,16 @@ Status Store::append_copy(uint32_t term, uint64_t seq, std::span<const uint8_t> 
   if (seq != last_seq_ + 1) {
     return Status::error(fmt::format("entry {} does not follow this store's last save, {}", seq, last_seq_));
   }
-  if (term < log_->last_term()) {
-    return Status::error(fmt::format("entry {} is of term {}, older than this store's last entry's, {}", seq, term,
-                                     log_->last_term()));
+  if (term < terms_.last_term()) {
+    return Status::error(fmt::format("entry {} is of term {}, older than this store's term, {}", seq, term,
+                                     terms_.last_term()));
   }
-  log_->set_term(term);
+  Status st = term > terms_.last_term() ? start_term(term, seq) : Status::good();
+  if (!st.ok()) return st;
   std::vector<uint8_t>& entry = log_->begin_entry();
   entry.insert(entry.end(), payload.begin(), payload.end());
   Fate fate = Fate::NotWritten;
-  Status st = log_->append_entry(seq);
+  st = log_->append_entry(seq);
   if (st.ok()) st = log_->sync();
   if (!st.ok()) return log_->broken() ? fail_commit(st, fate) : st;
   if (!self_map_) self_map_ = std::make_unique<SchemaMap>(map_schema(schema_, schema_));
@@ -310,18 +320,48 @@ Status Store::append_copy(uint32_t term, uint64_t seq, std::span<const uint8_t> 
 
 Status Store::begin_term(uint32_t term) {
   if (unavailable()) return Status::error(unavailable_);
-  if (term <= log_->last_term()) {
-    return Status::error(fmt::format("term {} does not follow the last entry's, {}", term, log_->last_term()));
+  if (term <= terms_.last_term()) {
+    return Status::error(fmt::format("term {} does not follow this store's term, {}", term, terms_.last_term()));
   }
-  log_->set_term(term);
+  uint64_t seq = last_seq_ + 1;
+  Status st = start_term(term, seq);
+  if (!st.ok()) return st;
   std::fill(entry_bytes_.begin(), entry_bytes_.end(), 0);
   log_->begin_entry();
-  uint64_t seq = last_seq_ + 1;
   Fate fate = Fate::NotWritten;
-  Status st = log_->append_entry(seq);
+  st = log_->append_entry(seq);
   if (st.ok()) st = log_->sync();
   if (!st.ok()) return log_->broken() ? fail_commit(st, fate) : st;
   took(seq, 0);
+  return Status::good();
+}
+
+Status Store::cut_after(uint64_t save, CutPrepared& out) {
+  if (unavailable()) return Status::error(unavailable_);
+  drain();
+  uint64_t covered = *std::max_element(image_seq_.begin(), image_seq_.end());
+  if (covered > save) {
+    return Status::error(fmt::format("its images cover save {}, past save {}: a copy of the primary's store "
+                                     "must replace it",
+                                     covered, save),
+                         ERANGE);
+  }
+  Status st = prepare_cut(io_, dir_, save, out);
+  if (!st.ok()) return st;
+  unavailable_ = fmt::format("the store's log is to be cut back to save {}: reopen it", save);
+  return Status::good();
+}
+
+// Term `term` begins at save `seq`, in DIR/terms before any entry of it is
+// written: a crash between leaves a term that begins past the last save,
+// which the next open forgets (storage/terms.h).
+Status Store::start_term(uint32_t term, uint64_t seq) {
+  TermHistory next = terms_;
+  next.begin(term, seq);
+  Status st = write_terms(io_, dir_, next);
+  if (!st.ok()) return st;
+  terms_ = std::move(next);
+  log_->set_term(term);
   return Status::good();
 }
 

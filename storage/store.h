@@ -34,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "storage/cut.h"
 #include "storage/io.h"
 #include "storage/latency.h"
 #include "storage/live.h"
@@ -41,6 +42,7 @@
 #include "storage/records.h"
 #include "storage/schema.h"
 #include "storage/status.h"
+#include "storage/terms.h"
 
 namespace aup::storage {
 
@@ -62,6 +64,8 @@ struct StoreOptions {
 
 struct StoreOpenReport {
   bool created = false;
+  bool copy_installed = false;      // a copy received from a primary replaced the store (storage/copy.h)
+  uint64_t cut_after = UINT64_MAX;  // a cut of the log back to this save was finished (storage/cut.h)
   std::vector<std::string> migrated;  // the module's additions applied
   bool keeps_keys = false;  // the store has its key tables (StoreOptions::keep_keys, or kept before)
   bool keys_added = false;  // and gained them in this open
@@ -117,13 +121,22 @@ class Store {
   // that does not apply is refused after it is durable: the store is then
   // unavailable, and the next open refuses the same entry.
   Status append_copy(uint32_t term, uint64_t seq, std::span<const uint8_t> payload);
-  // A node made primary (`aup promote`, or elected): writes an entry with
-  // no changes in term `term`, past the last entry's, so that the log
+  // A node made primary (`aup promote`, or elected): term `term`, later
+  // than the last, begins at the next save, in the term history first
+  // (storage/terms.h), then as an entry with no changes, so that the log
   // itself says the term began before any event of it is answered.
   Status begin_term(uint32_t term);
-  // The term the next entry is written in (the last entry's, or the one
-  // begin_term() began; 0 on a store never in a cluster).
-  uint32_t term() const { return log_->term(); }
+  // The term the next entry is written in (the newest of the history; 0
+  // on a store never in a cluster), and the whole history.
+  uint32_t term() const { return terms_.last_term(); }
+  const TermHistory& terms() const { return terms_; }
+  // A replica that holds entries its primary does not (storage/cut.h):
+  // waits for a running checkpoint, then, unless an image covers a save
+  // past `save` (refused, ERANGE: only a copy of the primary's store can
+  // replace it), keeps every entry after `save` in a side file and marks
+  // the log to be cut there at the next open. The store then takes nothing
+  // more: it is to be reopened.
+  Status cut_after(uint64_t save, CutPrepared& out);
   // Log entries after save `seq` are kept (not released by a checkpoint)
   // while a replica still needs them; UINT64_MAX: none does.
   void retain_after(uint64_t seq) { retain_after_ = seq; }
@@ -174,6 +187,7 @@ class Store {
   Status fail_commit(const Status& failed, Fate& fate);
   Status write_batch(BatchEncoder& batch, Fate& fate);
   void took(uint64_t seq, size_t payload);
+  Status start_term(uint32_t term, uint64_t seq);
   static void report_background(const Status& st);
 
   Io& io_;
@@ -195,6 +209,7 @@ class Store {
   std::vector<uint64_t> since_image_;
   std::vector<uint64_t> entry_bytes_;  // scratch for BatchEncoder::encode
   std::unique_ptr<Job> job_;
+  TermHistory terms_;  // as DIR/terms holds it
   uint64_t retry_after_ = 0;  // after a failed checkpoint: not before this save number
   uint64_t retain_after_ = UINT64_MAX;  // retain_after()
   std::unique_ptr<SchemaMap> self_map_;  // append_copy's: the store's schema onto its own tables

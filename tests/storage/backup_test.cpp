@@ -20,6 +20,7 @@
 #include "storage/recovery.h"
 #include "storage/store.h"
 #include "tests/storage/files.h"
+#include "tests/storage/items.h"
 #include "vm/key.h"
 
 namespace aup::storage {
@@ -28,53 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 
 using files::TempDir;
-
-// items (id, qty), keyed by id.
-Schema items_schema() {
-  Schema s;
-  s.tables.push_back(TableSchema{"items", "Item",
-                                 {FieldSchema{"id", FieldType::Num, false, {}},
-                                  FieldSchema{"qty", FieldType::Num, false, {}}},
-                                 {0}});
-  return s;
-}
-
-// A store taking batches of puts, as the owner commits them.
-class Writer {
- public:
-  Writer(Io& io, const std::string& dir, StoreOptions o) : tables_(schema_), batch_(schema_) {
-    StoreOpenReport report;
-    Status st = Store::open(io, dir, schema_, o, tables_, store_, report, nullptr);
-    REQUIRE_MESSAGE(st.ok(), st.message);
-  }
-  // Row `id` gets `qty` (added, or its qty set).
-  void put(double id, double qty) {
-    vm::BTree& tree = tables_.table(0);
-    uint64_t row[2] = {std::bit_cast<uint64_t>(id), std::bit_cast<uint64_t>(qty)};
-    vm::HeldKey key(tree.layout().key, row);
-    if (uint64_t* found = tree.find_mut(key.key())) {
-      found[1] = row[1];
-      batch_.note(BatchEncoder::Op::Set, 0, key.key(), 1);
-    } else {
-      REQUIRE(tree.insert(key.key(), row));
-      batch_.note(BatchEncoder::Op::Insert, 0, key.key());
-    }
-  }
-  void commit() {
-    Fate fate = Fate::NotWritten;
-    Status st = store_->commit(batch_, fate);
-    REQUIRE_MESSAGE(st.ok(), st.message);
-    batch_.clear();
-    store_->tick();
-  }
-  Store& store() { return *store_; }
-
- private:
-  Schema schema_ = items_schema();
-  MemoryTables tables_;
-  BatchEncoder batch_;
-  std::unique_ptr<Store> store_;
-};
 
 // The log's chain as a reader finds it.
 std::vector<Log::Segment> chain_of(Io& io, const std::string& dir) {

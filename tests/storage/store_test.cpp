@@ -33,6 +33,7 @@
 #include "storage/recovery.h"
 #include "storage/schema_file.h"
 #include "storage/store.h"
+#include "storage/terms.h"
 
 namespace aup::storage {
 namespace {
@@ -975,10 +976,12 @@ on nop { }
       CHECK(d.report().keeps_keys);
     }
     CHECK(std::count(recording.opened.begin(), recording.opened.end(), "schema") == 1);
-    // The schema file's open (after LIVE's and READERS'), failed: the open
-    // is refused with its error, never taken for a store without keys.
+    // The schema file's open (after LIVE's and READERS', and the looks for
+    // a received copy's manifest and a cut's marker: storage/copy.h,
+    // storage/cut.h), failed: the open is refused with its error, never
+    // taken for a store without keys.
     auto nth = std::find(recording.opened.begin(), recording.opened.end(), "schema") - recording.opened.begin() + 1;
-    CHECK(nth == 3);
+    CHECK(nth == 5);
     std::vector<FaultRule> rules;
     std::string err;
     REQUIRE(parse_fault_plan(fmt::format("fail:open:{}:EIO", nth), rules, err));
@@ -1302,9 +1305,115 @@ on add { lines.add(Line { w: add.w, d: add.d, o: add.o, qty: 1 }) }
     CHECK(st.message == fmt::format("entry {} does not follow this store's last save, {}", last + 2, last));
     REQUIRE(d.store().begin_term(5).ok());
     st = d.store().append_copy(4, last + 2, none);
-    CHECK(st.message == fmt::format("entry {} is of term 4, older than this store's last entry's, 5", last + 2));
+    CHECK(st.message == fmt::format("entry {} is of term 4, older than this store's term, 5", last + 2));
     CHECK_FALSE(d.unavailable());  // refused before anything was written
     CHECK(d.one(put_line(2)) == "{\"ok\":true}\n");
+  }
+
+  TEST_CASE("terms: the history outlives the log segments its images release, and is copied by a backup") {
+    StoreDir dir;
+    SystemIo io;
+    {
+      Durable d(kModule, dir.path, io, Durable::small_store_foreground());
+      REQUIRE(d.status().ok());
+      REQUIRE(d.store().begin_term(3).ok());
+      for (int i = 0; i < 300; ++i) d.one(put_line(i));  // checkpoints release the segment term 3 began in
+    }
+    Log::Options ro;
+    ro.read_only = true;
+    std::unique_ptr<Log> log;
+    LogOpenReport rep;
+    REQUIRE(Log::open(io, dir.path, ro, [](const LogEntry&) { return Status::good(); }, log, rep).ok());
+    REQUIRE(rep.first_prev_seq > 1);  // the entry that began the term is gone from the log
+    Durable d(kModule, dir.path, io, Durable::small_store_foreground());
+    REQUIRE(d.status().ok());
+    CHECK(d.store().term() == 3);
+    CHECK(d.store().terms().starts() == std::vector<TermStart>{{3, 1}});
+    BackupReport report;
+    std::string to = fs::path(dir.path).parent_path().string() + "/backup";
+    REQUIRE(backup(io, dir.path, to, report, nullptr).ok());
+    TermHistory copied;
+    REQUIRE(read_terms(io, to, copied).ok());
+    CHECK(copied.starts() == d.store().terms().starts());
+  }
+
+  TEST_CASE("terms: a crash after the history names a new term but before its entry: the term is forgotten") {
+    for (const char* point : {"terms.after_dir_sync", "log.before_write"}) {
+      CAPTURE(point);
+      StoreDir dir;
+      SystemIo io;
+      {
+        Durable d(kModule, dir.path, io);
+        REQUIRE(d.status().ok());
+        d.one(put_line(1));
+      }
+      std::fflush(nullptr);
+      pid_t pid = fork();
+      REQUIRE(pid >= 0);
+      if (pid == 0) {
+        if (!std::freopen("/dev/null", "w", stderr)) std::_Exit(4);
+        std::vector<FaultRule> rules;
+        std::string err;
+        if (!parse_fault_plan(fmt::format("crash:{}:1", point), rules, err)) std::_Exit(3);
+        FaultIo fio(std::make_unique<SystemIo>(), rules);
+        try {
+          Durable d(kModule, dir.path, fio);
+          std::_Exit(d.store().begin_term(4).ok() ? 0 : 2);
+        } catch (...) {
+          std::_Exit(1);
+        }
+      }
+      int status = 0;
+      REQUIRE(waitpid(pid, &status, 0) == pid);
+      REQUIRE(WIFEXITED(status));
+      CHECK(WEXITSTATUS(status) == kCrashExitCode);
+      Durable d(kModule, dir.path, io);
+      REQUIRE(d.status().ok());
+      CHECK(d.store().term() == 0);
+      CHECK(d.store().terms().starts().empty());
+      TermHistory on_disk;
+      REQUIRE(read_terms(io, dir.path, on_disk).ok());
+      CHECK(on_disk.starts().empty());  // the open wrote the history as the log bears it out
+      REQUIRE(d.store().begin_term(4).ok());
+      CHECK(d.store().term() == 4);
+    }
+  }
+
+  TEST_CASE("terms: an entry whose term is not the one the history gives its save is damage, refused by name") {
+    StoreDir dir;
+    SystemIo io;
+    uint64_t begun = 0;
+    {
+      Durable d(kModule, dir.path, io);
+      REQUIRE(d.status().ok());
+      REQUIRE(d.store().begin_term(2).ok());
+      begun = d.store().last_seq();
+      d.one(put_line(1));
+    }
+    REQUIRE(write_terms(io, dir.path, TermHistory({{1, 1}, {2, begun + 1}})).ok());
+    Durable d(kModule, dir.path, io);
+    REQUIRE_FALSE(d.status().ok());
+    CHECK_MESSAGE(d.status().message.find(fmt::format("entry {} is of term 2, but {}/terms has save {} in term 1",
+                                                      begun, dir.path, begun)) != std::string::npos,
+                  d.status().message);
+  }
+
+  TEST_CASE("terms: a history with no file (a store from before terms) extends from the log's own terms") {
+    StoreDir dir;
+    SystemIo io;
+    {
+      Durable d(kModule, dir.path, io);
+      REQUIRE(d.status().ok());
+      REQUIRE(d.store().begin_term(6).ok());
+      d.one(put_line(1));
+    }
+    fs::remove(dir.path + "/terms");
+    Durable d(kModule, dir.path, io);
+    REQUIRE(d.status().ok());
+    CHECK(d.store().term() == 6);
+    TermHistory on_disk;
+    REQUIRE(read_terms(io, dir.path, on_disk).ok());
+    CHECK(on_disk.starts() == d.store().terms().starts());
   }
 
   TEST_CASE("begin_term: an entry of no changes in the new term, read back at the next open; no going back") {
@@ -1320,7 +1429,7 @@ on add { lines.add(Line { w: add.w, d: add.d, o: add.o, qty: 1 }) }
       REQUIRE(d.store().begin_term(1).ok());
       CHECK(d.store().last_seq() == last + 1);
       CHECK(d.store().term() == 1);
-      CHECK(d.store().begin_term(1).message == "term 1 does not follow the last entry's, 1");
+      CHECK(d.store().begin_term(1).message == "term 1 does not follow this store's term, 1");
     }
     Durable d(kModule, dir.path, io);
     REQUIRE(d.status().ok());
