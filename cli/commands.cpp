@@ -413,8 +413,10 @@ int run_on_store(const RunOptions& o, const vm::Module& m, vm::State& state, con
     tables.follow_rows();
     durable.set_replica_of(o.replica_of);
     runtime::OwnerTasks tasks;
-    runtime::Follower follower(o.replica_of, *store, tasks, stderr);
+    // A restart is the server's own stop, then main starts aup run again.
+    runtime::Follower follower(o.replica_of, *store, *fs, tasks, stderr, [] { ::kill(::getpid(), SIGTERM); });
     served = serve(o, so, owner.service, state, durable, nullptr, &tasks);
+    if (follower.restarting()) served = kRunAgain;
   }
   if (o.stats) print_stats(*store);
   return served;

@@ -51,6 +51,10 @@ struct RunOptions {
   // --replica-of ADDRESS: follow that primary (docs/replication.md).
   std::string replica_of;
 };
+// run()'s answer when the store is to be opened again (a replica that cut
+// its log or received a copy: runtime/follower.h): main starts `aup run`
+// again with the same arguments. Never an exit status.
+inline constexpr int kRunAgain = -1;
 int run(const RunOptions& o);
 
 // `aup promote --data DIR`: a stopped replica's store begins a new term

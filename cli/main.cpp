@@ -5,8 +5,13 @@
 // refused, not dropped: a user who wrote it meant something by it.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "cli/call.h"
@@ -17,6 +22,21 @@
 #include "runtime/replay.h"
 
 namespace {
+
+// `aup run` again, the same executable with the same arguments (its
+// store is to be reopened: aup::cli::kRunAgain). Returns only if it could
+// not be started.
+int start_again(char** argv) {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    std::fflush(nullptr);
+    execv(self, argv);
+  }
+  std::fprintf(stderr, "aup run: cannot start again to reopen the store: %s\n", std::strerror(errno));
+  return 1;
+}
 
 using aup::cli::BackupOptions;
 using aup::cli::CallOptions;
@@ -325,7 +345,8 @@ int main(int argc, char** argv) {
   if (disasm_cmd->parsed()) return aup::cli::disasm(disasm);
   if (run_cmd->parsed()) {
     aup::cli::prefer_huge_pages(argv);  // before anything is read or opened
-    return aup::cli::run(run);
+    int rc = aup::cli::run(run);
+    return rc == aup::cli::kRunAgain ? start_again(argv) : rc;
   }
   if (call_cmd->parsed()) return aup::cli::call(call, stdout, stderr);
   if (stats_cmd->parsed()) return aup::cli::stats(stats, stdout, stderr);

@@ -13,8 +13,8 @@
 
 #include "runtime/json.h"
 #include "runtime/listener.h"
-#include "runtime/replication_stream.h"
 #include "runtime/signals.h"
+#include "storage/copy.h"
 #include "storage/schema_file.h"
 
 namespace aup::runtime {
@@ -36,10 +36,17 @@ bool send_all(int fd, const void* p, size_t n) {
   return true;
 }
 
+// A file name a copy may hold: one of a store's, never a path.
+bool store_file_name(std::string_view n) {
+  return !n.empty() && n.find('/') == std::string_view::npos && n != "." && n != ".." &&
+         (n == "schema" || n == "terms" || n == "image.vars" || n.rfind("image-", 0) == 0 || n.rfind("log-", 0) == 0);
+}
+
 }  // namespace
 
-Follower::Follower(std::string primary, storage::Store& store, OwnerTasks& tasks, std::FILE* err)
-    : primary_(std::move(primary)), store_(store), tasks_(tasks), err_(err),
+Follower::Follower(std::string primary, storage::Store& store, storage::Io& io, OwnerTasks& tasks, std::FILE* err,
+                   std::function<void()> restart)
+    : primary_(std::move(primary)), store_(store), io_(io), tasks_(tasks), err_(err), restart_(std::move(restart)),
       schema_file_(storage::schema_file_bytes(store.schema())) {
   durable_.store(store.last_seq(), std::memory_order_relaxed);
   term_.store(store.term(), std::memory_order_relaxed);
@@ -69,6 +76,13 @@ void Follower::give_up(const std::string& why) {
   failed_ = why;
 }
 
+void Follower::restart(const std::string& why) {
+  fmt::print(err_, "aup: {}; restarting to open the store again\n", why);
+  std::fflush(err_);
+  restarting_.store(true, std::memory_order_release);
+  if (restart_) restart_();
+}
+
 void Follower::pause(std::chrono::milliseconds d) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait_for(lock, d, [this] { return stop_; });
@@ -86,7 +100,7 @@ void Follower::run() {
 }
 
 // One connection to the primary, until it is lost (true: connect again)
-// or the primary refuses this replica (false).
+// or following ends (false: refused, or the store is to be reopened).
 bool Follower::session() {
   ListenAddress a;
   std::string error;
@@ -104,34 +118,49 @@ bool Follower::session() {
   said_unreachable_ = false;
   fd_.store(fd);
   std::string buffered;
-  bool again = handshake(fd, buffered);
-  if (again && connected_.load()) {
-    std::vector<uint8_t> in(buffered.begin(), buffered.end());
-    again = take_frames(fd, in);
-  }
+  uint64_t cut_to = 0;
+  Answer answer = handshake(fd, buffered, cut_to);
+  std::vector<uint8_t> in(buffered.begin(), buffered.end());
+  bool again = answer != Answer::Refused;
+  if (answer == Answer::Stream) again = take_frames(fd, in);
+  if (answer == Answer::Copy) again = receive_copy(fd, in);
+  if (answer == Answer::Cut) again = cut(cut_to);
   connected_.store(false);
   fd_.store(-1);
   ::close(fd);
   return again;
 }
 
+// Where the store stands, as the owner thread sees it.
+stream::Hello Follower::where() {
+  stream::Hello h;
+  h.schema = schema_file_;
+  h.copy = ask_copy_;
+  run_on_owner([this, &h] {
+    h.save = store_.last_seq();
+    h.covered = store_.images_cover();
+    h.terms = store_.terms();
+    return std::string();
+  });
+  return h;
+}
+
 // Sends where this store stands and reads the primary's answer line
-// (bytes after it, the first frames, are left in `buffered`). True with
-// connected() set when it said ok; true without it when the connection
-// was lost; false when the primary refused.
-bool Follower::handshake(int fd, std::string& buffered) {
-  std::string line = stream::handshake_line(durable(), term_.load(), schema_file_) + "\n";
-  if (!send_all(fd, line.data(), line.size())) return true;
+// (bytes after it, the first frames, are left in `buffered`).
+Follower::Answer Follower::handshake(int fd, std::string& buffered, uint64_t& cut_to) {
+  stream::Hello hello = where();
+  std::string line = stream::handshake_line(hello) + "\n";
+  if (!send_all(fd, line.data(), line.size())) return Answer::Lost;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kHandshakeSeconds);
   size_t nl;
   while ((nl = buffered.find('\n')) == std::string::npos) {
     int left = static_cast<int>(
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
     pollfd p{fd, POLLIN, 0};
-    if (left <= 0 || ::poll(&p, 1, left) <= 0) return true;
+    if (left <= 0 || ::poll(&p, 1, left) <= 0) return Answer::Lost;
     char buf[4096];
     ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) return true;
+    if (n <= 0) return Answer::Lost;
     buffered.append(buf, static_cast<size_t>(n));
   }
   std::string answer = buffered.substr(0, nl);
@@ -139,21 +168,27 @@ bool Follower::handshake(int fd, std::string& buffered) {
   JsonDoc doc;
   std::string error;
   uint32_t code = doc.parse(answer, error) ? doc.member(doc.root(), "code") : 0;
-  if (code == 0 || doc.node(code).str != "ok") {
-    uint32_t message = code ? doc.member(doc.root(), "message") : 0;
-    give_up(fmt::format("the primary refused it: {}", message ? std::string(doc.node(message).str) : answer));
-    return false;
-  }
-  uint32_t result = doc.member(doc.root(), "result");
+  std::string_view said = code ? doc.node(code).str : std::string_view();
+  uint32_t result = said == "ok" || said == "cut" ? doc.member(doc.root(), "result") : 0;
   uint32_t save = result ? doc.member(result, "save") : 0;
-  if (save) primary_save_.store(static_cast<uint64_t>(doc.node(save).num), std::memory_order_release);
-  connected_.store(true);
-  fmt::print(err_, "aup: following the primary {} from save {} (it is at save {})\n", primary_, durable(),
-             primary_save());
-  catch_up_to_ = primary_save();
-  caught_up_said_ = false;
-  say_caught_up();
-  return true;
+  if (said == "copy") return Answer::Copy;
+  if ((said == "ok" || said == "cut") && save && doc.node(save).num >= 0) {
+    uint64_t at = static_cast<uint64_t>(doc.node(save).num);
+    if (said == "cut") {
+      cut_to = at;
+      return Answer::Cut;
+    }
+    primary_save_.store(at, std::memory_order_release);
+    connected_.store(true);
+    fmt::print(err_, "aup: following the primary {} from save {} (it is at save {})\n", primary_, hello.save, at);
+    catch_up_to_ = at;
+    caught_up_said_ = false;
+    say_caught_up();
+    return Answer::Stream;
+  }
+  uint32_t message = code ? doc.member(doc.root(), "message") : 0;
+  give_up(fmt::format("the primary refused it: {}", message ? std::string(doc.node(message).str) : answer));
+  return Answer::Refused;
 }
 
 // Once per connection, when the store holds what the primary held at the
@@ -166,6 +201,28 @@ void Follower::say_caught_up() {
   std::fflush(err_);
 }
 
+// One more read from the primary into `in`: false when the connection is
+// lost or silent too long (said why).
+bool Follower::read_more(int fd, std::vector<uint8_t>& in, std::chrono::steady_clock::time_point& heard) {
+  pollfd p{fd, POLLIN, 0};
+  int n = ::poll(&p, 1, 1000);
+  if (n < 0 && errno != EINTR) return false;
+  if (n <= 0) {
+    if (std::chrono::steady_clock::now() - heard <= std::chrono::seconds(kSilentSeconds)) return true;
+    fmt::print(err_, "aup: nothing from the primary {} for {} s; connecting again\n", primary_, kSilentSeconds);
+    return false;
+  }
+  uint8_t buf[64 << 10];
+  ssize_t got = ::recv(fd, buf, sizeof buf, 0);
+  if (got <= 0) {
+    fmt::print(err_, "aup: the connection to the primary {} was lost; connecting again\n", primary_);
+    return false;
+  }
+  in.insert(in.end(), buf, buf + got);
+  heard = std::chrono::steady_clock::now();
+  return true;
+}
+
 // Frames until the connection is lost or falls silent: the entries of
 // each read written and applied by the owner, then acknowledged.
 bool Follower::take_frames(int fd, std::vector<uint8_t>& in) {
@@ -174,10 +231,9 @@ bool Follower::take_frames(int fd, std::vector<uint8_t>& in) {
     size_t at = 0;
     stream::Frame f;
     std::string why;
-    auto batch = std::make_shared<std::vector<Received>>();
+    std::vector<Received> batch;
     uint64_t expect = durable();
     while (stream::take_frame(in, at, f, why)) {
-      heard = std::chrono::steady_clock::now();
       if (f.kind == stream::Kind::Beat) {
         primary_save_.store(f.save, std::memory_order_release);
         continue;
@@ -189,13 +245,13 @@ bool Follower::take_frames(int fd, std::vector<uint8_t>& in) {
                                 f.save, f.term, f.prev, expect, term_.load());
         break;
       }
-      batch->push_back(Received{f.term, f.save, std::vector<uint8_t>(f.payload.begin(), f.payload.end())});
+      batch.push_back(Received{f.term, f.save, std::vector<uint8_t>(f.payload.begin(), f.payload.end())});
       expect = f.save;
       primary_save_.store(std::max(primary_save(), f.save), std::memory_order_release);
     }
     in.erase(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(at));
-    if (!batch->empty()) {
-      if (!write_entries(*batch)) return false;  // (it takes the entries)
+    if (!batch.empty()) {
+      if (!write_entries(batch)) return false;
       if (!send_ack(fd)) break;
       say_caught_up();
     }
@@ -203,37 +259,118 @@ bool Follower::take_frames(int fd, std::vector<uint8_t>& in) {
       fmt::print(err_, "aup: the primary {} sent {}; connecting again\n", primary_, why);
       break;
     }
-    pollfd p{fd, POLLIN, 0};
-    int n = ::poll(&p, 1, 1000);
-    if (n < 0 && errno != EINTR) break;
-    if (n == 0 && std::chrono::steady_clock::now() - heard > std::chrono::seconds(kSilentSeconds)) {
-      fmt::print(err_, "aup: nothing from the primary {} for {} s; connecting again\n", primary_, kSilentSeconds);
-      break;
-    }
-    if (n <= 0) continue;
-    uint8_t buf[64 << 10];
-    ssize_t got = ::recv(fd, buf, sizeof buf, 0);
-    if (got <= 0) {
-      fmt::print(err_, "aup: the connection to the primary {} was lost; connecting again\n", primary_);
-      break;
-    }
-    in.insert(in.end(), buf, buf + got);
+    if (!read_more(fd, in, heard)) break;
   }
   std::fflush(err_);
   return true;
 }
 
-// Hands the entries to the owner thread and waits until it has written
-// and applied them. False (following stops) when the store refused one.
-bool Follower::write_entries(std::vector<Received>& batch) {
-  auto held = std::make_shared<std::vector<Received>>(std::move(batch));
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    written_ = false;
+// The copy's frames into DIR/copy.partial, then the copy made ready for
+// the next open (storage/copy.h) and the process restarted. A lost
+// connection leaves the partial copy for the next try to start over.
+bool Follower::receive_copy(int fd, std::vector<uint8_t>& in) {
+  fmt::print(err_, "aup: receiving a copy of the primary's store from {}\n", primary_);
+  std::fflush(err_);
+  std::string partial;
+  storage::Status st = storage::begin_received_copy(io_, store_.dir(), partial);
+  storage::DirSink sink(io_, partial);
+  bool open_file = false;
+  auto heard = std::chrono::steady_clock::now();
+  while (st.ok()) {
+    size_t at = 0;
+    stream::Frame f;
+    std::string why;
+    while (st.ok() && stream::take_frame(in, at, f, why)) {
+      if (f.kind == stream::Kind::File || f.kind == stream::Kind::CopyEnd) {
+        if (open_file) st = sink.end_file();
+        open_file = false;
+      }
+      std::string_view name(reinterpret_cast<const char*>(f.payload.data()), f.payload.size());
+      if (!st.ok()) break;
+      if (f.kind == stream::Kind::File) {
+        st = store_file_name(name) ? sink.begin_file(std::string(name), f.save, f.prev)
+                                   : storage::Status::error(fmt::format("a copy's file named `{}`", name));
+        open_file = st.ok();
+      } else if (f.kind == stream::Kind::Data && open_file) {
+        st = sink.write(f.payload.data(), f.payload.size());
+      } else if (f.kind == stream::Kind::CopyEnd) {
+        st = storage::end_received_copy(io_, store_.dir(), f.save);
+        if (!st.ok()) break;
+        restart(fmt::format("received a copy of the primary's store at save {}", f.save));
+        return false;
+      } else {
+        st = storage::Status::error("a frame out of place in a copy");
+      }
+    }
+    in.erase(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(at));
+    if (!why.empty()) st = storage::Status::error(why);
+    if (st.ok() && !read_more(fd, in, heard)) return true;
   }
-  tasks_.post([this, held] {
+  fmt::print(err_, "aup: the copy from the primary {} was not taken: {}; connecting again\n", primary_, st.message);
+  std::fflush(err_);
+  return true;
+}
+
+// The log cut back to `save` by the owner, then the process restarted; a
+// store whose images cover a later save asks for a copy next time.
+bool Follower::cut(uint64_t save) {
+  storage::CutPrepared cut;
+  int err = 0;
+  bool ok = run_on_owner([&] {
+    storage::Status st = store_.cut_after(save, cut);
+    err = st.err;
+    return st.message;
+  });
+  if (!ok && err == ERANGE) {
+    fmt::print(err_, "aup: this replica holds entries after save {} that the primary does not, and its images "
+                     "cover them: asking the primary for a copy\n",
+               save);
+    ask_copy_ = true;
+    return true;
+  }
+  if (!ok) return false;  // run_on_owner said why
+  restart(cut.first == 0 ? fmt::format("the primary's log parts from this one after save {}", save)
+                         : fmt::format("cut entries {} to {} off the log, after save {} where the primary's parts "
+                                       "from it; they are kept in {}",
+                                       cut.first, cut.last, save, cut.side_file));
+  return false;
+}
+
+// Runs `task` on the owner thread and waits for it; false (following
+// stops, said why) when it returns a reason, or when stopping. A task
+// still waiting when the follower stops is never run: the owner runs
+// tasks only while it serves, and the server has stopped by then.
+bool Follower::run_on_owner(const std::function<std::string()>& task) {
+  struct Job {
+    std::function<std::string()> task;
+    bool ran = false;
     std::string error;
-    for (const Received& r : *held) {
+  };
+  auto job = std::make_shared<Job>();
+  job->task = task;
+  tasks_.post([this, job] {
+    std::string error = job->task();
+    std::lock_guard<std::mutex> lock(mu_);
+    job->ran = true;
+    job->error = std::move(error);
+    cv_.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this, &job] { return job->ran || stop_; });
+  if (!job->ran) return false;
+  if (job->error.empty()) return true;
+  std::string why = job->error;
+  lock.unlock();
+  if (!restarting()) give_up(why);
+  return false;
+}
+
+// The entries written and applied by the owner thread. False (following
+// stops) when the store refused one.
+bool Follower::write_entries(std::vector<Received>& batch) {
+  return run_on_owner([this, &batch] {
+    std::string error;
+    for (const Received& r : batch) {
       storage::Status st = store_.append_copy(r.term, r.save, r.payload);
       if (!st.ok()) {
         error = fmt::format("entry {} was not taken: {}", r.save, st.message);
@@ -243,18 +380,8 @@ bool Follower::write_entries(std::vector<Received>& batch) {
     durable_.store(store_.last_seq(), std::memory_order_release);
     term_.store(store_.term(), std::memory_order_release);
     store_.tick();  // checkpoints, as between a primary's batches
-    std::lock_guard<std::mutex> lock(mu_);
-    written_ = true;
-    write_error_ = error;
-    cv_.notify_all();
+    return error;
   });
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return written_ || stop_; });
-  if (stop_ || write_error_.empty()) return !stop_;
-  std::string why = write_error_;
-  lock.unlock();
-  give_up(why);
-  return false;
 }
 
 bool Follower::send_ack(int fd) {

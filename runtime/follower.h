@@ -1,32 +1,45 @@
 // A replica's side of replication (docs/replication.md): `aup run --data
-// DIR --replica-of ADDRESS`. A thread of its own connects to the primary,
-// says where the store stands (its last save, that entry's term, its
-// schema: runtime/replication_stream.h), and takes the entries it is sent.
-// It checks each (its payload's digest, that it follows the last one), and
-// hands what it has read to the owner thread (owner_tasks.h), which alone
-// changes the store and the state: each entry is written into the
-// replica's own log, synced, and applied (storage::Store::append_copy).
-// Then the thread acknowledges the save now durable.
+// DIR --replica-of ADDRESS`, or a replica of a cluster's primary. A thread
+// of its own connects to the primary, says where the store stands (its
+// last save, what its images cover, its term history, its schema:
+// runtime/replication_stream.h), and does what the primary answers:
 //
-// A lost connection (the primary stopped, a network fault, a beat missing
-// for kSilentSeconds) is followed by a new one a second later, from
-// wherever the store then stands. A refusal the primary gives at the
-// handshake (another module, a replica ahead of it, a log that no longer
-// reaches back to the replica's save) will not change by trying again: the
-// follower stops and says why (`failed()`), and the server goes on
-// answering queries.
+//   ok    takes the entries it is sent. It checks each (its payload's
+//         digest, that it follows the last one, its term), and hands what
+//         it has read to the owner thread (owner_tasks.h), which alone
+//         changes the store and the state: each entry is written into the
+//         replica's own log, synced, and applied (Store::append_copy).
+//         Then the thread acknowledges the save now durable.
+//   cut   the replica holds entries after save K that the primary does
+//         not: the owner cuts the log back to K (storage/cut.h: the
+//         entries kept in a side file) and the process restarts, to open
+//         the store as of K; when its images cover a later save it asks
+//         for a copy instead.
+//   copy  receives the primary's store into DIR/copy.partial
+//         (storage/copy.h), verified, and restarts: the open installs it.
+//
+// A restart is the server's own stop (SIGTERM: what was taken is answered)
+// followed by `aup run` starting again with the same arguments, so there
+// is one way to open a store. A lost connection (the primary stopped, a
+// network fault, a beat missing for kSilentSeconds) is followed by a new
+// one a second later, from wherever the store then stands. A refusal (a
+// module that differs) will not change by trying again: the follower stops
+// and says why (`failed()`), and the server goes on answering queries.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "runtime/owner_tasks.h"
+#include "runtime/replication_stream.h"
+#include "storage/io.h"
 #include "storage/store.h"
 
 namespace aup::runtime {
@@ -37,9 +50,12 @@ inline constexpr int kSilentSeconds = 5;
 
 class Follower {
  public:
-  // `store` is the replica's (the owner thread's); `tasks` the server's
-  // way to the owner thread. Starts following at once.
-  Follower(std::string primary, storage::Store& store, OwnerTasks& tasks, std::FILE* err);
+  // `store` is the replica's (the owner thread's), `io` the one it was
+  // opened with; `tasks` the server's way to the owner thread. `restart`
+  // asks the process to stop serving and start again (the store is to be
+  // reopened). Starts following at once.
+  Follower(std::string primary, storage::Store& store, storage::Io& io, OwnerTasks& tasks, std::FILE* err,
+           std::function<void()> restart);
   ~Follower();  // stops following
   Follower(const Follower&) = delete;
   Follower& operator=(const Follower&) = delete;
@@ -52,6 +68,8 @@ class Follower {
   bool connected() const { return connected_.load(std::memory_order_acquire); }
   // Why following stopped for good ("" while it goes on).
   std::string failed() const;
+  // The store is to be reopened (a cut or a copy): the process restarts.
+  bool restarting() const { return restarting_.load(std::memory_order_acquire); }
 
  private:
   struct Received {
@@ -59,32 +77,40 @@ class Follower {
     uint64_t save = 0;
     std::vector<uint8_t> payload;
   };
+  enum class Answer { Lost, Refused, Stream, Cut, Copy };
   void run();
   bool session();
-  bool handshake(int fd, std::string& buffered);
+  stream::Hello where();
+  Answer handshake(int fd, std::string& buffered, uint64_t& cut_to);
   bool take_frames(int fd, std::vector<uint8_t>& in);
+  bool receive_copy(int fd, std::vector<uint8_t>& in);
+  bool cut(uint64_t save);
+  bool run_on_owner(const std::function<std::string()>& task);
   bool write_entries(std::vector<Received>& batch);
   bool send_ack(int fd);
+  bool read_more(int fd, std::vector<uint8_t>& in, std::chrono::steady_clock::time_point& heard);
   void give_up(const std::string& why);
+  void restart(const std::string& why);
   void say_caught_up();
   void pause(std::chrono::milliseconds d);
 
   std::string primary_;
   storage::Store& store_;
+  storage::Io& io_;
   OwnerTasks& tasks_;
   std::FILE* err_;
+  std::function<void()> restart_;
   std::vector<uint8_t> schema_file_;  // the store's schema, as the handshake sends it
   std::atomic<uint64_t> durable_{0}, primary_save_{0};
   std::atomic<uint32_t> term_{0};
-  std::atomic<bool> connected_{false};
+  std::atomic<bool> connected_{false}, restarting_{false};
   std::atomic<int> fd_{-1};  // the connection, for the destructor to shut down
   mutable std::mutex mu_;
-  std::condition_variable cv_;  // the owner finished a batch; or stopping
+  std::condition_variable cv_;  // the owner ran a task; or stopping
   bool stop_ = false;           // under mu_
-  bool written_ = false;        // under mu_: the batch handed over was taken
-  std::string write_error_;     // under mu_: why the batch was not
   std::string failed_;          // under mu_
   bool said_unreachable_ = false;
+  bool ask_copy_ = false;        // the next handshake asks for a copy (a cut could not be made)
   uint64_t catch_up_to_ = 0;     // the primary's save at the handshake
   bool caught_up_said_ = false;
   std::thread thread_;

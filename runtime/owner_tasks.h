@@ -13,9 +13,16 @@ namespace aup::runtime {
 class OwnerTasks {
  public:
   // The serving shape's: how to wake the owner when a task is posted.
+  // Tasks posted before it was set (a follower starts before the server)
+  // are woken for now.
   void set_wake(std::function<void()> wake) {
-    std::lock_guard<std::mutex> lock(mu_);
-    wake_ = std::move(wake);
+    std::function<void()> now;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      wake_ = std::move(wake);
+      if (!posted_.empty()) now = wake_;
+    }
+    if (now) now();
   }
   // Any thread.
   void post(std::function<void()> task) {

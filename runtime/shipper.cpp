@@ -12,15 +12,18 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 #include "runtime/json.h"
 #include "runtime/replication_stream.h"
 #include "runtime/signals.h"
+#include "storage/copy.h"
 #include "storage/key_tables.h"
 #include "storage/live.h"
 #include "storage/log.h"
 #include "storage/schema_file.h"
+#include "storage/terms.h"
 
 namespace aup::runtime {
 
@@ -30,43 +33,9 @@ namespace {
 constexpr int kSendTimeoutSeconds = 10;
 // Frames are gathered up to this many bytes before a send.
 constexpr size_t kSendBytes = size_t{256} << 10;
-
-// What the replica's handshake says, copied out of the request.
-struct Hello {
-  uint64_t save = 0;
-  uint32_t term = 0;
-  std::vector<uint8_t> schema;  // a schema file's bytes
-  std::string problem;          // the request is not a handshake: why
-};
-
-Hello read_hello(const Request& r) {
-  Hello h;
-  const JsonDoc& doc = *r.doc;
-  const JsonNode& obj = doc.node(r.args);
-  uint32_t k = doc.first_child(r.args);
-  bool saw_save = false, saw_term = false, saw_schema = false;
-  for (uint32_t i = 0; i < obj.count && h.problem.empty(); ++i, k = doc.after(k + 1)) {
-    std::string_view name = doc.node(k).str;
-    const JsonNode& v = doc.node(k + 1);
-    bool whole = v.kind == JsonNode::Kind::Number && v.num >= 0 && v.num == static_cast<double>(static_cast<uint64_t>(v.num));
-    if (name == "save" && whole) {
-      h.save = static_cast<uint64_t>(v.num);
-      saw_save = true;
-    } else if (name == "term" && whole && v.num <= UINT32_MAX) {
-      h.term = static_cast<uint32_t>(v.num);
-      saw_term = true;
-    } else if (name == "schema" && v.kind == JsonNode::Kind::String && stream::from_hex(v.str, h.schema)) {
-      saw_schema = true;
-    } else {
-      h.problem = fmt::format("`replicate` has `save`, `term` (whole numbers) and `schema` (hex); not `{}` as given",
-                              name);
-    }
-  }
-  if (h.problem.empty() && !(saw_save && saw_term && saw_schema)) {
-    h.problem = "`replicate` needs `save`, `term` and `schema`";
-  }
-  return h;
-}
+// After a replica is sent a copy, the log entries after it are kept this
+// long for it to come back for (it installs the copy and reopens first).
+constexpr int kCopyLingerSeconds = 60;
 
 std::string answer_line(std::string_view code, std::string_view message) {
   std::string line = "{\"code\":";
@@ -82,9 +51,10 @@ std::string answer_line(std::string_view code, std::string_view message) {
 // One replica's feed: its connection and the thread that serves it.
 class Feed {
  public:
-  Feed(storage::Io& io, const std::string& dir, const storage::Schema& schema, std::FILE* err, int fd, Hello hello)
+  Feed(storage::Io& io, const std::string& dir, const storage::Schema& schema, std::FILE* err, int fd,
+       stream::Hello hello, std::string problem)
       : io_(io), dir_(dir), schema_(schema), err_(err), fd_(fd), hello_(std::move(hello)),
-        wake_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+        problem_(std::move(problem)), wake_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
     retain_after_.store(hello_.save, std::memory_order_relaxed);
     thread_ = quiet_thread([this] { run(); });
   }
@@ -101,7 +71,13 @@ class Feed {
     ssize_t n = ::write(wake_, &one, sizeof one);
     (void)n;
   }
+  // The thread has ended (the replica went, or was refused, or was sent a copy).
   bool ended() const { return ended_.load(std::memory_order_acquire); }
+  // Ended, and no longer holding log segments back: a replica sent a copy
+  // is given kCopyLingerSeconds to come back for the entries after it.
+  bool done() const {
+    return ended() && std::chrono::steady_clock::now() >= linger_until_.load(std::memory_order_acquire);
+  }
   uint64_t retain_after() const { return retain_after_.load(std::memory_order_acquire); }
   Shipper::Replica state() const {
     return {sent_.load(std::memory_order_relaxed), durable_.load(std::memory_order_relaxed),
@@ -109,9 +85,14 @@ class Feed {
   }
 
  private:
+  // What the handshake decided: entries follow (Stream), the replica is
+  // sent a copy, or nothing more (refused, or told to cut its log).
+  enum class Plan { Stream, Copy, End };
   void run();
-  bool handshake();
-  bool catch_up();
+  Plan handshake();
+  Plan plan_for(const storage::LiveMark& mark);
+  Plan catch_up();
+  void send_copy();
   bool follow();
   bool read_acks();
   bool send_pending();
@@ -125,17 +106,19 @@ class Feed {
   const storage::Schema& schema_;
   std::FILE* err_;
   int fd_;
-  Hello hello_;
+  stream::Hello hello_;
+  std::string problem_;  // the request is no handshake: why
   int wake_;
   std::thread thread_;
   std::atomic<bool> stop_{false}, ended_{false};
+  std::atomic<std::chrono::steady_clock::time_point> linger_until_{};
   std::atomic<uint64_t> retain_after_{0};
   std::atomic<uint64_t> sent_{0}, durable_{0}, applied_{0};
   std::unique_ptr<storage::Log> log_;  // the store's log, read only, up to the last mark read
   std::vector<uint8_t> out_;           // frames not yet sent
   std::vector<uint8_t> in_;            // acks read, not yet taken
   uint64_t pending_last_ = 0;          // the last entry's save among out_'s frames
-  std::string refusal_;                // why an entry cannot be sent (set by entry())
+  bool needs_copy_ = false;            // catching up found the log no longer reaches back (set by entry())
   std::string greeting_;               // the handshake's `ok` line, until it is sent
 };
 
@@ -144,9 +127,10 @@ void Feed::run() {
   ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   int flags = ::fcntl(fd_, F_GETFL);
   ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK);
-  if (handshake() && catch_up()) {
-    while (!stop_.load(std::memory_order_acquire) && follow()) {
-    }
+  Plan plan = handshake();
+  if (plan == Plan::Stream) plan = catch_up();
+  if (plan == Plan::Copy) send_copy();
+  while (plan == Plan::Stream && !stop_.load(std::memory_order_acquire) && follow()) {
   }
   ended_.store(true, std::memory_order_release);
 }
@@ -156,18 +140,17 @@ void Feed::refuse(std::string_view code, const std::string& why) {
   fmt::print(err_, "aup: a replica was refused: {}\n", why);
 }
 
-// The replica's module against the primary's, and its save against the
-// primary's last.
-bool Feed::handshake() {
-  if (!hello_.problem.empty()) {
-    refuse("bad_request", hello_.problem);
-    return false;
+// The replica's module against the primary's, then what it is to be sent.
+Feed::Plan Feed::handshake() {
+  if (!problem_.empty()) {
+    refuse("bad_request", problem_);
+    return Plan::End;
   }
   storage::Schema theirs;
   storage::Status st = storage::parse_schema_file_bytes("the replica's schema", hello_.schema, theirs);
   if (!st.ok()) {
     refuse("bad_request", st.message);
-    return false;
+    return Plan::End;
   }
   // Said as an open says it of a module against a store: here the
   // replica's module against the primary's store.
@@ -179,7 +162,7 @@ bool Feed::handshake() {
     refuse("bad_request", keeps_keys(schema_) ? "the primary keeps idempotency keys and the replica does not: start "
                                                 "the replica with --keys N, as the primary"
                                               : "the replica keeps idempotency keys and the primary does not");
-    return false;
+    return Plan::End;
   }
   storage::SchemaDiff diff = storage::compare_schemas(schema_, theirs);
   if (!diff.same()) {
@@ -187,7 +170,7 @@ bool Feed::handshake() {
     for (const std::string& s : diff.refusals) what += (what.empty() ? "" : "; ") + s;
     for (const std::string& s : diff.additions) what += (what.empty() ? "" : "; ") + s;
     refuse("bad_request", "the replica's module differs from the primary's store: " + what);
-    return false;
+    return Plan::End;
   }
   storage::LiveReader reader;
   storage::LiveMark mark;
@@ -195,18 +178,44 @@ bool Feed::handshake() {
   if (st.ok()) st = reader.read_mark(mark);
   if (!st.ok()) {
     refuse("unavailable", "the primary cannot read its own log: " + st.message);
-    return false;
+    return Plan::End;
   }
-  if (hello_.save > mark.seq) {
-    refuse("bad_request", fmt::format("the replica is at save {}, past the primary's last, {}: it holds entries the "
-                                      "primary does not",
-                                      hello_.save, mark.seq));
-    return false;
+  return plan_for(mark);
+}
+
+// Where the replica's log and the primary's part (storage/terms.h): the
+// replica follows on from its last save when that is the primary's too,
+// cuts its log back when it holds entries after the last save they share
+// (unless its images cover them), and is sent a copy otherwise.
+Feed::Plan Feed::plan_for(const storage::LiveMark& mark) {
+  storage::TermHistory mine;
+  storage::Status st = storage::read_terms(io_, dir_, mine);
+  if (!st.ok()) {
+    refuse("unavailable", "the primary cannot read its own term history: " + st.message);
+    return Plan::End;
   }
-  // Sent once catching up has found nothing to refuse: before the first
-  // frame, or alone.
-  greeting_ = fmt::format("{{\"code\":\"ok\",\"result\":{{\"save\":{}}}}}\n", mark.seq);
-  return true;
+  if (hello_.copy) return Plan::Copy;
+  uint64_t shared = storage::common_save(hello_.terms, hello_.save, mine, mark.seq);
+  if (shared == hello_.save) {
+    // Sent once catching up has found the entries after it: before the
+    // first frame, or alone.
+    greeting_ = fmt::format("{{\"code\":\"ok\",\"result\":{{\"save\":{}}}}}\n", mark.seq);
+    return Plan::Stream;
+  }
+  // Entries of the primary's own term that it does not hold are not a
+  // deposed primary's: the primary lost them (its store restored from an
+  // older copy, say). Never cut those away.
+  if (uint32_t theirs = hello_.terms.term_at(hello_.save); theirs >= mine.last_term()) {
+    refuse("bad_request", fmt::format("the replica is at save {} (term {}), past the primary's last save {} in "
+                                      "its term {}: it holds entries the primary does not",
+                                      hello_.save, theirs, shared, mine.last_term()));
+    return Plan::End;
+  }
+  if (shared < hello_.covered) return Plan::Copy;
+  fmt::print(err_, "aup: a replica at save {} holds entries the primary does not after save {}: it cuts them off\n",
+             hello_.save, shared);
+  send_text(fmt::format("{{\"code\":\"cut\",\"result\":{{\"save\":{}}}}}\n", shared));
+  return Plan::End;
 }
 
 void Feed::greet() {
@@ -217,20 +226,10 @@ void Feed::greet() {
 
 // An entry read from the log: sent when it is past the replica's save.
 storage::Status Feed::entry(const storage::LogEntry& e) {
-  if (e.seq <= hello_.save) {
-    if (e.seq == hello_.save && e.term != hello_.term) {
-      refusal_ = fmt::format("the replica's save {} is of term {}, the primary's of term {}: the replica holds "
-                             "entries the primary does not",
-                             e.seq, hello_.term, e.term);
-      return storage::Status::error(refusal_);
-    }
-    return storage::Status::good();
-  }
+  if (e.seq <= hello_.save) return storage::Status::good();
   if (!greeting_.empty() && e.prev_seq != hello_.save) {
-    refusal_ = fmt::format("the primary's log begins after save {}, and the replica is at save {}: it needs a copy "
-                           "of the primary's images first",
-                           e.prev_seq, hello_.save);
-    return storage::Status::error(refusal_);
+    needs_copy_ = true;  // the log begins after the replica's save
+    return storage::Status::error("the log no longer reaches back");
   }
   greet();
   stream::put_frame(out_, stream::Frame{stream::Kind::Entry, e.term, e.seq, e.prev_seq, 0, e.payload});
@@ -240,8 +239,8 @@ storage::Status Feed::entry(const storage::LogEntry& e) {
 }
 
 // Every entry after the replica's save, read under the readers' lock up to
-// the mark.
-bool Feed::catch_up() {
+// the mark; a copy instead when the log no longer holds them.
+Feed::Plan Feed::catch_up() {
   storage::LiveReader reader;
   storage::LiveMark mark;
   storage::Status st = reader.attach(io_, dir_);
@@ -254,25 +253,64 @@ bool Feed::catch_up() {
     storage::LogOpenReport report;
     st = storage::Log::open(
         io_, dir_, o, [this](const storage::LogEntry& e) { return entry(e); }, log_, report);
-    if (st.ok() && report.entries == 0 && hello_.save < mark.seq) {
-      refusal_ = fmt::format("the primary's log holds no entries after save {}, and the replica is at save {}: it "
-                             "needs a copy of the primary's images first",
-                             mark.seq, hello_.save);
-      st = storage::Status::error(refusal_);
-    }
+    needs_copy_ = needs_copy_ || (st.ok() && report.entries == 0 && hello_.save < mark.seq);
   }
-  if (!refusal_.empty() && !greeting_.empty()) {
-    refuse("bad_request", refusal_);
-    return false;
-  }
+  if (needs_copy_ && !greeting_.empty()) return Plan::Copy;
   greet();
   if (!st.ok() || !send_pending()) {
-    fmt::print(err_, "aup: a replica was let go: {}\n", refusal_.empty() ? st.message : refusal_);
-    return false;
+    fmt::print(err_, "aup: a replica was let go: {}\n", st.ok() ? "it went away" : st.message);
+    return Plan::End;
   }
   uint64_t last = log_->last_seq();
   retain_after_.store(last > 0 ? last - 1 : 0, std::memory_order_release);
-  return true;
+  return Plan::Stream;
+}
+
+// A copy's files as frames into the feed's output, sent as they fill it.
+class FrameSink : public storage::CopySink {
+ public:
+  FrameSink(std::vector<uint8_t>& out, std::function<bool()> send) : out_(out), send_(std::move(send)) {}
+  storage::Status begin_file(const std::string& name, uint64_t bytes, uint64_t alloc) override {
+    std::span<const uint8_t> n(reinterpret_cast<const uint8_t*>(name.data()), name.size());
+    stream::put_frame(out_, stream::Frame{stream::Kind::File, 0, bytes, alloc, 0, n});
+    return storage::Status::good();
+  }
+  storage::Status write(const uint8_t* p, size_t n) override {
+    for (size_t at = 0; at < n; at += stream::kCopyChunkBytes) {
+      size_t k = std::min(stream::kCopyChunkBytes, n - at);
+      stream::put_frame(out_, stream::Frame{stream::Kind::Data, 0, 0, 0, 0, {p + at, k}});
+      if (out_.size() >= kSendBytes && !send_()) return storage::Status::error("the replica went away");
+    }
+    return storage::Status::good();
+  }
+  storage::Status end_file() override { return storage::Status::good(); }
+
+ private:
+  std::vector<uint8_t>& out_;
+  std::function<bool()> send_;
+};
+
+// The store copied to the replica (storage/copy.h), then the copy's end;
+// the entries after it are kept a while for the replica to come back for.
+void Feed::send_copy() {
+  fmt::print(err_, "aup: a replica at save {} is sent a copy of the store\n", hello_.save);
+  std::fflush(err_);
+  send_text("{\"code\":\"copy\"}\n");
+  FrameSink sink(out_, [this] { return send_pending(); });
+  storage::CopyReport report;
+  storage::Status st = storage::copy_store(io_, dir_, sink, report, nullptr);
+  if (st.ok()) {
+    retain_after_.store(report.seq, std::memory_order_release);
+    linger_until_.store(std::chrono::steady_clock::now() + std::chrono::seconds(kCopyLingerSeconds),
+                        std::memory_order_release);
+    stream::put_frame(out_, stream::Frame{stream::Kind::CopyEnd, 0, report.seq, 0, 0, {}});
+  }
+  if (!st.ok() || !send_pending()) {
+    fmt::print(err_, "aup: a replica was let go: {}\n", st.ok() ? "it went away during the copy" : st.message);
+    return;
+  }
+  fmt::print(err_, "aup: a replica was sent a copy of the store at save {} ({} files, {} bytes)\n", report.seq,
+             report.files, report.bytes);
 }
 
 // Waits for a commit, an ack or a second, then sends what the log holds
@@ -297,7 +335,7 @@ bool Feed::follow() {
     st = log_->follow(mark.segment, mark.end, [this](const storage::LogEntry& e) { return entry(e); });
   }
   if (!st.ok()) {
-    fmt::print(err_, "aup: a replica was let go: {}\n", refusal_.empty() ? st.message : refusal_);
+    fmt::print(err_, "aup: a replica was let go: {}\n", st.message);
     return false;
   }
   if (out_.empty() && n == 0) {
@@ -365,11 +403,14 @@ Shipper::~Shipper() {
 void Shipper::adopt(int fd, const Request& r) {
   std::lock_guard<std::mutex> lock(mu_);
   reap();
-  feeds_.push_back(std::make_unique<Feed>(io_, dir_, schema_, err_, fd, read_hello(r)));
+  stream::Hello hello;
+  std::string problem;
+  stream::read_hello(*r.doc, r.args, hello, problem);
+  feeds_.push_back(std::make_unique<Feed>(io_, dir_, schema_, err_, fd, std::move(hello), std::move(problem)));
 }
 
 void Shipper::reap() {
-  feeds_.erase(std::remove_if(feeds_.begin(), feeds_.end(), [](const auto& f) { return f->ended(); }), feeds_.end());
+  feeds_.erase(std::remove_if(feeds_.begin(), feeds_.end(), [](const auto& f) { return f->done(); }), feeds_.end());
 }
 
 void Shipper::committed() {

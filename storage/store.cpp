@@ -336,10 +336,12 @@ Status Store::begin_term(uint32_t term) {
   return Status::good();
 }
 
+uint64_t Store::images_cover() const { return *std::max_element(image_seq_.begin(), image_seq_.end()); }
+
 Status Store::cut_after(uint64_t save, CutPrepared& out) {
   if (unavailable()) return Status::error(unavailable_);
   drain();
-  uint64_t covered = *std::max_element(image_seq_.begin(), image_seq_.end());
+  uint64_t covered = images_cover();
   if (covered > save) {
     return Status::error(fmt::format("its images cover save {}, past save {}: a copy of the primary's store "
                                      "must replace it",

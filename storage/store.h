@@ -144,6 +144,8 @@ class Store {
   // Why every later event is refused (before it runs: not written).
   const std::string& unavailable_reason() const { return unavailable_; }
   uint64_t last_seq() const { return last_seq_; }
+  // The greatest save an image covers: the log cannot be cut back past it.
+  uint64_t images_cover() const;
 
   // Between batches, on the owner thread: takes in a finished checkpoint
   // and starts one when the policy asks.

@@ -14,8 +14,13 @@ with `--replica-of`, each case checked by what the nodes answer and by
   - a replica ahead of its primary is refused;
   - `replicate` anywhere but as a connection's first request to a primary;
   - a replica's store refuses `aup run` without --replica-of, and `aup
-    promote` makes it a primary in a new term that the old primary then
-    follows.
+    promote` makes it a primary in a new term; the old primary, which
+    answered events of its own meanwhile, follows it after cutting those
+    entries off its log (kept in a side file, storage/cut.h);
+  - a primary whose checkpoints released its log sends a new replica a
+    copy of its store (storage/copy.h), which it installs and follows on
+    from; so does one whose replica's images cover entries the primary
+    does not hold.
 
 usage: replication_test.py AUP ROOT
 """
@@ -63,9 +68,9 @@ def fail(msg):
 class Node:
     """An `aup run` serving a store on a Unix socket (and HTTP when asked)."""
 
-    def __init__(self, aup, module, data, sock, replica_of=None, http_port=None, extra=()):
+    def __init__(self, aup, module, data, sock, replica_of=None, http_port=None, extra=(), segment=65536):
         self.sock, self.data = sock, data
-        args = [aup, "run", module, "--data", data, "--listen", "unix:" + sock, "--segment-size", "65536",
+        args = [aup, "run", module, "--data", data, "--listen", "unix:" + sock, "--segment-size", str(segment),
                 *extra]
         if http_port:
             args += ["--listen", f"http://127.0.0.1:{http_port}"]
@@ -218,13 +223,13 @@ def refusals(aup, tmp, module, other, p, c, r):
     ahead = os.path.join(tmp, "ahead")
     shutil.copytree(p.data, ahead, ignore=shutil.ignore_patterns("LOCK", "READERS", "LIVE"))
     y = Node(aup, module, ahead, os.path.join(tmp, "y.sock"), replica_of=q.sock)
-    if not y.wait_for("past the primary's last"):
+    if not y.wait_for("past the primary's last save"):
         fail(f"a replica ahead of its primary: {y.stderr()}")
     y.kill(signal.SIGTERM)
     q.kill(signal.SIGTERM)
     # `replicate` as a later request, and on stdin.
     a = c.ask({"query": "owned", "args": {"owner": "o1"}})
-    a = c.ask({"replicate": {"save": 0, "term": 0, "schema": ""}})
+    a = c.ask({"replicate": {"save": 0, "covered": 0, "terms": [], "schema": "", "copy": False}})
     if not a or a.get("ok") or a["error"]["code"] != "bad_request":
         fail(f"replicate as a later request: {a}")
     out = subprocess.run([aup, "run", module, "--memory"], input='{"replicate":{}}\n', capture_output=True, text=True,
@@ -256,13 +261,67 @@ def promote(aup, tmp, module, p, c, r):
     a = nc.ask({"event": "deposit", "args": {"id": 1}})
     if not a or not a.get("ok"):
         fail(f"an event on the promoted primary: {a}")
+    # Meanwhile the old primary, alone, answers events the new one never
+    # sees: they are cut off its log when it follows.
+    solo = Node(aup, module, p.data, p.sock)
+    sc = Client(solo.sock)
+    for i in (5, 6, 7):
+        sc.ask({"event": "deposit", "args": {"id": i}})
+    sc.close()
+    solo.kill(signal.SIGTERM)
     old = Node(aup, module, p.data, p.sock, replica_of=newp.sock)
-    if not old.wait_for("following the primary"):
-        fail(f"the old primary does not follow the new one: {old.stderr()}")
+    if not old.wait_for("cut entries") or not old.wait_for("following the primary"):
+        fail(f"the old primary does not cut its entries and follow the new one: {old.stderr()}")
+    sides = [n for n in os.listdir(p.data) if n.startswith("cut-")]
+    if len(sides) != 1 or sides[0] not in old.stderr():
+        fail(f"the side file of the cut entries: {sides}, {old.stderr()}")
     nc.ask({"event": "deposit", "args": {"id": 3}})
     if not same_in_time(aup, newp.data, old.data):
         fail("the old primary's rows differ from the new primary's")
     nc.close()
+    old.kill(signal.SIGTERM)
+    newp.kill(signal.SIGTERM)
+
+
+def copy_catch_up(aup, tmp, module):
+    # Checkpoints at every commit release the primary's log as it goes.
+    quick = ("--image-min", "1", "--log-min", "1")
+    p = Node(aup, module, os.path.join(tmp, "cp"), os.path.join(tmp, "cp.sock"), extra=quick, segment=4096)
+    c = Client(p.sock)
+    for i in range(1, 21):
+        c.ask({"event": "open", "args": {"id": i, "owner": "o%d" % (i % 3)}})
+    for k in range(300):
+        c.ask({"event": "deposit", "args": {"id": 1 + k % 20}})
+    r = Node(aup, module, os.path.join(tmp, "cr"), os.path.join(tmp, "cr.sock"), replica_of=p.sock)
+    if not r.wait_for("received a copy of the primary's store") or not r.wait_for("following the primary"):
+        fail(f"a new replica of a primary whose log was released: {r.stderr()}")
+    if "is sent a copy of the store" not in p.stderr():
+        fail(f"the primary does not say it sent a copy: {p.stderr()}")
+    for k in range(50):
+        c.ask({"event": "deposit", "args": {"id": 1 + k % 20}})
+    if not same_in_time(aup, p.data, r.data):
+        fail(f"the replica made from a copy differs from its primary: {r.stderr()}")
+    c.close()
+    # The replica is promoted; the old primary answers events alone and
+    # checkpoints them into its images: it cannot cut them, and is sent a
+    # copy of the new primary's store instead.
+    r.kill(signal.SIGTERM)
+    p.kill(signal.SIGTERM)
+    out = subprocess.run([aup, "promote", "--data", r.data], capture_output=True, text=True, timeout=30)
+    if out.returncode != 0:
+        fail(f"aup promote: {out.stderr}")
+    solo = Node(aup, module, p.data, p.sock, extra=quick, segment=4096)
+    sc = Client(solo.sock)
+    for k in range(40):
+        sc.ask({"event": "deposit", "args": {"id": 2}})
+    sc.close()
+    solo.kill(signal.SIGTERM)
+    newp = Node(aup, module, r.data, r.sock)
+    old = Node(aup, module, p.data, p.sock, replica_of=newp.sock)
+    if not old.wait_for("received a copy") or "cut entries" in old.stderr():
+        fail(f"a replica whose images cover entries its primary lacks: {old.stderr()}")
+    if not same_in_time(aup, newp.data, old.data):
+        fail("the old primary, made from a copy, differs from the new primary")
     old.kill(signal.SIGTERM)
     newp.kill(signal.SIGTERM)
 
@@ -281,6 +340,7 @@ def main():
         r = kill_and_restart(aup, tmp, module, p, c, r)
         refusals(aup, tmp, module, other, p, c, r)
         promote(aup, tmp, module, p, c, r)
+        copy_catch_up(aup, tmp, module)
     finally:
         subprocess.run(["pkill", "-f", tmp], capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
