@@ -402,6 +402,11 @@ int run_on_store(const RunOptions& o, const vm::Module& m, vm::State& state, con
   Owner owner(m, state, so, window);
   runtime::StoreDurability durable(state, *store);
   if (int rc = take_role(o, *fs, *store); rc != kExitOk) return rc;
+  auto ms = [](double seconds) { return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000 + 0.5)); };
+  if (o.sync_replicas || !o.replica_of.empty()) {
+    durable.set_replication(o.sync_replicas.value_or(0), ms(o.sync_timeout_seconds));
+  }
+  durable.set_after_timeout(ms(o.after_timeout_seconds));
   int served;
   if (o.replica_of.empty()) {
     // Any store served on an address can be a primary: replicas connect.

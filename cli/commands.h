@@ -48,8 +48,15 @@ struct RunOptions {
   uint32_t max_connections = 0;
   uint32_t max_pending = 0;
   uint64_t max_output_bytes = 0;
-  // --replica-of ADDRESS: follow that primary (docs/replication.md).
+  // Replication (docs/replication.md). --replica-of ADDRESS: follow that
+  // primary. --sync-replicas K: answer an event once K replicas hold it
+  // too (given at all, events are answered with their saves), waiting at
+  // most --sync-timeout; --after-timeout: how long a query waits for its
+  // `after` save.
   std::string replica_of;
+  std::optional<uint32_t> sync_replicas;
+  double sync_timeout_seconds = 5;
+  double after_timeout_seconds = 5;
 };
 // run()'s answer when the store is to be opened again (a replica that cut
 // its log or received a copy: runtime/follower.h): main starts `aup run`

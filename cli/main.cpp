@@ -145,6 +145,35 @@ void add_store_options(CLI::App& cmd, RunOptions& o) {
 }
 
 // Serving sockets instead of stdin, and the limits that only serving has.
+// docs/replication.md: a replica, a primary's durability level, the waits.
+void add_replication_options(CLI::App& cmd, RunOptions& o, CLI::Option* listen) {
+  cmd.add_option("--replica-of", o.replica_of,
+                 "follow the primary at ADDRESS (unix:PATH or HOST:PORT): copy its log entries into this\n"
+                 "store as it commits them, answer queries, refuse events with `not_primary`\n"
+                 "(docs/replication.md). Needs --data and --listen")
+      ->type_name("ADDRESS")
+      ->needs(listen);
+  CLI::Option* sync = cmd.add_option_function<uint32_t>(
+                             "--sync-replicas", [&o](const uint32_t& k) { o.sync_replicas = k; },
+                             "answer an event only once its batch is durable here and on K replicas; given\n"
+                             "at all (0 too), every event's answer carries its save number, `\"save\": N`\n"
+                             "(docs/replication.md)")
+                         ->type_name("K")
+                         ->check(CLI::Range(0u, 64u))
+                         ->needs(listen);
+  cmd.add_option("--sync-timeout", o.sync_timeout_seconds,
+                 "seconds an event waits for its K replicas before it is answered `unavailable`,\n"
+                 "perhaps written (default 5)")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(0.001, 3600.0))
+      ->needs(sync);
+  cmd.add_option("--after-timeout", o.after_timeout_seconds,
+                 "seconds a query with `after` waits for this node to reach that save (default 5)")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(0.001, 3600.0))
+      ->needs(listen);
+}
+
 void add_listen_options(CLI::App& cmd, RunOptions& o) {
   CLI::Option* listen =
       cmd.add_option("--listen", o.listen,
@@ -181,12 +210,7 @@ void add_listen_options(CLI::App& cmd, RunOptions& o) {
                  "read (default 16 MiB)")
       ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 40))
       ->needs(listen);
-  cmd.add_option("--replica-of", o.replica_of,
-                 "follow the primary at ADDRESS (unix:PATH or HOST:PORT): copy its log entries into this\n"
-                 "store as it commits them, answer queries, refuse events with `not_primary`\n"
-                 "(docs/replication.md). Needs --data and --listen")
-      ->type_name("ADDRESS")
-      ->needs(listen);
+  add_replication_options(cmd, o, listen);
 }
 
 CLI::App* add_run_command(CLI::App& app, RunOptions& o) {

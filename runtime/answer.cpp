@@ -1,8 +1,20 @@
 #include "runtime/answer.h"
 
+#include <fmt/format.h>
+
+#include <iterator>
+
 #include "runtime/json.h"
 
 namespace aup::runtime {
+
+namespace {
+
+void append_save(std::string& out, const Answer& a) {
+  if (a.save) fmt::format_to(std::back_inserter(out), ",\"save\":{}", *a.save);
+}
+
+}  // namespace
 
 void append_answer(std::string& out, const Answer& a, bool with_id) {
   // A few appends of whole pieces: this runs once for every answer.
@@ -17,14 +29,14 @@ void append_answer(std::string& out, const Answer& a, bool with_id) {
     if (a.stats) {
       out += "true,\"result\":";
       stats_json(*a.stats, out);
-      out += '}';
     } else if (a.has_result) {
       out += "true,\"result\":";
       out += a.text;
-      out += '}';
     } else {
-      out += "true}";
+      out += "true";
     }
+    append_save(out, a);
+    out += '}';
     return;
   }
   out += "false,\"error\":{\"code\":\"";
@@ -39,7 +51,9 @@ void append_answer(std::string& out, const Answer& a, bool with_id) {
   } else {
     json_append_string(out, a.text);
   }
-  out += "}}";
+  out += '}';
+  append_save(out, a);
+  out += '}';
 }
 
 }  // namespace aup::runtime

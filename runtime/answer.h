@@ -26,6 +26,10 @@ struct Answer {
   // perhaps), said first in its message. None for anything else.
   std::optional<storage::Fate> fate;
   bool has_result = false;  // Ok: `text` is the result (else no "result")
+  // An event on a store: the save whose log entry holds it (docs/protocol.md,
+  // "Saves"), once it is durable; and an event whose batch's replicas did
+  // not confirm it in time (perhaps written: in the log at this save).
+  std::optional<uint64_t> save;
   std::string id;           // the request's id as it was written (raw JSON), or ""
   std::string text;         // Ok: the result's JSON; an error: its message
   // A stats request's figures: written as JSON, or as Prometheus text for
@@ -38,6 +42,7 @@ struct Answer {
     code = Code::Ok;
     fate.reset();
     has_result = false;
+    save.reset();
     id.clear();
     text.clear();
     stats.reset();
@@ -50,7 +55,8 @@ struct Answer {
 };
 
 // The answer's JSON object, without id: {"ok":true,"result":...} or the
-// error; `id` (raw JSON) goes first when given. No newline.
+// error, then its "save" when it has one; `id` (raw JSON) goes first when
+// given. No newline.
 void append_answer(std::string& out, const Answer& a, bool with_id);
 // The line protocol's answer line: the object with its id, and a newline.
 inline void append_answer_line(std::string& out, const Answer& a) {

@@ -1,5 +1,7 @@
 #include "runtime/committer.h"
 
+#include <fmt/format.h>
+
 namespace aup::runtime {
 
 Committer::Committer(Service& service, Durability& durability, uint32_t max_events)
@@ -24,7 +26,17 @@ Committer::Entry& Committer::next_entry(uint64_t to) {
 }
 
 size_t Committer::take(uint64_t to, const Request& r, const RequestText& text, double now) {
-  Entry& e = next_entry(to);
+  // Behind a parked query of its destination, or a query after a save the
+  // state does not hold yet: parked.
+  if ((!parked_.empty() && parked_.count(to)) ||
+      (r.kind == RequestKind::Query && r.after > durability_.applied_save())) {
+    park(to, r, text, now);
+    return 0;
+  }
+  return run(next_entry(to), r, text, now);
+}
+
+size_t Committer::run(Entry& e, const Request& r, const RequestText& text, double now) {
   if (r.kind == RequestKind::Event) {
     if (const std::string* why = durability_.refusing()) {
       service_.refuse_event(r, durability_.refusing_code(), *why, e.answer);
@@ -45,7 +57,85 @@ size_t Committer::take(uint64_t to, const Request& r, const RequestText& text, d
   return e.answer.text.size();
 }
 
-Answer& Committer::add(uint64_t to) { return next_entry(to).answer; }
+Answer& Committer::add(uint64_t to) {
+  // A refusal behind a parked request waits its turn too.
+  if (!parked_.empty() && parked_.count(to)) {
+    Parked& p = parked_[to].emplace_back();  // made already: it goes at its turn
+    return p.made;  // a deque's elements stay put as it grows
+  }
+  return next_entry(to).answer;
+}
+
+void Committer::park(uint64_t to, const Request& r, const RequestText& text, double now) {
+  Parked& p = parked_[to].emplace_back();
+  p.request = std::make_unique<HeldRequest>(text);
+  p.now = now;
+  p.after = r.kind == RequestKind::Query ? r.after : 0;
+  p.deadline = std::chrono::steady_clock::now() + durability_.after_timeout();
+}
+
+bool Committer::unpark(double now) {
+  bool took = false;
+  auto clock = std::chrono::steady_clock::now();
+  uint64_t applied = durability_.applied_save();
+  for (auto it = parked_.begin(); it != parked_.end() && !full();) {
+    std::deque<Parked>& q = it->second;
+    while (!q.empty() && !full()) {
+      Parked& p = q.front();
+      if (p.after > applied && clock < p.deadline) break;
+      Entry& e = next_entry(it->first);
+      if (!p.request) {
+        std::swap(e.answer, p.made);
+      } else if (p.after > applied) {
+        e.answer.id.assign(p.request->prepare(service_).id);
+        e.answer.fail(Code::Unavailable,
+                      fmt::format("this node has applied save {}, not yet save {} (`after`): it waited {} ms",
+                                  applied, p.after, durability_.after_timeout().count()));
+      } else {
+        run(e, p.request->prepare(service_), p.request->text(), now);
+      }
+      q.pop_front();
+      took = true;
+    }
+    it = q.empty() ? parked_.erase(it) : std::next(it);
+  }
+  return took;
+}
+
+// An event's answer says the save that holds it, on a store.
+void Committer::note_saves() {
+  if (!durability_.has_saves()) return;
+  uint64_t save = durability_.applied_save();
+  for (size_t i = 0; i < used_; ++i) {
+    if (entries_[i].applied) entries_[i].answer.save = save;
+  }
+}
+
+// The batch's answers held, behind the batches already held.
+void Committer::hold(bool changed) {
+  Held& h = waiting_.emplace_back();
+  h.save = durability_.applied_save();
+  h.awaits = changed && durability_.awaits_acks();
+  h.deadline = std::chrono::steady_clock::now() + durability_.sync_timeout();
+  h.answers.reserve(used_);
+  for (size_t i = 0; i < used_; ++i) {
+    h.answers.emplace_back(entries_[i].to, std::move(entries_[i].answer));
+    entries_[i].answer = Answer();
+  }
+}
+
+// Replicas did not confirm the batch in time: its entry is durable here
+// and may or may not survive a failover.
+void Committer::unconfirmed(Held& h) {
+  std::string why = fmt::format("replicas did not confirm save {} within {} ms; it is durable on this node and may "
+                                "not survive a failover",
+                                h.save, durability_.sync_timeout().count());
+  for (auto& [to, a] : h.answers) {
+    if (!a.save) continue;  // not an applied event
+    a.fail(Code::Unavailable, why);
+    a.fate = storage::Fate::PerhapsWritten;
+  }
+}
 
 bool Committer::settle() {
   // One fate per batch: committed, or failed, once.

@@ -19,13 +19,27 @@
 // query that may have read them runs again on the state they left before
 // any answer leaves: no answer ever shows a change that did not become
 // durable.
+//
+// With replicas to wait for (Durability::acked_save, --sync-replicas), a
+// durable batch's answers wait, with every later batch's behind them, until
+// the replicas have its save too, or its wait runs out (release): then its
+// events are answered `unavailable`, perhaps written. A query with `after`
+// (docs/protocol.md, "Saves") that the state does not reach yet is parked
+// with everything its destination sends after it, and taken into a later
+// batch when the state reaches it (unpark), or answered `unavailable` when
+// its wait runs out. `to` must name the same destination (a connection)
+// from batch to batch.
 #pragma once
 
 #include <cassert>
+#include <chrono>
+#include <deque>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "runtime/answer.h"
@@ -66,15 +80,22 @@ class Committer {
 
   // Makes the batch's events durable (when it has any), settles their
   // answers, and gives every answer of the batch to deliver(to, answer) in
-  // request order. Then the Durability's between-batches work runs. True
-  // when the state changed: the batch had events and they are durable.
+  // request order, now or (waiting for replicas) from a later release().
+  // Then the Durability's between-batches work runs. True when the state
+  // changed: the batch had events and they are durable.
   template <class Deliver>
   bool commit(Deliver&& deliver) {
     uint32_t events = events_;
     bool changed = settle();
     // Changed means every event of the batch is durable: none is refused.
     assert(!changed || events > 0);
-    for (size_t i = 0; i < used_; ++i) deliver(entries_[i].to, entries_[i].answer);
+    if (changed) note_saves();
+    if (waiting_.empty() && !(changed && durability_.awaits_acks())) {
+      for (size_t i = 0; i < used_; ++i) deliver(entries_[i].to, entries_[i].answer);
+    } else {
+      if (used_ > 0) hold(changed);
+      release(deliver);
+    }
     used_ = 0;
     events_ = 0;
     settled_ = false;
@@ -82,6 +103,28 @@ class Committer {
     if (events > 0) publish(events, changed);
     return changed;
   }
+  // Answers of held batches whose replicas have confirmed them (or whose
+  // wait ran out), to deliver(to, answer), in order.
+  template <class Deliver>
+  void release(Deliver&& deliver) {
+    uint64_t acked = durability_.acked_save();
+    auto now = std::chrono::steady_clock::now();
+    while (!waiting_.empty()) {
+      Held& h = waiting_.front();
+      bool confirmed = !h.awaits || h.save <= acked;
+      if (!confirmed && now < h.deadline) break;
+      if (!confirmed) unconfirmed(h);
+      for (auto& [to, a] : h.answers) deliver(to, a);
+      waiting_.pop_front();
+    }
+  }
+  // Parked requests whose save the state now holds (or whose wait ran
+  // out) join the batch; call before commit(). Whether any did.
+  bool unpark(double now);
+  // Answers held for replicas, or requests parked: the caller comes back
+  // within kWaitCheckMs to release() and unpark().
+  bool waiting() const { return !waiting_.empty() || !parked_.empty(); }
+  static constexpr int kWaitCheckMs = 20;
 
  private:
   struct Entry {
@@ -92,7 +135,28 @@ class Committer {
     std::unique_ptr<HeldRequest> held;  // such a query, kept (made the first time, then reused)
     double now = 0;                     // and its `now`
   };
+  // A durable batch's answers, held for its replicas' confirmation.
+  struct Held {
+    uint64_t save = 0;
+    bool awaits = false;  // it wrote an entry the replicas must confirm
+    std::chrono::steady_clock::time_point deadline;
+    std::vector<std::pair<uint64_t, Answer>> answers;
+  };
+  // A request waiting for its destination's parked query before it (or
+  // an answer made for it elsewhere: `made`, when `request` is null).
+  struct Parked {
+    std::unique_ptr<HeldRequest> request;
+    Answer made;
+    double now = 0;
+    uint64_t after = 0;
+    std::chrono::steady_clock::time_point deadline;
+  };
   Entry& next_entry(uint64_t to);
+  size_t run(Entry& e, const Request& r, const RequestText& text, double now);
+  void park(uint64_t to, const Request& r, const RequestText& text, double now);
+  void note_saves();
+  void hold(bool changed);
+  void unconfirmed(Held& h);
   bool settle();
   void rerun_queries();
   // After a batch with events: its commit and the figures of the store
@@ -116,6 +180,8 @@ class Committer {
   uint64_t commits_ = 0;
   uint64_t last_commit_ns_ = 0;  // the last settle()'s commit
   storage::LatencyHistogram commit_latency_;
+  std::deque<Held> waiting_;
+  std::unordered_map<uint64_t, std::deque<Parked>> parked_;  // by destination
 };
 
 }  // namespace aup::runtime

@@ -101,6 +101,10 @@ void StoreDurability::between_batches() {
   store_.tick();
 }
 
+uint64_t StoreDurability::acked_save() const {
+  return shipper_ && sync_replicas_ > 0 ? shipper_->confirmed(sync_replicas_) : UINT64_MAX;
+}
+
 void StoreDurability::set_replica_of(const std::string& primary) {
   replica_of_ = primary.empty() ? std::string()
                                 : fmt::format("this node is a replica of {}: send events to the primary, {}", primary,

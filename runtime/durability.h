@@ -10,6 +10,7 @@
 // later event is refused until a restart (queries still work).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -57,6 +58,20 @@ class Durability {
   virtual uint64_t last_commit_ns() const { return 0; }
   // Owner thread.
   virtual StoreFigures store_figures() const { return {}; }
+
+  // Saves (docs/protocol.md, "Saves"): whether events are answered with
+  // the save that holds them (a store), and the last save the state holds
+  // (UINT64_MAX in memory, where every `after` is met).
+  virtual bool has_saves() const { return false; }
+  virtual uint64_t applied_save() const { return UINT64_MAX; }
+  // Whether a durable batch's answers wait for replicas (--sync-replicas),
+  // the last save they have all confirmed, and how long answers wait for
+  // that; how long a query waits for its `after` save.
+  virtual bool awaits_acks() const { return false; }
+  virtual uint64_t acked_save() const { return UINT64_MAX; }
+  virtual std::chrono::milliseconds sync_timeout() const { return std::chrono::milliseconds(0); }
+  virtual std::chrono::milliseconds after_timeout() const { return std::chrono::milliseconds(kAfterTimeoutMs); }
+  static constexpr int kAfterTimeoutMs = 5000;
 };
 
 // --memory: an applied event is done.
@@ -119,6 +134,22 @@ class StoreDurability : public Durability {
   // whose replicas' needs hold log segments back from release.
   void set_shipper(Shipper* s) { shipper_ = s; }
   void close() override { store_.drain(); }
+  bool has_saves() const override { return saves_; }
+  uint64_t applied_save() const override { return store_.last_seq(); }
+  bool awaits_acks() const override { return sync_replicas_ > 0; }
+  uint64_t acked_save() const override;
+  std::chrono::milliseconds sync_timeout() const override { return sync_timeout_; }
+  std::chrono::milliseconds after_timeout() const override { return after_timeout_; }
+  // A node that takes part in replication (--sync-replicas given, or a
+  // cluster's): events are answered with their saves, and answers wait
+  // for `sync_replicas` replicas for up to `sync_timeout`. A lone node's
+  // answers are as they always were.
+  void set_replication(uint32_t sync_replicas, std::chrono::milliseconds sync_timeout) {
+    saves_ = true;
+    sync_replicas_ = sync_replicas;
+    sync_timeout_ = sync_timeout;
+  }
+  void set_after_timeout(std::chrono::milliseconds t) { after_timeout_ = t; }
   uint64_t log_bytes() const override { return store_.stats().log_bytes; }
   uint64_t last_commit_ns() const override { return store_.last_commit_ns(); }
   StoreFigures store_figures() const override {
@@ -132,6 +163,9 @@ class StoreDurability : public Durability {
   storage::BatchEncoder batch_;
   std::string replica_of_;  // the refusal's message on a replica, or ""
   Shipper* shipper_ = nullptr;
+  bool saves_ = false;
+  uint32_t sync_replicas_ = 0;
+  std::chrono::milliseconds sync_timeout_{0}, after_timeout_{kAfterTimeoutMs};
 };
 
 }  // namespace aup::runtime

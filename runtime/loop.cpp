@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "runtime/committer.h"
 #include "runtime/shipper.h"
 #include "runtime/signals.h"
 
@@ -96,7 +97,7 @@ void Loop::take_posted() {
   }
   for (Routed& r : delivering_) deliver(r.conn, r.answer);
   delivering_.clear();
-  dispatch_.woken();
+  dispatch_.woken(*this);
 }
 
 // ---- connections ----------------------------------------------------------------------
@@ -315,6 +316,9 @@ void Loop::turn(const epoll_event* events, int n) {
       on_ready(*it->second, events[i].events);
     }
   }
+  // A wait checked (replicas that did not confirm in time, a save not
+  // reached): answered at its time even when nothing else happens.
+  if (n == 0 && dispatch_.waiting()) dispatch_.woken(*this);
   settle_turn();
 }
 
@@ -341,6 +345,7 @@ void Loop::settle_turn() {
 int Loop::wait_ms(std::chrono::steady_clock::time_point tick_due) const {
   bool paused = std::any_of(acceptors_.begin(), acceptors_.end(), [](const auto& a) { return a->paused(); });
   int timeout = stopping() || paused ? 50 : -1;
+  if (dispatch_.waiting()) timeout = timeout < 0 ? Committer::kWaitCheckMs : std::min(timeout, Committer::kWaitCheckMs);
   if (o_.stats || any_http_) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(tick_due - std::chrono::steady_clock::now());
     int ms = static_cast<int>(std::max<int64_t>(0, left.count()) + 1);

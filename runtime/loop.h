@@ -87,8 +87,13 @@ class Dispatch {
   virtual void end_batch(Loop& loop) = 0;
   // Once a second, on the loop's thread.
   virtual void tick(double seconds) { (void)seconds; }
-  // The loop was woken (answers posted, or owner tasks: owner_tasks.h).
-  virtual void woken() {}
+  // The loop was woken (answers posted, owner tasks: owner_tasks.h,
+  // replicas' acknowledgements), or, while waiting(), its wait checked.
+  virtual void woken(Loop& loop) { (void)loop; }
+  // Answers or requests wait for something other than a connection
+  // (replicas, a save): the loop calls woken() at least every
+  // Committer::kWaitCheckMs.
+  virtual bool waiting() const { return false; }
   // The loop takes nothing more (it is stopping).
   virtual void stopped() {}
 };

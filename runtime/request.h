@@ -56,6 +56,7 @@ struct Request {
   uint32_t args = kNoArgs;  // Event, Query: the arguments' object node; Replicate: its object
   std::string_view id;      // the id as written (raw JSON), or ""
   std::string_view key;     // Event: the idempotency key, or "" (none)
+  uint64_t after = 0;       // Query: run once the state holds this save (0: at once)
   // Refused: its code and why.
   Code refusal = Code::BadRequest;
   std::string why;

@@ -19,6 +19,7 @@
 #include "runtime/listener.h"
 #include "runtime/loop.h"
 #include "runtime/owner_tasks.h"
+#include "runtime/shipper.h"
 #include "runtime/server_stats.h"
 #include "runtime/signals.h"
 #include "runtime/snapshots.h"
@@ -67,12 +68,19 @@ class OwnerDispatch : public Dispatch {
   void refuse(Loop&, Conn& c, Answer& refusal) override { std::swap(batch_.add(c.id), refusal); }
   bool full() const override { return batch_.full(); }
   void end_batch(Loop& loop) override {
+    batch_.unpark(now_ms());
     batch_.commit([&loop](uint64_t to, Answer& a) { loop.deliver(to, a); });
   }
   void tick(double seconds) override { stats_.print(seconds, batch_, service_); }
-  void woken() override {
+  // Entries a replica's follower handed over (the state moved on: parked
+  // queries may run), acknowledgements from replicas (held answers may
+  // go), or a wait running out. The batch is empty here: requests are
+  // taken only in the turn's work.
+  void woken(Loop& loop) override {
     if (tasks_) tasks_->run();
+    if (batch_.waiting()) end_batch(loop);
   }
+  bool waiting() const override { return batch_.waiting(); }
 
  private:
   OwnerTasks* tasks_;
@@ -153,10 +161,13 @@ class Owner {
   void run();
 
  private:
-  struct Route {
-    uint32_t loop;
-    uint64_t conn;
-  };
+  // The Committer's destinations: a loop's connection, as one number
+  // that stays the same from batch to batch (answers may wait for
+  // replicas, and requests for their `after` save, across batches).
+  static uint64_t destination(uint32_t loop, uint64_t conn) {
+    assert(conn < (uint64_t{1} << 48));  // a loop numbers its connections from 1, one at a time
+    return uint64_t{loop} << 48 | conn;
+  }
   bool next_round(std::deque<std::pair<uint32_t, std::vector<HandOff>>>& round);
   void take(uint32_t loop, HandOff& h);
   void commit();
@@ -168,8 +179,8 @@ class Owner {
   ServerShared& shared_;
   StatsTicker stats_;
   std::vector<std::unique_ptr<Loop>>* loops_ = nullptr;
-  std::vector<Route> routes_;                 // the batch's, by the Committer's destination
   std::vector<std::vector<Routed>> out_;      // answers per loop
+  uint64_t unanswered_ = 0;                   // requests taken, not yet answered
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::pair<uint32_t, std::vector<HandOff>>> queue_;  // under mu_
@@ -182,8 +193,9 @@ void HandOffDispatch::take(Loop& loop, Conn& c, const RequestText& text, double 
   const Request& r = next_->prepare(service_);
   if (loop.hand_over(c, r)) return;
   // Nothing of this connection is unanswered but this request: a query
-  // reads every earlier event of it in the newest snapshot.
-  if (c.unanswered == 1 && r.kind != RequestKind::Event) {
+  // reads every earlier event of it in the newest snapshot. One `after` a
+  // save goes to the owner, which knows the save its state holds.
+  if (c.unanswered == 1 && r.kind != RequestKind::Event && r.after == 0) {
     run_here(loop, c, r, now);
     return;
   }
@@ -246,7 +258,9 @@ bool Owner::next_round(std::deque<std::pair<uint32_t, std::vector<HandOff>>>& ro
   std::unique_lock<std::mutex> lock(mu_);
   OwnerTasks* tasks = shared_.o.tasks;
   auto ready = [&] { return !queue_.empty() || running_ == 0 || (tasks && tasks->pending()); };
-  if (shared_.o.stats) {
+  if (batch_.waiting()) {
+    cv_.wait_for(lock, std::chrono::milliseconds(Committer::kWaitCheckMs), ready);
+  } else if (shared_.o.stats) {
     cv_.wait_for(lock, std::chrono::seconds(1), ready);
   } else {
     cv_.wait(lock, ready);
@@ -254,12 +268,12 @@ bool Owner::next_round(std::deque<std::pair<uint32_t, std::vector<HandOff>>>& ro
   round.swap(queue_);
   queued_ = 0;
   count_queued();
-  return !round.empty() || running_ > 0;
+  return !round.empty() || running_ > 0 || batch_.waiting();
 }
 
 void Owner::take(uint32_t loop, HandOff& h) {
-  auto to = static_cast<uint64_t>(routes_.size());
-  routes_.push_back(Route{loop, h.conn});
+  uint64_t to = destination(loop, h.conn);
+  ++unanswered_;
   if (!h.request) {
     std::swap(batch_.add(to), h.answer);
   } else {
@@ -274,22 +288,20 @@ void Owner::take(uint32_t loop, HandOff& h) {
 // Commits the batch, publishes the state its answers show before any of
 // them leaves, and posts them to their loops.
 void Owner::commit() {
-  size_t delivered = 0;
-  bool changed = batch_.commit([this, &delivered](uint64_t to, Answer& a) {
-    const Route& r = routes_[to];
-    out_[r.loop].push_back(Routed{r.conn, std::move(a)});
-    ++delivered;
+  batch_.unpark(now_ms());
+  bool changed = batch_.commit([this](uint64_t to, Answer& a) {
+    // One answer for every request handed over: one too many would go to
+    // a request that was never made (and one missing would leave its
+    // connection waiting for ever: run() goes on while any waits).
+    assert(unanswered_ > 0);
+    --unanswered_;
+    out_[to >> 48].push_back(Routed{to & ((uint64_t{1} << 48) - 1), std::move(a)});
   });
-  // One answer for every request handed over: one missing would leave its
-  // connection waiting for ever (and its I/O thread never done).
-  assert(delivered == routes_.size());
-  (void)delivered;
   if (changed) {
     snapshots_.publish();
     if (shared_.metrics) shared_.metrics->snapshot_published();
   }
   snapshots_.reclaim();
-  routes_.clear();
   for (size_t k = 0; k < out_.size(); ++k) {
     if (!out_[k].empty()) (*loops_)[k]->post(out_[k]);
   }
@@ -335,7 +347,9 @@ int serve_on_owner(Service& owner, vm::State& state, Durability& durability, Ser
     return 2;
   }
   if (shared.o.tasks) shared.o.tasks->set_wake([&loop] { loop.wake(); });
+  if (shared.shipper) shared.shipper->set_on_ack([&loop] { loop.wake(); });
   loop.run();
+  if (shared.shipper) shared.shipper->set_on_ack(nullptr);
   if (shared.o.tasks) shared.o.tasks->set_wake(nullptr);
   return 0;
 }
@@ -367,9 +381,11 @@ int serve_with_io_threads(Service& owner_service, vm::State& state, Durability& 
     }
   }
   if (o.tasks) o.tasks->set_wake([&owner] { owner.wake(); });
+  if (shared.shipper) shared.shipper->set_on_ack([&owner] { owner.wake(); });
   std::vector<std::thread> threads;
   for (auto& l : loops) threads.emplace_back([&l] { l->run(); });
   owner.run();
+  if (shared.shipper) shared.shipper->set_on_ack(nullptr);
   if (o.tasks) o.tasks->set_wake(nullptr);
   for (std::thread& t : threads) t.join();
   loops.clear();  // closes the connections

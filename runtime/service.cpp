@@ -58,11 +58,22 @@ std::string key_problem(RequestKind kind, const JsonNode* n, std::string_view ke
   return {};
 }
 
+// `after` (docs/protocol.md, "Saves"): a query's, a whole save number.
+std::string after_problem(RequestKind kind, const JsonNode& n, uint64_t& after) {
+  if (kind != RequestKind::Query) return "`after` is a query's: the save it must read";
+  if (n.kind != JsonNode::Kind::Number || n.num < 0 || n.num > 9007199254740992.0 ||
+      n.num != static_cast<double>(static_cast<uint64_t>(n.num))) {
+    return "`after` must be a save number: a whole number, 0 or more";
+  }
+  after = static_cast<uint64_t>(n.num);
+  return "";
+}
+
 // The members of a request object, by name; the first problem found.
 struct Members {
   static constexpr uint32_t kNone = kNoArgs;
   uint32_t event = kNone, query = kNone, schema = kNone, stats = kNone, replicate = kNone, args = kNone, id = kNone,
-           key = kNone;
+           key = kNone, after = kNone;
   std::string problem;
 
   void read(const JsonDoc& doc) {
@@ -78,9 +89,11 @@ struct Members {
                        : name == "args"   ? &args
                        : name == "id"     ? &id
                        : name == "key"    ? &key
+                       : name == "after"  ? &after
                                           : nullptr;
       if (!slot) {
-        note(fmt::format("unknown key `{}`; a request has `event` or `query`, `args`, `id` and `key`", name));
+        note(fmt::format("unknown key `{}`; a request has `event` or `query`, `args`, `id`, `key` and `after`",
+                         name));
       } else if (*slot != kNone) {
         note(fmt::format("key `{}` appears twice", name));
       } else {
@@ -179,6 +192,7 @@ Request Service::prepare_line(std::string_view line, JsonDoc& doc) const {
     m.note(key_problem(kind, &n, n.str));
     r.key = n.str;
   }
+  if (m.problem.empty() && m.after != Members::kNone) m.note(after_problem(kind, doc.node(m.after), r.after));
   if (!m.problem.empty()) {
     r.refuse(Code::BadRequest, std::move(m.problem));
   } else if (m.args != Members::kNone && doc.node(m.args).kind != JsonNode::Kind::Object) {

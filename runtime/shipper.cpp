@@ -51,9 +51,9 @@ std::string answer_line(std::string_view code, std::string_view message) {
 // One replica's feed: its connection and the thread that serves it.
 class Feed {
  public:
-  Feed(storage::Io& io, const std::string& dir, const storage::Schema& schema, std::FILE* err, int fd,
-       stream::Hello hello, std::string problem)
-      : io_(io), dir_(dir), schema_(schema), err_(err), fd_(fd), hello_(std::move(hello)),
+  Feed(Shipper& shipper, storage::Io& io, const std::string& dir, const storage::Schema& schema, std::FILE* err,
+       int fd, stream::Hello hello, std::string problem)
+      : shipper_(shipper), io_(io), dir_(dir), schema_(schema), err_(err), fd_(fd), hello_(std::move(hello)),
         problem_(std::move(problem)), wake_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
     retain_after_.store(hello_.save, std::memory_order_relaxed);
     thread_ = quiet_thread([this] { run(); });
@@ -80,7 +80,7 @@ class Feed {
   }
   uint64_t retain_after() const { return retain_after_.load(std::memory_order_acquire); }
   Shipper::Replica state() const {
-    return {sent_.load(std::memory_order_relaxed), durable_.load(std::memory_order_relaxed),
+    return {sent_.load(std::memory_order_relaxed), durable_.load(std::memory_order_acquire),
             applied_.load(std::memory_order_relaxed)};
   }
 
@@ -101,6 +101,7 @@ class Feed {
   void refuse(std::string_view code, const std::string& why);
   void greet();
 
+  Shipper& shipper_;
   storage::Io& io_;
   const std::string& dir_;
   const storage::Schema& schema_;
@@ -361,8 +362,9 @@ bool Feed::read_acks() {
       fmt::print(err_, "aup: a replica was let go: it sent a frame that is not an ack\n");
       return false;
     }
-    durable_.store(f.save, std::memory_order_relaxed);
+    durable_.store(f.save, std::memory_order_release);
     applied_.store(f.prev, std::memory_order_relaxed);
+    shipper_.acked();
   }
   in_.erase(in_.begin(), in_.begin() + static_cast<std::ptrdiff_t>(at));
   if (!why.empty()) {
@@ -406,7 +408,8 @@ void Shipper::adopt(int fd, const Request& r) {
   stream::Hello hello;
   std::string problem;
   stream::read_hello(*r.doc, r.args, hello, problem);
-  feeds_.push_back(std::make_unique<Feed>(io_, dir_, schema_, err_, fd, std::move(hello), std::move(problem)));
+  feeds_.push_back(
+      std::make_unique<Feed>(*this, io_, dir_, schema_, err_, fd, std::move(hello), std::move(problem)));
 }
 
 void Shipper::reap() {
@@ -424,6 +427,28 @@ uint64_t Shipper::retain_after() {
   uint64_t least = UINT64_MAX;
   for (auto& f : feeds_) least = std::min(least, f->retain_after());
   return least;
+}
+
+uint64_t Shipper::confirmed(uint32_t k) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<uint64_t> held;
+  for (auto& f : feeds_) {
+    if (!f->ended()) held.push_back(f->state().durable);
+  }
+  if (k == 0) return UINT64_MAX;
+  if (held.size() < k) return 0;
+  std::nth_element(held.begin(), held.begin() + (k - 1), held.end(), std::greater<>());
+  return held[k - 1];
+}
+
+void Shipper::set_on_ack(std::function<void()> f) {
+  std::lock_guard<std::mutex> lock(ack_mu_);
+  on_ack_ = std::move(f);
+}
+
+void Shipper::acked() {
+  std::lock_guard<std::mutex> lock(ack_mu_);
+  if (on_ack_) on_ack_();
 }
 
 std::vector<Shipper::Replica> Shipper::replicas() {

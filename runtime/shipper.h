@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -57,6 +58,16 @@ class Shipper {
   // replica still needs; UINT64_MAX: none connected).
   uint64_t retain_after();
 
+  // The save that at least `k` connected replicas have made durable (0
+  // when fewer than `k` are connected): what --sync-replicas K waits for.
+  uint64_t confirmed(uint32_t k);
+  // Called on a feed's thread whenever a replica acknowledges a save (the
+  // server wakes its owner with it); null: nobody is told. Set before the
+  // server serves and cleared before it stops.
+  void set_on_ack(std::function<void()> f);
+  // A feed's thread: a replica acknowledged.
+  void acked();
+
   // Replicas connected now, with what each has been sent, made durable
   // and applied (for stats).
   struct Replica {
@@ -73,6 +84,8 @@ class Shipper {
   std::FILE* err_;
   std::mutex mu_;
   std::vector<std::unique_ptr<Feed>> feeds_;  // under mu_
+  std::mutex ack_mu_;
+  std::function<void()> on_ack_;  // under ack_mu_
 };
 
 }  // namespace aup::runtime

@@ -55,7 +55,19 @@ class StdioBatch {
       }
       if (batch_.full()) batch_.commit(deliver);
     }
+    batch_.unpark(now);
     batch_.commit(deliver);  // everything read together: one commit, then the answers
+  }
+  // At the end of input: what waits (a query's `after` save, replicas)
+  // until it is answered or its wait runs out.
+  void finish(double now, int out_fd, std::FILE* err) {
+    auto deliver = [this](uint64_t, Answer& a) { in_.deliver(a, out_); };
+    while (batch_.waiting()) {
+      ::poll(nullptr, 0, Committer::kWaitCheckMs);
+      batch_.unpark(now);
+      batch_.commit(deliver);
+      if (!write_all(out_, out_fd, err)) return;
+    }
   }
 
  private:
@@ -101,6 +113,7 @@ int serve_stdio(Service& service, Durability& durability, const StdioOptions& o,
     batch.take_all(o.fixed_now ? *o.fixed_now : now_ms());
     if (!write_all(batch.out(), out_fd, err)) return 2;
   }
+  batch.finish(o.fixed_now ? *o.fixed_now : now_ms(), out_fd, err);
   durability.close();
   return 0;
 }

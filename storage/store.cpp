@@ -100,10 +100,7 @@ Status Store::open(Io& io, const std::string& dir, const Schema& schema, StoreOp
   }
   std::unique_ptr<Store> s(new Store(io, dir, schema, o, tables));
   Status st = s->lock_directory();
-  // Before anything reads the store: a copy received from a primary, and
-  // a cut of the log, each finished if one is under way.
-  if (st.ok()) st = install_copy(io, dir, report.copy_installed);
-  if (st.ok()) st = finish_cut(io, dir, report.cut_after);
+  if (st.ok()) st = s->finish_replication_work(report);
   if (!st.ok()) return st;
   OpenReporter reporter(s->schema_, report, progress);
   RecoveryOptions ro;
@@ -128,6 +125,23 @@ Status Store::open(Io& io, const std::string& dir, const Schema& schema, StoreOp
   s->live_.publish(s->last_seq_, s->log_->end().segment, s->log_->end().offset);
   out = std::move(s);
   return Status::good();
+}
+
+// Before anything reads the store: a copy received from a primary, and a
+// cut of the log, each finished if one is under way (storage/copy.h,
+// storage/cut.h). Looked for in one listing, so that a store with neither
+// (every store not a replica) is opened with no other call.
+Status Store::finish_replication_work(StoreOpenReport& report) {
+  std::vector<std::string> names;
+  if (int rc = io_.list_dir(dir_, names); rc < 0) {
+    return Status::error(fmt::format("cannot list {}: {}", dir_, errno_text(-rc)), -rc);
+  }
+  auto has = [&](std::string_view n) { return std::find(names.begin(), names.end(), n) != names.end(); };
+  Status st;
+  if (has("copy") || has("copy.partial")) st = install_copy(io_, dir_, report.copy_installed);
+  // (An installed copy took any marker with the store it replaced.)
+  if (st.ok() && has("cut") && !report.copy_installed) st = finish_cut(io_, dir_, report.cut_after);
+  return st;
 }
 
 // One process at a time: a second `aup run` on the same store is refused.

@@ -175,6 +175,7 @@ class Store {
   Store(Io& io, std::string dir, const Schema& schema, StoreOptions o, Tables& tables);
   // open's steps around recovery (storage/recovery.h).
   Status lock_directory();
+  Status finish_replication_work(StoreOpenReport& report);
   Status read_or_create_schema(Recovery& recovery, Schema& stored, bool& created);
   Status refuse_mismatch(const Schema& stored) const;
   void take_recovered(Recovery& recovery);

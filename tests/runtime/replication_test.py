@@ -20,7 +20,13 @@ with `--replica-of`, each case checked by what the nodes answer and by
   - a primary whose checkpoints released its log sends a new replica a
     copy of its store (storage/copy.h), which it installs and follows on
     from; so does one whose replica's images cover entries the primary
-    does not hold.
+    does not hold;
+  - --sync-replicas 1: an event is answered once a replica holds it too,
+    with its save; with no replica connected it waits --sync-timeout and
+    is answered `unavailable`, perhaps written; a query with `after` on a
+    replica reads the write it names, and one after a save never reached
+    is answered `unavailable` after --after-timeout; a lone node's answers
+    carry no save. Both --io-threads 0 and 2.
 
 usage: replication_test.py AUP ROOT
 """
@@ -326,6 +332,59 @@ def copy_catch_up(aup, tmp, module):
     newp.kill(signal.SIGTERM)
 
 
+def sync_and_after(aup, tmp, module, io_threads):
+    tag = f"s{io_threads}"
+    threads = ("--io-threads", str(io_threads))
+    p = Node(aup, module, os.path.join(tmp, tag + "p"), os.path.join(tmp, tag + "p.sock"),
+             extra=threads + ("--sync-replicas", "1", "--sync-timeout", "1"))
+    c = Client(p.sock)
+    t0 = time.time()
+    a = c.ask({"event": "open", "args": {"id": 1, "owner": "a"}})
+    waited = time.time() - t0
+    if not a or a.get("ok") or a["error"]["code"] != "unavailable" or \
+            not a["error"]["message"].startswith("perhaps written: replicas did not confirm save") or \
+            "save" not in a or waited < 0.9:
+        fail(f"{tag}: an event with no replica to confirm it: {a} after {waited:.2f} s")
+    r = Node(aup, module, os.path.join(tmp, tag + "r"), os.path.join(tmp, tag + "r.sock"), replica_of=p.sock,
+             extra=threads + ("--after-timeout", "0.5"))
+    if not r.wait_for("following the primary"):
+        fail(f"{tag}: the replica does not follow: {r.stderr()}")
+    t0 = time.time()
+    a = c.ask({"event": "deposit", "args": {"id": 1}})
+    if not a or not a.get("ok") or not isinstance(a.get("save"), int) or time.time() - t0 > 0.9:
+        fail(f"{tag}: an event a replica confirms: {a} after {time.time() - t0:.2f} s")
+        return
+    rc = Client(r.sock)
+    b = rc.ask({"query": "owned", "args": {"owner": "a"}, "after": a["save"]})
+    if not b or b.get("result") != 1001:
+        fail(f"{tag}: a query after the save on the replica: {b}")
+    t0 = time.time()
+    b = rc.ask({"query": "owned", "args": {"owner": "a"}, "after": a["save"] + 1000, "id": 7})
+    if not b or b.get("id") != 7 or b.get("ok") or "not yet save" not in b["error"]["message"] or \
+            time.time() - t0 < 0.4:
+        fail(f"{tag}: a query after a save never reached: {b}")
+    b = rc.ask({"query": "owned", "args": {"owner": "a"}})
+    if not b or b.get("result") != 1001:
+        fail(f"{tag}: the connection goes on after a query that waited: {b}")
+    b = rc.ask({"event": "deposit", "args": {"id": 1}, "after": 3})
+    if not b or b.get("ok") or "`after` is a query's" not in b["error"]["message"]:
+        fail(f"{tag}: `after` on an event: {b}")
+    rc.close()
+    r.kill(signal.SIGTERM)
+    a = c.ask({"event": "deposit", "args": {"id": 1}})
+    if not a or a.get("ok") or a["error"]["code"] != "unavailable":
+        fail(f"{tag}: an event after the replica went: {a}")
+    c.close()
+    p.kill(signal.SIGTERM)
+    lone = Node(aup, module, os.path.join(tmp, tag + "lone"), os.path.join(tmp, tag + "lone.sock"), extra=threads)
+    lc = Client(lone.sock)
+    a = lc.ask({"event": "open", "args": {"id": 1, "owner": "a"}})
+    if a != {"ok": True}:
+        fail(f"{tag}: a lone node's answer: {a}")
+    lc.close()
+    lone.kill(signal.SIGTERM)
+
+
 def main():
     aup = sys.argv[1]
     tmp = tempfile.mkdtemp(prefix="aup-repl-")
@@ -341,6 +400,8 @@ def main():
         refusals(aup, tmp, module, other, p, c, r)
         promote(aup, tmp, module, p, c, r)
         copy_catch_up(aup, tmp, module)
+        for io_threads in (0, 2):
+            sync_and_after(aup, tmp, module, io_threads)
     finally:
         subprocess.run(["pkill", "-f", tmp], capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
