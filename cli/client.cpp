@@ -13,11 +13,16 @@
 #include <cerrno>
 #include <cstring>
 
+#include "runtime/json.h"
 #include "runtime/listener.h"
 
 extern char** environ;
 
 namespace aup::cli {
+
+namespace {
+std::string named_primary(std::string_view answer);
+}  // namespace
 
 Client::~Client() {
   if (write_fd_ >= 0 && write_fd_ != read_fd_) ::close(write_fd_);
@@ -56,11 +61,27 @@ bool Client::spawn(const std::vector<std::string>& argv, std::string& error) {
   return true;
 }
 
-bool Client::connect(const std::string& address, std::string& error) {
+bool Client::connect(const std::string& addresses, std::string& error) {
+  std::string failures;
+  for (std::string_view rest = addresses; !rest.empty();) {
+    size_t comma = rest.find(',');
+    std::string one(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    std::string why;
+    if (connect_one(one, why)) return true;
+    failures += (failures.empty() ? "" : "; ") + why;
+  }
+  error = failures.empty() ? "no address given" : failures;
+  return false;
+}
+
+bool Client::connect_one(const std::string& address, std::string& error) {
+  close_connection();
   runtime::ListenAddress a;
   if (!runtime::parse_listen_address(address, a, error)) return false;
   address_ = address;
   read_fd_ = write_fd_ = runtime::connect_to(a, address, error);
+  http_.reset();
   if (a.http) {
     http_host_ = fmt::format("{}:{}", a.host, a.port);
     http_ = std::make_unique<runtime::HttpAnswerReader>();
@@ -68,8 +89,43 @@ bool Client::connect(const std::string& address, std::string& error) {
   return read_fd_ >= 0;
 }
 
+void Client::close_connection() {
+  if (child_ > 0) return;  // a child's pipes are kept
+  if (read_fd_ >= 0) ::close(read_fd_);
+  read_fd_ = write_fd_ = -1;
+  buffered_.clear();
+}
+
+namespace {
+
+// The primary a not_primary answer names ("" when it is no such answer).
+std::string named_primary(std::string_view answer) {
+  runtime::JsonDoc doc;
+  std::string why;
+  if (!doc.parse(answer, why) || doc.node(doc.root()).kind != runtime::JsonNode::Kind::Object) return "";
+  uint32_t e = doc.member(doc.root(), "error");
+  uint32_t code = e ? doc.member(e, "code") : 0, primary = e ? doc.member(e, "primary") : 0;
+  if (!code || doc.node(code).str != "not_primary" || !primary) return "";
+  return std::string(doc.node(primary).str);
+}
+
+}  // namespace
+
 bool Client::exchange(const std::string& line, std::chrono::milliseconds timeout, std::string& answer,
                       std::string& error) {
+  // A replica refuses an event before it runs: sending it to the primary
+  // the refusal names is safe, a few times (a failover may be under way).
+  for (int hop = 0;; ++hop) {
+    if (!exchange_once(line, timeout, answer, error)) return false;
+    std::string primary = child_ > 0 ? std::string() : named_primary(answer);
+    if (primary.empty() || primary == address_ || hop == kMaxHops) return true;
+    std::string why;
+    if (!connect_one(primary, why)) return true;  // the refusal stands: it says where to go
+  }
+}
+
+bool Client::exchange_once(const std::string& line, std::chrono::milliseconds timeout, std::string& answer,
+                           std::string& error) {
   std::string out;
   if (!http_) {
     out = line + "\n";

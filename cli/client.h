@@ -24,20 +24,31 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  // Connects to `address` as --listen spells it (unix:PATH, HOST:PORT,
-  // :PORT, http://HOST:PORT); false with a message that names the address
-  // and the reason.
-  bool connect(const std::string& address, std::string& error);
+  // Connects to the first of `addresses` that answers: one address as
+  // --listen spells it (unix:PATH, HOST:PORT, :PORT, http://HOST:PORT), or
+  // several with a comma between (a cluster's nodes); false with a message
+  // that names each address and the reason.
+  bool connect(const std::string& addresses, std::string& error);
+  // The address connected to now.
+  const std::string& address() const { return address_; }
   // Starts `argv` (an `aup run` on stdin) as a child and talks to it over
   // its stdin and stdout; its stderr is ours. The child ends when this
   // does (its stdin closes: it commits, answers and exits).
   bool spawn(const std::vector<std::string>& argv, std::string& error);
   // Sends `line` (a newline is added) and reads its answer line (without
   // the newline); false with a message when the connection fails, closes
-  // before the answer, or `timeout` passes without one.
+  // before the answer, or `timeout` passes without one. An answer
+  // `not_primary` that names the primary (a replica's: nothing was run) is
+  // followed: the line is sent there, up to kMaxHops times, and that
+  // connection kept.
   bool exchange(const std::string& line, std::chrono::milliseconds timeout, std::string& answer, std::string& error);
+  static constexpr int kMaxHops = 3;
 
  private:
+  bool connect_one(const std::string& address, std::string& error);
+  void close_connection();
+  bool exchange_once(const std::string& line, std::chrono::milliseconds timeout, std::string& answer,
+                     std::string& error);
   bool read_line(std::chrono::milliseconds timeout, std::string& answer, std::string& error);
   bool send_all(const std::string& bytes, std::string& error);
   // Reads more of the answer within `deadline`: false with a message.

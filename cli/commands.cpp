@@ -22,6 +22,7 @@
 #include "runtime/listener.h"
 #include "runtime/server.h"
 #include "runtime/stdio_loop.h"
+#include "runtime/cluster.h"
 #include "runtime/follower.h"
 #include "runtime/owner_tasks.h"
 #include "runtime/shipper.h"
@@ -227,6 +228,22 @@ int refuse_before_start(const RunOptions& o) {
     fmt::print(stderr, "aup run: --http-timeout needs an HTTP address: --listen http://HOST:PORT\n");
     return kExitUsage;
   }
+  if (!o.cluster.empty()) {
+    std::vector<std::string> endpoints;
+    std::string name, error;
+    if (!runtime::parse_cluster_address(o.cluster, endpoints, name, error)) {
+      fmt::print(stderr, "aup run: {}\n", error);
+      return kExitUsage;
+    }
+    runtime::ListenAddress where;
+    if (!runtime::parse_listen_address(o.advertise, where, error) || where.http) {
+      fmt::print(stderr, "aup run: --advertise: {}\n",
+                 error.empty() ? "the others reach a node on a line-protocol address (unix:PATH or HOST:PORT), not "
+                                 "HTTP"
+                               : error);
+      return kExitUsage;
+    }
+  }
   if (!o.replica_of.empty()) {
     runtime::ListenAddress where;
     std::string error;
@@ -364,6 +381,16 @@ int take_role(const RunOptions& o, storage::Io& fs, const storage::Store& store)
     fmt::print(stderr, "aup run: {}\n", st.message);
     return kExitUsage;
   }
+  if (!o.cluster.empty()) {
+    // The cluster decides the role: a store that was a replica by hand
+    // is one no more.
+    if (st.ok()) st = storage::remove_replica_of(fs, o.data);
+    if (!st.ok() && st.err != ENOENT) {
+      fmt::print(stderr, "aup run: {}\n", st.message);
+      return kExitUsage;
+    }
+    return kExitOk;
+  }
   if (o.replica_of.empty()) {
     if (st.ok()) {
       fmt::print(stderr,
@@ -381,6 +408,61 @@ int take_role(const RunOptions& o, storage::Io& fs, const storage::Store& store)
     return kExitUsage;
   }
   return kExitOk;
+}
+
+// A restart is the server's own stop, then main starts aup run again.
+void restart_self() { ::kill(::getpid(), SIGTERM); }
+
+// A node of a cluster (runtime/cluster.h): its role is etcd's to decide.
+int serve_in_cluster(const RunOptions& o, const runtime::ServiceOptions& so, Owner& owner, vm::State& state,
+                     runtime::StoreDurability& durable, storage::Store& store, storage::Io& fs,
+                     runtime::Shipper& shipper) {
+  runtime::ClusterOptions co;
+  std::string error;
+  bool parsed = runtime::parse_cluster_address(o.cluster, co.etcd, co.name, error);
+  assert(parsed);  // refuse_before_start() checked it
+  (void)parsed;
+  co.node = o.node;
+  co.advertise = o.advertise;
+  co.lease_ttl_seconds = static_cast<int>(o.lease_ttl_seconds);
+  co.sync_replicas = o.sync_replicas.value_or(0);
+  runtime::OwnerTasks tasks;
+  durable.refuse_events(runtime::Code::Unavailable,
+                        fmt::format("this node has not joined the cluster {} yet: send it again shortly", co.name));
+  shipper.refuse_replicas(fmt::format("this node has not joined the cluster {} yet", co.name));
+  runtime::Cluster cluster(co, store, fs, tasks, durable, shipper, stderr, restart_self);
+  durable.set_gate([&cluster] { return cluster.may_answer(); });
+  int served = serve(o, so, owner.service, state, durable, &shipper, &tasks);
+  durable.set_gate(nullptr);
+  return cluster.restarting() ? kRunAgain : served;
+}
+
+// The store served as what --replica-of or --cluster make it: a replica,
+// a node of a cluster, or (any store served on an address) a primary that
+// replicas may follow.
+int serve_store(const RunOptions& o, const runtime::ServiceOptions& so, Owner& owner, vm::State& state,
+                runtime::StateTables& tables, runtime::StoreDurability& durable, storage::Store& store,
+                storage::Io& fs) {
+  if (!o.replica_of.empty()) {
+    tables.follow_rows();
+    durable.set_replica_of(o.replica_of);
+    runtime::OwnerTasks tasks;
+    runtime::Follower follower(o.replica_of, store, fs, tasks, stderr, restart_self);
+    int served = serve(o, so, owner.service, state, durable, nullptr, &tasks);
+    return follower.restarting() ? kRunAgain : served;
+  }
+  if (o.listen.empty()) return serve(o, so, owner.service, state, durable);
+  runtime::Shipper shipper(fs, o.data, store.schema(), stderr);
+  durable.set_shipper(&shipper);
+  int served;
+  if (o.cluster.empty()) {
+    served = serve(o, so, owner.service, state, durable, &shipper);
+  } else {
+    tables.follow_rows();  // it may be a replica, whose entries move index entries with their rows
+    served = serve_in_cluster(o, so, owner, state, durable, store, fs, shipper);
+  }
+  durable.set_shipper(nullptr);
+  return served;
 }
 
 // The state kept in a store: opened, served, its figures printed.
@@ -403,26 +485,11 @@ int run_on_store(const RunOptions& o, const vm::Module& m, vm::State& state, con
   runtime::StoreDurability durable(state, *store);
   if (int rc = take_role(o, *fs, *store); rc != kExitOk) return rc;
   auto ms = [](double seconds) { return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000 + 0.5)); };
-  if (o.sync_replicas || !o.replica_of.empty()) {
+  if (o.sync_replicas || !o.replica_of.empty() || !o.cluster.empty()) {
     durable.set_replication(o.sync_replicas.value_or(0), ms(o.sync_timeout_seconds));
   }
   durable.set_after_timeout(ms(o.after_timeout_seconds));
-  int served;
-  if (o.replica_of.empty()) {
-    // Any store served on an address can be a primary: replicas connect.
-    runtime::Shipper shipper(*fs, o.data, store->schema(), stderr);
-    if (!o.listen.empty()) durable.set_shipper(&shipper);
-    served = serve(o, so, owner.service, state, durable, o.listen.empty() ? nullptr : &shipper);
-    durable.set_shipper(nullptr);
-  } else {
-    tables.follow_rows();
-    durable.set_replica_of(o.replica_of);
-    runtime::OwnerTasks tasks;
-    // A restart is the server's own stop, then main starts aup run again.
-    runtime::Follower follower(o.replica_of, *store, *fs, tasks, stderr, [] { ::kill(::getpid(), SIGTERM); });
-    served = serve(o, so, owner.service, state, durable, nullptr, &tasks);
-    if (follower.restarting()) served = kRunAgain;
-  }
+  int served = serve_store(o, so, owner, state, tables, durable, *store, *fs);
   if (o.stats) print_stats(*store);
   return served;
 }
@@ -485,9 +552,10 @@ int promote(const PromoteOptions& o) {
 
 int run(const RunOptions& o) {
   if (int rc = refuse_before_start(o); rc >= 0) return rc;
-  if (!o.replica_of.empty() && (o.memory || o.listen.empty())) {
-    fmt::print(stderr, "aup run: --replica-of needs a store (--data DIR) and an address to answer queries on "
-                       "(--listen ADDRESS)\n");
+  if ((!o.replica_of.empty() || !o.cluster.empty()) && (o.memory || o.listen.empty())) {
+    fmt::print(stderr, "aup run: {} needs a store (--data DIR) and an address to answer queries on "
+                       "(--listen ADDRESS)\n",
+               o.cluster.empty() ? "--replica-of" : "--cluster");
     return kExitUsage;
   }
   int rc = kExitOk;

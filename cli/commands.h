@@ -54,6 +54,10 @@ struct RunOptions {
   // most --sync-timeout; --after-timeout: how long a query waits for its
   // `after` save.
   std::string replica_of;
+  // --cluster etcd://HOST:PORT[,...]/NAME --node ID --advertise ADDRESS
+  // (runtime/cluster.h): etcd elects the primary; --lease-ttl its lease's.
+  std::string cluster, node, advertise;
+  uint32_t lease_ttl_seconds = 5;
   std::optional<uint32_t> sync_replicas;
   double sync_timeout_seconds = 5;
   double after_timeout_seconds = 5;

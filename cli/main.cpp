@@ -147,12 +147,36 @@ void add_store_options(CLI::App& cmd, RunOptions& o) {
 // Serving sockets instead of stdin, and the limits that only serving has.
 // docs/replication.md: a replica, a primary's durability level, the waits.
 void add_replication_options(CLI::App& cmd, RunOptions& o, CLI::Option* listen) {
-  cmd.add_option("--replica-of", o.replica_of,
-                 "follow the primary at ADDRESS (unix:PATH or HOST:PORT): copy its log entries into this\n"
-                 "store as it commits them, answer queries, refuse events with `not_primary`\n"
-                 "(docs/replication.md). Needs --data and --listen")
-      ->type_name("ADDRESS")
-      ->needs(listen);
+  CLI::Option* replica = cmd.add_option("--replica-of", o.replica_of,
+                                        "follow the primary at ADDRESS (unix:PATH or HOST:PORT): copy its log entries "
+                                        "into this\nstore as it commits them, answer queries, refuse events with "
+                                        "`not_primary`\n(docs/replication.md). Needs --data and --listen")
+                             ->type_name("ADDRESS")
+                             ->needs(listen);
+  CLI::Option* cluster =
+      cmd.add_option("--cluster", o.cluster,
+                     "be a node of the cluster NAME, whose primary etcd elects (docs/replication.md): the\n"
+                     "primary takes events, the others follow it and take over when it is lost. Needs\n"
+                     "--data, --listen, --node and --advertise")
+          ->type_name("etcd://HOST:PORT[,HOST:PORT...]/NAME")
+          ->needs(listen)
+          ->excludes(replica);
+  CLI::Option* node = cmd.add_option("--node", o.node, "this node's name in its cluster (letters, digits, -_.)")
+                          ->type_name("ID")
+                          ->needs(cluster);
+  CLI::Option* advertise =
+      cmd.add_option("--advertise", o.advertise,
+                     "the line-protocol address the cluster's other nodes and clients reach this node on\n"
+                     "(unix:PATH or HOST:PORT)")
+          ->type_name("ADDRESS")
+          ->needs(cluster);
+  cluster->needs(node)->needs(advertise);
+  cmd.add_option("--lease-ttl", o.lease_ttl_seconds,
+                 "seconds of this node's lease in etcd: a primary not heard from for that long is replaced\n"
+                 "(default 5)")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(2u, 300u))
+      ->needs(cluster);
   CLI::Option* sync = cmd.add_option_function<uint32_t>(
                              "--sync-replicas", [&o](const uint32_t& k) { o.sync_replicas = k; },
                              "answer an event only once its batch is durable here and on K replicas; given\n"
@@ -277,9 +301,12 @@ CLI::App* add_call_command(CLI::App& app, CallOptions& o) {
               "anything else is JSON. Or one raw JSON request line.\n"
               "Exit status: 0 answered ok, 1 the request failed (code and message on stderr),\n"
               "2 usage or connection problems.");
-  cmd->add_option("address", o.address, "where the server listens: unix:PATH, HOST:PORT, :PORT or http://HOST:PORT")
+  cmd->add_option("address", o.address,
+                  "where the server listens: unix:PATH, HOST:PORT, :PORT or http://HOST:PORT; or several,\n"
+                  "a comma between (a cluster's nodes): the first that answers is asked, and an event a\n"
+                  "replica refuses (`not_primary`) is sent to the primary it names")
       ->required()
-      ->type_name("ADDRESS");
+      ->type_name("ADDRESS[,ADDRESS...]");
   cmd->add_option("request", o.words, "NAME [ARG ...], or a JSON request")->required()->type_name("NAME [ARG ...]");
   cmd->add_option("--timeout", o.timeout_seconds, "seconds to wait for each answer")
       ->capture_default_str()
@@ -314,7 +341,10 @@ CLI::App* add_shell_command(CLI::App& app, ShellOptions& o) {
                "stdin and prints one answer a line.\n"
                "Exit status: 0 every request ok, 1 some request failed or was refused, 2 usage or\n"
                "connection problems.");
-  cmd->add_option("target", o.target, "unix:PATH, HOST:PORT, :PORT or http://HOST:PORT; or an .aup/.aupm module with --data or --memory")
+  cmd->add_option("target", o.target,
+                  "unix:PATH, HOST:PORT, :PORT or http://HOST:PORT, or several with a comma between (the\n"
+                  "first that answers; events a replica refuses go to the primary it names); or an\n"
+                  ".aup/.aupm module with --data or --memory")
       ->required()
       ->type_name("ADDRESS|MODULE");
   CLI::Option* data = cmd->add_option("--data", o.data, "open this store with MODULE")->type_name("DIR");

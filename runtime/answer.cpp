@@ -51,6 +51,10 @@ void append_answer(std::string& out, const Answer& a, bool with_id) {
   } else {
     json_append_string(out, a.text);
   }
+  if (!a.primary.empty()) {
+    out += ",\"primary\":";
+    json_append_string(out, a.primary);
+  }
   out += '}';
   append_save(out, a);
   out += '}';

@@ -32,6 +32,7 @@ struct Answer {
   std::optional<uint64_t> save;
   std::string id;           // the request's id as it was written (raw JSON), or ""
   std::string text;         // Ok: the result's JSON; an error: its message
+  std::string primary;      // not_primary: the primary's address, when known (the error's "primary")
   // A stats request's figures: written as JSON, or as Prometheus text for
   // GET /metrics, at the edge.
   std::unique_ptr<MetricSample> stats;
@@ -45,6 +46,7 @@ struct Answer {
     save.reset();
     id.clear();
     text.clear();
+    primary.clear();
     stats.reset();
   }
   void fail(Code c, std::string_view message) {

@@ -40,6 +40,7 @@ size_t Committer::run(Entry& e, const Request& r, const RequestText& text, doubl
   if (r.kind == RequestKind::Event) {
     if (const std::string* why = durability_.refusing()) {
       service_.refuse_event(r, durability_.refusing_code(), *why, e.answer);
+      if (e.answer.code == Code::NotPrimary) e.answer.primary = durability_.primary();
       return e.answer.text.size();
     }
   }
@@ -122,6 +123,14 @@ void Committer::hold(bool changed) {
     h.answers.emplace_back(entries_[i].to, std::move(entries_[i].answer));
     entries_[i].answer = Answer();
   }
+}
+
+// This node may no longer lead (a cluster's primary whose lease may have
+// run out): its answers must not say the events took effect.
+void Committer::no_longer_leading(Answer& a) {
+  a.fail(Code::Unavailable, "this node may no longer be the primary (its lease may have run out): the event is "
+                            "durable here and may not survive the failover");
+  a.fate = storage::Fate::PerhapsWritten;
 }
 
 // Replicas did not confirm the batch in time: its entry is durable here

@@ -91,7 +91,11 @@ class Committer {
     assert(!changed || events > 0);
     if (changed) note_saves();
     if (waiting_.empty() && !(changed && durability_.awaits_acks())) {
-      for (size_t i = 0; i < used_; ++i) deliver(entries_[i].to, entries_[i].answer);
+      bool leading = !changed || durability_.may_answer();
+      for (size_t i = 0; i < used_; ++i) {
+        if (!leading && entries_[i].applied) no_longer_leading(entries_[i].answer);
+        deliver(entries_[i].to, entries_[i].answer);
+      }
     } else {
       if (used_ > 0) hold(changed);
       release(deliver);
@@ -114,7 +118,11 @@ class Committer {
       bool confirmed = !h.awaits || h.save <= acked;
       if (!confirmed && now < h.deadline) break;
       if (!confirmed) unconfirmed(h);
-      for (auto& [to, a] : h.answers) deliver(to, a);
+      bool leading = durability_.may_answer();
+      for (auto& [to, a] : h.answers) {
+        if (!leading && a.ok() && a.save) no_longer_leading(a);
+        deliver(to, a);
+      }
       waiting_.pop_front();
     }
   }
@@ -157,6 +165,7 @@ class Committer {
   void note_saves();
   void hold(bool changed);
   void unconfirmed(Held& h);
+  static void no_longer_leading(Answer& a);
   bool settle();
   void rerun_queries();
   // After a batch with events: its commit and the figures of the store

@@ -106,9 +106,9 @@ uint64_t StoreDurability::acked_save() const {
 }
 
 void StoreDurability::set_replica_of(const std::string& primary) {
-  replica_of_ = primary.empty() ? std::string()
-                                : fmt::format("this node is a replica of {}: send events to the primary, {}", primary,
-                                              primary);
+  refuse_events(Code::NotPrimary,
+                fmt::format("this node is a replica of {}: send events to the primary, {}", primary, primary));
+  primary_ = primary;
 }
 
 }  // namespace aup::runtime

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -46,6 +47,15 @@ class Durability {
   // failed), or `not_primary` (a replica, whose message names its primary).
   virtual const std::string* refusing() const = 0;
   virtual Code refusing_code() const { return Code::Unavailable; }
+  // With `not_primary`: the primary's address, when known ("" if not).
+  virtual const std::string& primary() const {
+    static const std::string none;
+    return none;
+  }
+  // Whether the answers of events leaving now may say they were applied:
+  // false on a cluster's primary whose lease may have expired (it may be
+  // deposed already: runtime/cluster.h). Checked right before answers leave.
+  virtual bool may_answer() const { return true; }
   // Between batches (checkpoints are taken in here).
   virtual void between_batches() {}
   // At shutdown.
@@ -121,15 +131,24 @@ class StoreDurability : public Durability {
   bool commit_batch(storage::Fate& fate, std::string& why) override;
   const std::string* refusing() const override {
     if (store_.unavailable()) return &store_.unavailable_reason();
-    return replica_of_.empty() ? nullptr : &replica_of_;
+    return refusal_.empty() ? nullptr : &refusal_;
   }
-  Code refusing_code() const override {
-    return !store_.unavailable() && !replica_of_.empty() ? Code::NotPrimary : Code::Unavailable;
-  }
+  Code refusing_code() const override { return store_.unavailable() ? Code::Unavailable : refusal_code_; }
+  const std::string& primary() const override { return primary_; }
+  bool may_answer() const override { return !gate_ || gate_(); }
   void between_batches() override;
-  // A replica of `primary` (docs/replication.md): every event is refused
-  // `not_primary`, naming it. "": a primary again.
+  // Owner thread. A replica of `primary` (docs/replication.md): every
+  // event is refused `not_primary`, naming it.
   void set_replica_of(const std::string& primary);
+  // Owner thread. Every event refused with `code` and `why` (a cluster's
+  // node while it has no primary); "": events are taken (a primary).
+  void refuse_events(Code code, std::string why) {
+    refusal_code_ = code;
+    refusal_ = std::move(why);
+    primary_.clear();
+  }
+  // A cluster's primary: whether it may answer events now (any thread).
+  void set_gate(std::function<bool()> gate) { gate_ = std::move(gate); }
   // A primary's shipper (runtime/shipper.h), told of every durable commit,
   // whose replicas' needs hold log segments back from release.
   void set_shipper(Shipper* s) { shipper_ = s; }
@@ -161,7 +180,10 @@ class StoreDurability : public Durability {
   vm::State& state_;
   storage::Store& store_;
   storage::BatchEncoder batch_;
-  std::string replica_of_;  // the refusal's message on a replica, or ""
+  std::string refusal_;  // why every event is refused (a replica), or ""
+  Code refusal_code_ = Code::NotPrimary;
+  std::string primary_;  // a replica's primary
+  std::function<bool()> gate_;
   Shipper* shipper_ = nullptr;
   bool saves_ = false;
   uint32_t sync_replicas_ = 0;

@@ -44,9 +44,21 @@ bool store_file_name(std::string_view n) {
 
 }  // namespace
 
+// A task handed to the owner thread, and what came of it. Whatever it
+// refers to is its own (held by the closure) or the Follower's: a task
+// not yet run when the Follower goes is cancelled, and one running then is
+// waited for (~Follower).
+struct Follower::Job {
+  std::mutex mu;  // held while the task runs
+  std::function<std::string()> task;
+  bool cancelled = false, ran = false;
+  std::string error;
+};
+
 Follower::Follower(std::string primary, storage::Store& store, storage::Io& io, OwnerTasks& tasks, std::FILE* err,
-                   std::function<void()> restart)
+                   std::function<void()> restart, std::string node)
     : primary_(std::move(primary)), store_(store), io_(io), tasks_(tasks), err_(err), restart_(std::move(restart)),
+      node_(std::move(node)),
       schema_file_(storage::schema_file_bytes(store.schema())) {
   durable_.store(store.last_seq(), std::memory_order_relaxed);
   term_.store(store.term(), std::memory_order_relaxed);
@@ -62,6 +74,15 @@ Follower::~Follower() {
   int fd = fd_.load();
   if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
   thread_.join();
+  std::shared_ptr<Job> job;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    job = current_;
+  }
+  if (job) {
+    std::lock_guard<std::mutex> running(job->mu);  // waits for it if the owner runs it now
+    job->cancelled = true;
+  }
 }
 
 std::string Follower::failed() const {
@@ -133,16 +154,17 @@ bool Follower::session() {
 
 // Where the store stands, as the owner thread sees it.
 stream::Hello Follower::where() {
-  stream::Hello h;
-  h.schema = schema_file_;
-  h.copy = ask_copy_;
-  run_on_owner([this, &h] {
-    h.save = store_.last_seq();
-    h.covered = store_.images_cover();
-    h.terms = store_.terms();
+  auto h = std::make_shared<stream::Hello>();
+  h->schema = schema_file_;
+  h->copy = ask_copy_;
+  h->node = node_;
+  run_on_owner([this, h] {
+    h->save = store_.last_seq();
+    h->covered = store_.images_cover();
+    h->terms = store_.terms();
     return std::string();
   });
-  return h;
+  return *h;
 }
 
 // Sends where this store stands and reads the primary's answer line
@@ -178,6 +200,12 @@ Follower::Answer Follower::handshake(int fd, std::string& buffered, uint64_t& cu
       cut_to = at;
       return Answer::Cut;
     }
+    uint32_t term = result ? doc.member(result, "term") : 0;
+    if (term && doc.node(term).num < hello.terms.last_term()) {
+      fmt::print(err_, "aup: the primary {} is in term {}, older than this replica's, {}; connecting again\n",
+                 primary_, doc.node(term).num, hello.terms.last_term());
+      return Answer::Lost;
+    }
     primary_save_.store(at, std::memory_order_release);
     connected_.store(true);
     fmt::print(err_, "aup: following the primary {} from save {} (it is at save {})\n", primary_, hello.save, at);
@@ -187,7 +215,13 @@ Follower::Answer Follower::handshake(int fd, std::string& buffered, uint64_t& cu
     return Answer::Stream;
   }
   uint32_t message = code ? doc.member(doc.root(), "message") : 0;
-  give_up(fmt::format("the primary refused it: {}", message ? std::string(doc.node(message).str) : answer));
+  std::string why = message ? std::string(doc.node(message).str) : answer;
+  if (said == "not_primary" || said == "unavailable") {
+    // Not for good: a cluster's node that does not lead yet, or any more.
+    fmt::print(err_, "aup: {} does not serve replicas now ({}); trying again\n", primary_, why);
+    return Answer::Lost;
+  }
+  give_up("the primary refused it: " + why);
   return Answer::Refused;
 }
 
@@ -314,14 +348,14 @@ bool Follower::receive_copy(int fd, std::vector<uint8_t>& in) {
 // The log cut back to `save` by the owner, then the process restarted; a
 // store whose images cover a later save asks for a copy next time.
 bool Follower::cut(uint64_t save) {
-  storage::CutPrepared cut;
-  int err = 0;
-  bool ok = run_on_owner([&] {
-    storage::Status st = store_.cut_after(save, cut);
-    err = st.err;
+  auto cut = std::make_shared<storage::CutPrepared>();
+  auto err = std::make_shared<int>(0);
+  bool ok = run_on_owner([this, save, cut, err] {
+    storage::Status st = store_.cut_after(save, *cut);
+    *err = st.err;
     return st.message;
   });
-  if (!ok && err == ERANGE) {
+  if (!ok && *err == ERANGE) {
     fmt::print(err_, "aup: this replica holds entries after save {} that the primary does not, and its images "
                      "cover them: asking the primary for a copy\n",
                save);
@@ -329,26 +363,26 @@ bool Follower::cut(uint64_t save) {
     return true;
   }
   if (!ok) return false;  // run_on_owner said why
-  restart(cut.first == 0 ? fmt::format("the primary's log parts from this one after save {}", save)
-                         : fmt::format("cut entries {} to {} off the log, after save {} where the primary's parts "
-                                       "from it; they are kept in {}",
-                                       cut.first, cut.last, save, cut.side_file));
+  restart(cut->first == 0 ? fmt::format("the primary's log parts from this one after save {}", save)
+                          : fmt::format("cut entries {} to {} off the log, after save {} where the primary's parts "
+                                        "from it; they are kept in {}",
+                                        cut->first, cut->last, save, cut->side_file));
   return false;
 }
 
 // Runs `task` on the owner thread and waits for it; false (following
-// stops, said why) when it returns a reason, or when stopping. A task
-// still waiting when the follower stops is never run: the owner runs
-// tasks only while it serves, and the server has stopped by then.
-bool Follower::run_on_owner(const std::function<std::string()>& task) {
-  struct Job {
-    std::function<std::string()> task;
-    bool ran = false;
-    std::string error;
-  };
+// stops, said why) when it returns a reason, or when stopping.
+bool Follower::run_on_owner(std::function<std::string()> task) {
   auto job = std::make_shared<Job>();
-  job->task = task;
+  job->task = std::move(task);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return false;
+    current_ = job;
+  }
   tasks_.post([this, job] {
+    std::lock_guard<std::mutex> running(job->mu);
+    if (job->cancelled) return;
     std::string error = job->task();
     std::lock_guard<std::mutex> lock(mu_);
     job->ran = true;
@@ -358,6 +392,7 @@ bool Follower::run_on_owner(const std::function<std::string()>& task) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [this, &job] { return job->ran || stop_; });
   if (!job->ran) return false;
+  current_.reset();
   if (job->error.empty()) return true;
   std::string why = job->error;
   lock.unlock();
@@ -367,10 +402,11 @@ bool Follower::run_on_owner(const std::function<std::string()>& task) {
 
 // The entries written and applied by the owner thread. False (following
 // stops) when the store refused one.
-bool Follower::write_entries(std::vector<Received>& batch) {
-  return run_on_owner([this, &batch] {
+bool Follower::write_entries(std::vector<Received>& received) {
+  auto batch = std::make_shared<std::vector<Received>>(std::move(received));
+  return run_on_owner([this, batch] {
     std::string error;
-    for (const Received& r : batch) {
+    for (const Received& r : *batch) {
       storage::Status st = store_.append_copy(r.term, r.save, r.payload);
       if (!st.ok()) {
         error = fmt::format("entry {} was not taken: {}", r.save, st.message);

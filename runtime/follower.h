@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -54,8 +55,9 @@ class Follower {
   // opened with; `tasks` the server's way to the owner thread. `restart`
   // asks the process to stop serving and start again (the store is to be
   // reopened). Starts following at once.
+  // `node`: this node's name in a cluster (runtime/cluster.h), or "".
   Follower(std::string primary, storage::Store& store, storage::Io& io, OwnerTasks& tasks, std::FILE* err,
-           std::function<void()> restart);
+           std::function<void()> restart, std::string node = "");
   ~Follower();  // stops following
   Follower(const Follower&) = delete;
   Follower& operator=(const Follower&) = delete;
@@ -85,7 +87,8 @@ class Follower {
   bool take_frames(int fd, std::vector<uint8_t>& in);
   bool receive_copy(int fd, std::vector<uint8_t>& in);
   bool cut(uint64_t save);
-  bool run_on_owner(const std::function<std::string()>& task);
+  struct Job;
+  bool run_on_owner(std::function<std::string()> task);
   bool write_entries(std::vector<Received>& batch);
   bool send_ack(int fd);
   bool read_more(int fd, std::vector<uint8_t>& in, std::chrono::steady_clock::time_point& heard);
@@ -100,6 +103,7 @@ class Follower {
   OwnerTasks& tasks_;
   std::FILE* err_;
   std::function<void()> restart_;
+  std::string node_;
   std::vector<uint8_t> schema_file_;  // the store's schema, as the handshake sends it
   std::atomic<uint64_t> durable_{0}, primary_save_{0};
   std::atomic<uint32_t> term_{0};
@@ -108,6 +112,7 @@ class Follower {
   mutable std::mutex mu_;
   std::condition_variable cv_;  // the owner ran a task; or stopping
   bool stop_ = false;           // under mu_
+  std::shared_ptr<Job> current_;  // under mu_: the task on the owner, if any
   std::string failed_;          // under mu_
   bool said_unreachable_ = false;
   bool ask_copy_ = false;        // the next handshake asks for a copy (a cut could not be made)

@@ -102,8 +102,13 @@ std::string handshake_line(const Hello& h) {
   for (const storage::TermStart& t : h.terms.starts()) {
     terms += fmt::format("{}[{},{}]", terms.empty() ? "" : ",", t.term, t.first_save);
   }
-  return fmt::format(R"({{"replicate":{{"save":{},"covered":{},"terms":[{}],"schema":"{}","copy":{}}}}})", h.save,
-                     h.covered, terms, to_hex(h.schema), h.copy ? "true" : "false");
+  std::string node;
+  if (!h.node.empty()) {
+    node = ",\"node\":";
+    json_append_string(node, h.node);
+  }
+  return fmt::format(R"({{"replicate":{{"save":{},"covered":{},"terms":[{}],"schema":"{}","copy":{}{}}}}})", h.save,
+                     h.covered, terms, to_hex(h.schema), h.copy ? "true" : "false", node);
 }
 
 namespace {
@@ -144,14 +149,17 @@ bool read_hello(const JsonDoc& doc, uint32_t object, Hello& out, std::string& wh
               : name == "schema"  ? v.kind == JsonNode::Kind::String && from_hex(v.str, out.schema)
               : name == "copy"    ? (v.kind == JsonNode::Kind::True || v.kind == JsonNode::Kind::False) &&
                                      ((out.copy = v.kind == JsonNode::Kind::True), true)
+              : name == "node"    ? v.kind == JsonNode::Kind::String && !v.str.empty() &&
+                                     ((out.node = std::string(v.str)), true)
                                   : false;
     if (!ok) {
       why = fmt::format("`replicate` has `save`, `covered` (whole numbers), `terms` ([[TERM, FIRST_SAVE], ...], "
-                        "increasing), `schema` (hex) and `copy` (true or false); not `{}` as given",
+                        "increasing), `schema` (hex), `copy` (true or false) and perhaps `node` (a name); not `{}` "
+                        "as given",
                         name);
       return false;
     }
-    seen |= name == "save" ? 1 : name == "covered" ? 2 : name == "terms" ? 4 : name == "schema" ? 8 : 16;
+    seen |= name == "save" ? 1 : name == "covered" ? 2 : name == "terms" ? 4 : name == "schema" ? 8 : name == "copy" ? 16 : 0;
   }
   if (seen != 31) {
     why = "`replicate` needs `save`, `covered`, `terms`, `schema` and `copy`";

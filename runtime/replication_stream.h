@@ -3,15 +3,20 @@
 // primary listens on and sends one request line:
 //
 //   {"replicate": {"save": S, "covered": C, "terms": [[T, F], ...],
-//                  "schema": "HEX", "copy": false}}
+//                  "schema": "HEX", "copy": false, "node": "ID"}}
 //
 // its last save, the greatest save its images cover (it cannot cut its log
 // back past that), its term history (storage/terms.h: each term and its
 // first save), its store's schema (the schema file's body,
 // storage/schema_codec.h, in hex), and whether it asks for a copy of the
-// primary's store outright. The primary answers one line:
+// primary's store outright; in a cluster, also its node's name (the
+// primary counts the acknowledgements of the replicas it names as
+// synchronous: runtime/cluster.h). The primary answers one line:
 //
-//   {"code":"ok","result":{"save":P}}   entry frames follow, from save S+1
+//   {"code":"ok","result":{"save":P,"term":T}}
+//                                       entry frames follow, from save S+1
+//                                       (a replica of a later term than T
+//                                       follows another primary)
 //   {"code":"cut","result":{"save":K}}  the replica holds entries after
 //                                       save K that the primary does not:
 //                                       it cuts its log back to K
@@ -88,6 +93,7 @@ struct Hello {
   storage::TermHistory terms;
   std::vector<uint8_t> schema;  // a schema file's bytes
   bool copy = false;
+  std::string node;  // a cluster's replica: its node's name ("": none)
 };
 // The handshake line a replica sends (without its newline).
 std::string handshake_line(const Hello& h);

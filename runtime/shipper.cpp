@@ -51,10 +51,12 @@ std::string answer_line(std::string_view code, std::string_view message) {
 // One replica's feed: its connection and the thread that serves it.
 class Feed {
  public:
+  // `problem`: why the replica is refused outright, with `problem_code`.
   Feed(Shipper& shipper, storage::Io& io, const std::string& dir, const storage::Schema& schema, std::FILE* err,
-       int fd, stream::Hello hello, std::string problem)
+       int fd, stream::Hello hello, std::string problem_code, std::string problem)
       : shipper_(shipper), io_(io), dir_(dir), schema_(schema), err_(err), fd_(fd), hello_(std::move(hello)),
-        problem_(std::move(problem)), wake_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+        problem_code_(std::move(problem_code)), problem_(std::move(problem)),
+        wake_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
     retain_after_.store(hello_.save, std::memory_order_relaxed);
     thread_ = quiet_thread([this] { run(); });
   }
@@ -80,7 +82,7 @@ class Feed {
   }
   uint64_t retain_after() const { return retain_after_.load(std::memory_order_acquire); }
   Shipper::Replica state() const {
-    return {sent_.load(std::memory_order_relaxed), durable_.load(std::memory_order_acquire),
+    return {hello_.node, sent_.load(std::memory_order_relaxed), durable_.load(std::memory_order_acquire),
             applied_.load(std::memory_order_relaxed)};
   }
 
@@ -108,7 +110,7 @@ class Feed {
   std::FILE* err_;
   int fd_;
   stream::Hello hello_;
-  std::string problem_;  // the request is no handshake: why
+  std::string problem_code_, problem_;  // the replica is refused outright: why
   int wake_;
   std::thread thread_;
   std::atomic<bool> stop_{false}, ended_{false};
@@ -144,7 +146,7 @@ void Feed::refuse(std::string_view code, const std::string& why) {
 // The replica's module against the primary's, then what it is to be sent.
 Feed::Plan Feed::handshake() {
   if (!problem_.empty()) {
-    refuse("bad_request", problem_);
+    refuse(problem_code_, problem_);
     return Plan::End;
   }
   storage::Schema theirs;
@@ -200,7 +202,8 @@ Feed::Plan Feed::plan_for(const storage::LiveMark& mark) {
   if (shared == hello_.save) {
     // Sent once catching up has found the entries after it: before the
     // first frame, or alone.
-    greeting_ = fmt::format("{{\"code\":\"ok\",\"result\":{{\"save\":{}}}}}\n", mark.seq);
+    greeting_ = fmt::format("{{\"code\":\"ok\",\"result\":{{\"save\":{},\"term\":{}}}}}\n", mark.seq,
+                            mine.last_term());
     return Plan::Stream;
   }
   // Entries of the primary's own term that it does not hold are not a
@@ -407,9 +410,14 @@ void Shipper::adopt(int fd, const Request& r) {
   reap();
   stream::Hello hello;
   std::string problem;
-  stream::read_hello(*r.doc, r.args, hello, problem);
-  feeds_.push_back(
-      std::make_unique<Feed>(*this, io_, dir_, schema_, err_, fd, std::move(hello), std::move(problem)));
+  std::string code = refusal_.empty() ? "bad_request" : "not_primary";
+  if (!refusal_.empty()) {
+    problem = refusal_;
+  } else {
+    stream::read_hello(*r.doc, r.args, hello, problem);
+  }
+  feeds_.push_back(std::make_unique<Feed>(*this, io_, dir_, schema_, err_, fd, std::move(hello), std::move(code),
+                                          std::move(problem)));
 }
 
 void Shipper::reap() {
@@ -430,15 +438,45 @@ uint64_t Shipper::retain_after() {
 }
 
 uint64_t Shipper::confirmed(uint32_t k) {
+  if (k == 0) return UINT64_MAX;
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<uint64_t> held;
+  uint64_t least = UINT64_MAX;
+  for (const std::string& node : synchronous_) {
+    uint64_t best = 0;  // not connected: nothing confirmed
+    for (auto& f : feeds_) {
+      if (!f->ended() && f->state().node == node) best = std::max(best, f->state().durable);
+    }
+    least = std::min(least, best);
+  }
   for (auto& f : feeds_) {
     if (!f->ended()) held.push_back(f->state().durable);
   }
-  if (k == 0) return UINT64_MAX;
-  if (held.size() < k) return 0;
-  std::nth_element(held.begin(), held.begin() + (k - 1), held.end(), std::greater<>());
-  return held[k - 1];
+  uint64_t got = 0;
+  if (counts_named_) {
+    got = synchronous_.size() >= k ? least : 0;
+  } else if (held.size() >= k) {
+    std::nth_element(held.begin(), held.begin() + (k - 1), held.end(), std::greater<>());
+    got = held[k - 1];
+  }
+  confirmed_high_ = std::max(confirmed_high_, got);
+  return got;
+}
+
+void Shipper::refuse_replicas(std::string why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  refusal_ = std::move(why);
+}
+
+void Shipper::set_synchronous(std::vector<std::string> nodes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  synchronous_ = std::move(nodes);
+  counts_named_ = true;
+}
+
+uint64_t Shipper::confirmed_high() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return confirmed_high_;
 }
 
 void Shipper::set_on_ack(std::function<void()> f) {

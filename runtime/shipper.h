@@ -68,9 +68,23 @@ class Shipper {
   // A feed's thread: a replica acknowledged.
   void acked();
 
+  // A cluster's (runtime/cluster.h), any thread. While this node is no
+  // primary, replicas are refused `not_primary` with `why` (naming the
+  // primary when there is one); "" serves them.
+  void refuse_replicas(std::string why);
+  // A cluster's: the replicas counted as synchronous, by node name (at
+  // least k of them, or nothing is confirmed): confirmed() is from then on
+  // the least save all of them hold (0 unless every one is connected), not
+  // the k-th greatest of any replicas'.
+  void set_synchronous(std::vector<std::string> nodes);
+  // The greatest save confirmed() has ever returned: every save answered
+  // since this node began leading is at or below it.
+  uint64_t confirmed_high();
+
   // Replicas connected now, with what each has been sent, made durable
   // and applied (for stats).
   struct Replica {
+    std::string node;  // a cluster's replica: its node's name
     uint64_t sent = 0, durable = 0, applied = 0;
   };
   std::vector<Replica> replicas();
@@ -84,6 +98,10 @@ class Shipper {
   std::FILE* err_;
   std::mutex mu_;
   std::vector<std::unique_ptr<Feed>> feeds_;  // under mu_
+  std::string refusal_;                    // under mu_: refuse_replicas()
+  std::vector<std::string> synchronous_;   // under mu_
+  bool counts_named_ = false;              // under mu_: set_synchronous() was called
+  uint64_t confirmed_high_ = 0;            // under mu_
   std::mutex ack_mu_;
   std::function<void()> on_ack_;  // under ack_mu_
 };

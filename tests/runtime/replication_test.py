@@ -40,6 +40,8 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
+import urllib.request
 
 MODULE = """
 record Account { id: num, owner: text, n: num }
@@ -185,10 +187,19 @@ def catch_up_and_follow(aup, tmp, module):
     a = rc.ask({"event": "deposit", "args": {"id": 1}, "id": 7})
     if not a or a.get("ok") or a["error"]["code"] != "not_primary" or ("unix:" + p.sock) not in a["error"]["message"]:
         fail(f"an event sent to the replica: {a}")
-    r2 = subprocess.run([aup, "call", f"http://127.0.0.1:{port}", "deposit", "id=1"], capture_output=True, text=True,
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/events/deposit", data=b'{"id":1}', method="POST")
+    try:
+        urllib.request.urlopen(req, timeout=10)
+        fail("an event over HTTP to the replica was answered ok")
+    except urllib.error.HTTPError as e:
+        body = json.loads(e.read())
+        if e.code != 421 or body["error"].get("primary") != "unix:" + p.sock:
+            fail(f"an event over HTTP to the replica: {e.code} {body}")
+    # `aup call` follows the refusal to the primary the replica names.
+    r2 = subprocess.run([aup, "call", "unix:" + r.sock, "deposit", "id=1"], capture_output=True, text=True,
                         timeout=30)
-    if "421" not in r2.stdout + r2.stderr and "not_primary" not in r2.stdout + r2.stderr:
-        fail(f"an event over HTTP to the replica: {r2.stdout}{r2.stderr}")
+    if r2.returncode != 0 or json.loads(r2.stdout) != {"ok": True}:
+        fail(f"aup call of an event to a replica, followed to the primary: {r2.stdout}{r2.stderr}")
     rc.close()
     return p, c, r
 
