@@ -432,7 +432,9 @@ int serve_in_cluster(const RunOptions& o, const runtime::ServiceOptions& so, Own
   shipper.refuse_replicas(fmt::format("this node has not joined the cluster {} yet", co.name));
   runtime::Cluster cluster(co, store, fs, tasks, durable, shipper, stderr, restart_self);
   durable.set_gate([&cluster] { return cluster.may_answer(); });
+  if (so.metrics) so.metrics->set_replication([&cluster] { return cluster.figures(); });
   int served = serve(o, so, owner.service, state, durable, &shipper, &tasks);
+  if (so.metrics) so.metrics->set_replication(nullptr);
   durable.set_gate(nullptr);
   return cluster.restarting() ? kRunAgain : served;
 }
@@ -448,7 +450,9 @@ int serve_store(const RunOptions& o, const runtime::ServiceOptions& so, Owner& o
     durable.set_replica_of(o.replica_of);
     runtime::OwnerTasks tasks;
     runtime::Follower follower(o.replica_of, store, fs, tasks, stderr, restart_self);
+    if (so.metrics) so.metrics->set_replication([&follower] { return follower.figures(); });
     int served = serve(o, so, owner.service, state, durable, nullptr, &tasks);
+    if (so.metrics) so.metrics->set_replication(nullptr);
     return follower.restarting() ? kRunAgain : served;
   }
   if (o.listen.empty()) return serve(o, so, owner.service, state, durable);
@@ -456,7 +460,17 @@ int serve_store(const RunOptions& o, const runtime::ServiceOptions& so, Owner& o
   durable.set_shipper(&shipper);
   int served;
   if (o.cluster.empty()) {
+    // A primary once replicas follow it, or --sync-replicas says it is one.
+    uint32_t term = store.term(), k = o.sync_replicas.value_or(0);
+    bool declared = o.sync_replicas.has_value();
+    if (so.metrics) {
+      so.metrics->set_replication([&shipper, term, k, declared] {
+        runtime::ReplicationFigures f = shipper.figures(k, term);
+        return f.replicas > 0 || declared ? f : runtime::ReplicationFigures{0, static_cast<double>(term)};
+      });
+    }
     served = serve(o, so, owner.service, state, durable, &shipper);
+    if (so.metrics) so.metrics->set_replication(nullptr);
   } else {
     tables.follow_rows();  // it may be a replica, whose entries move index entries with their rows
     served = serve_in_cluster(o, so, owner, state, durable, store, fs, shipper);

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "cli/call.h"
+#include "cli/cluster_status.h"
 #include "cli/commands.h"
 #include "cli/huge_pages.h"
 #include "cli/shell.h"
@@ -314,6 +315,23 @@ CLI::App* add_call_command(CLI::App& app, CallOptions& o) {
   return cmd;
 }
 
+CLI::App* add_cluster_command(CLI::App& app, aup::cli::ClusterStatusOptions& o, CLI::App*& status) {
+  CLI::App* cmd = app.add_subcommand("cluster", "Look at a cluster whose primary etcd elects (docs/replication.md)");
+  cmd->require_subcommand(1);
+  status = cmd->add_subcommand(
+      "status", "Every node of the cluster as etcd lists it and what each says of itself: its role, term,\n"
+                "last save, and a replica's lag in saves and milliseconds.\n"
+                "Exit status: 0 a primary leads and every node answered, 1 not, 2 usage or etcd unreachable.");
+  status->add_option("--cluster", o.cluster, "the cluster, as its nodes were started with --cluster")
+      ->required()
+      ->type_name("etcd://HOST:PORT[,HOST:PORT...]/NAME");
+  status->add_flag("--json", o.json, "one JSON object instead of the table");
+  status->add_option("--timeout", o.timeout_seconds, "seconds to wait for each node's answer")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 3600.0));
+  return cmd;
+}
+
 CLI::App* add_stats_command(CLI::App& app, StatsOptions& o) {
   CLI::App* cmd = app.add_subcommand(
       "stats", "Ask a running `aup run --listen` server for its counters and gauges (events applied and\n"
@@ -381,6 +399,9 @@ int main(int argc, char** argv) {
   CLI::App* call_cmd = add_call_command(app, call);
   StatsOptions stats;
   CLI::App* stats_cmd = add_stats_command(app, stats);
+  aup::cli::ClusterStatusOptions cluster_status;
+  CLI::App* cluster_status_cmd = nullptr;
+  add_cluster_command(app, cluster_status, cluster_status_cmd);
   ShellOptions shell;
   CLI::App* shell_cmd = add_shell_command(app, shell);
   BackupOptions backup;
@@ -404,6 +425,7 @@ int main(int argc, char** argv) {
   }
   if (call_cmd->parsed()) return aup::cli::call(call, stdout, stderr);
   if (stats_cmd->parsed()) return aup::cli::stats(stats, stdout, stderr);
+  if (cluster_status_cmd->parsed()) return aup::cli::cluster_status(cluster_status, stdout, stderr);
   if (shell_cmd->parsed()) return aup::cli::shell(shell, "/proc/self/exe");
   if (backup_cmd->parsed()) return aup::cli::backup(backup);
   if (promote_cmd->parsed()) return aup::cli::promote(promote);

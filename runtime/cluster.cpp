@@ -121,13 +121,27 @@ Cluster::~Cluster() {
   control_.join();
   if (keepalive_.joinable()) keepalive_.join();
   if (campaign_.joinable()) campaign_.join();
-  follower_.reset();
+  drop_follower();
   // Revoked, the lease takes this node's keys with it: its candidacy, and
   // its leadership, so another node is elected now rather than after the TTL.
   if (int64_t lease = lease_.load(); lease != 0) {
     EtcdClient c(o_.etcd, kEtcdTimeoutMs);
     c.revoke(lease);
   }
+}
+
+ReplicationFigures Cluster::figures() const {
+  Role r = role();
+  ReplicationFigures f;
+  if (r == Role::Primary) {
+    f = shipper_.figures(o_.sync_replicas, term());
+  } else {
+    std::lock_guard<std::mutex> lock(follower_mu_);
+    if (r == Role::Replica && follower_) f = follower_->figures();
+    f.role = r == Role::Replica ? 2 : 3;
+  }
+  f.term = term();
+  return f;
 }
 
 bool Cluster::may_answer() const {
@@ -288,7 +302,7 @@ void Cluster::follow(const Leader& l) {
     if (refusal_stale) on_owner([this, a = l.advertise] { durability_.set_replica_of(a); });
     return;
   }
-  follower_.reset();
+  drop_follower();
   on_owner([this, a = l.advertise] { durability_.set_replica_of(a); });
   shipper_.refuse_replicas(
       fmt::format("this node is a replica of {}: replicas follow the primary, {}", l.advertise, l.advertise));
@@ -301,9 +315,23 @@ void Cluster::follow(const Leader& l) {
     role_.store(Role::Joining, std::memory_order_release);
     if (restart_) restart_();
   };
-  follower_ = std::make_unique<Follower>(l.advertise, store_, io_, tasks_, err_, reopen, o_.node);
+  auto next = std::make_unique<Follower>(l.advertise, store_, io_, tasks_, err_, reopen, o_.node);
+  {
+    std::lock_guard<std::mutex> lock(follower_mu_);
+    follower_ = std::move(next);
+  }
   following_ = l.advertise;
   role_.store(Role::Replica, std::memory_order_release);
+}
+
+// Stopped outside the lock (its thread may be waiting on the owner), then
+// forgotten under it.
+void Cluster::drop_follower() {
+  std::unique_ptr<Follower> gone;
+  {
+    std::lock_guard<std::mutex> lock(follower_mu_);
+    gone.swap(follower_);
+  }
 }
 
 void Cluster::no_primary() {
@@ -331,7 +359,7 @@ void Cluster::take_over(EtcdClient& c, const EtcdLeader& won) {
     c.resign(won);
     return;
   }
-  follower_.reset();
+  drop_follower();
   following_.clear();
   leading_ = won;
   std::string why;

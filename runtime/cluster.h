@@ -96,6 +96,8 @@ class Cluster {
   enum class Role : uint8_t { Joining, Replica, Primary };
   Role role() const { return role_.load(std::memory_order_acquire); }
   uint32_t term() const { return term_.load(std::memory_order_acquire); }
+  // Any thread: the replication_* gauges of this node.
+  ReplicationFigures figures() const;
 
  private:
   struct Leader {
@@ -112,6 +114,7 @@ class Cluster {
   bool eligible(EtcdClient& c);
   void follow(const Leader& l);
   void no_primary();
+  void drop_follower();
   void take_over(EtcdClient& c, const EtcdLeader& won);
   bool begin_leading(const EtcdLeader& won, std::string& why);
   bool write_sync_set(EtcdClient& c, const std::vector<std::string>& replicas);
@@ -145,6 +148,7 @@ class Cluster {
   bool campaigning_ = false;             // under mu_: the campaign thread runs
   std::optional<EtcdLeader> won_;        // under mu_: the campaign's win, for the control loop
   EtcdLeader leading_;                   // the control thread's: the key this node leads with
+  mutable std::mutex follower_mu_;       // held to replace follower_, and to read it from another thread
   std::unique_ptr<Follower> follower_;   // the control thread's
   std::string following_;                // its primary's address
   bool said_no_primary_ = false;

@@ -206,7 +206,7 @@ Follower::Answer Follower::handshake(int fd, std::string& buffered, uint64_t& cu
                  primary_, doc.node(term).num, hello.terms.last_term());
       return Answer::Lost;
     }
-    primary_save_.store(at, std::memory_order_release);
+    heard_of(at);
     connected_.store(true);
     fmt::print(err_, "aup: following the primary {} from save {} (it is at save {})\n", primary_, hello.save, at);
     catch_up_to_ = at;
@@ -223,6 +223,33 @@ Follower::Answer Follower::handshake(int fd, std::string& buffered, uint64_t& cu
   }
   give_up("the primary refused it: " + why);
   return Answer::Refused;
+}
+
+// The primary is at save `save`: this replica is behind from now, unless
+// it already was (or holds it).
+void Follower::heard_of(uint64_t save) {
+  primary_save_.store(save, std::memory_order_release);
+  if (save > durable() && behind_since_ns_.load(std::memory_order_relaxed) == 0) {
+    behind_since_ns_.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_release);
+  }
+}
+
+double Follower::lag_seconds() const {
+  int64_t since = behind_since_ns_.load(std::memory_order_acquire);
+  if (since == 0) return 0;
+  return static_cast<double>(std::chrono::steady_clock::now().time_since_epoch().count() - since) * 1e-9;
+}
+
+ReplicationFigures Follower::figures() const {
+  ReplicationFigures f;
+  f.role = 2;
+  f.term = term_.load(std::memory_order_acquire);
+  uint64_t have = durable(), primary = std::max(primary_save(), have);
+  f.save = static_cast<double>(have);
+  f.primary_save = static_cast<double>(primary);
+  f.lag_entries = static_cast<double>(primary - have);
+  f.lag_seconds = lag_seconds();
+  return f;
 }
 
 // Once per connection, when the store holds what the primary held at the
@@ -269,7 +296,7 @@ bool Follower::take_frames(int fd, std::vector<uint8_t>& in) {
     uint64_t expect = durable();
     while (stream::take_frame(in, at, f, why)) {
       if (f.kind == stream::Kind::Beat) {
-        primary_save_.store(f.save, std::memory_order_release);
+        heard_of(f.save);
         continue;
       }
       if (f.kind != stream::Kind::Entry || f.prev != expect || f.term < term_.load()) {
@@ -281,7 +308,7 @@ bool Follower::take_frames(int fd, std::vector<uint8_t>& in) {
       }
       batch.push_back(Received{f.term, f.save, std::vector<uint8_t>(f.payload.begin(), f.payload.end())});
       expect = f.save;
-      primary_save_.store(std::max(primary_save(), f.save), std::memory_order_release);
+      heard_of(std::max(primary_save(), f.save));
     }
     in.erase(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(at));
     if (!batch.empty()) {
@@ -415,6 +442,7 @@ bool Follower::write_entries(std::vector<Received>& received) {
     }
     durable_.store(store_.last_seq(), std::memory_order_release);
     term_.store(store_.term(), std::memory_order_release);
+    if (store_.last_seq() >= primary_save()) behind_since_ns_.store(0, std::memory_order_release);
     store_.tick();  // checkpoints, as between a primary's batches
     return error;
   });

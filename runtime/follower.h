@@ -38,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/metrics.h"
 #include "runtime/owner_tasks.h"
 #include "runtime/replication_stream.h"
 #include "storage/io.h"
@@ -68,6 +69,11 @@ class Follower {
   uint64_t durable() const { return durable_.load(std::memory_order_acquire); }
   uint64_t primary_save() const { return primary_save_.load(std::memory_order_acquire); }
   bool connected() const { return connected_.load(std::memory_order_acquire); }
+  // Any thread: how long this replica has not held the primary's last save
+  // (0 while it does): the replica's lag in time.
+  double lag_seconds() const;
+  // Any thread: what the replication_* gauges say of this replica.
+  ReplicationFigures figures() const;
   // Why following stopped for good ("" while it goes on).
   std::string failed() const;
   // The store is to be reopened (a cut or a copy): the process restarts.
@@ -95,6 +101,7 @@ class Follower {
   void give_up(const std::string& why);
   void restart(const std::string& why);
   void say_caught_up();
+  void heard_of(uint64_t save);
   void pause(std::chrono::milliseconds d);
 
   std::string primary_;
@@ -107,6 +114,7 @@ class Follower {
   std::vector<uint8_t> schema_file_;  // the store's schema, as the handshake sends it
   std::atomic<uint64_t> durable_{0}, primary_save_{0};
   std::atomic<uint32_t> term_{0};
+  std::atomic<int64_t> behind_since_ns_{0};  // steady clock; 0: not behind
   std::atomic<bool> connected_{false}, restarting_{false};
   std::atomic<int> fd_{-1};  // the connection, for the destructor to shut down
   mutable std::mutex mu_;

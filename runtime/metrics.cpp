@@ -60,6 +60,18 @@ const std::vector<MetricDesc> kMetrics = {
     {"state_bytes", K::Gauge, "bytes",
      "Bytes the tables' and indexes' tree nodes hold (the texts their rows point to apart)."},
     {"resident_bytes", K::Gauge, "bytes", "Resident memory of the process (/proc/self/statm)."},
+    {"replication_role", K::Gauge, "role",
+     "0 a lone node, 1 a primary, 2 a replica, 3 a cluster's node with no role yet (docs/replication.md)."},
+    {"replication_term", K::Gauge, "term", "The term this node is in: its primary's (0 on a lone node)."},
+    {"replication_save", K::Gauge, "save", "The last save this node's state holds (0 in memory)."},
+    {"replication_primary_save", K::Gauge, "save",
+     "A replica's primary's last durable save, as it last said (a primary: its own)."},
+    {"replication_lag_entries", K::Gauge, "entries", "Saves the primary holds that this replica does not yet."},
+    {"replication_lag_seconds", K::Gauge, "seconds",
+     "How long this replica has not held its primary's last save (0 when it does)."},
+    {"replicas_connected", K::Gauge, "replicas", "Replicas following this primary now."},
+    {"replicas_synchronous", K::Gauge, "replicas",
+     "Of those, the ones whose acknowledgements an answer waits for (--sync-replicas)."},
 };
 
 int metric_index(std::string_view name) {
@@ -225,6 +237,7 @@ void Metrics::after_batch(uint64_t latency_ns, uint64_t events, bool committed, 
   if (f.checkpoints != checkpoints_) last_checkpoint_ = now;
   checkpoints_ = f.checkpoints;
   state_bytes_ = bytes;
+  last_save_ = f.store ? durability.applied_save() : 0;
 }
 
 void Metrics::snapshot_published() { snapshot_at_.store(clock_(), std::memory_order_relaxed); }
@@ -234,6 +247,7 @@ MetricSample Metrics::sample() const {
   auto set = [&s](std::string_view name, double v) { s.values[static_cast<size_t>(metric_index(name))] = v; };
   double now = clock_();
   uint64_t resident = resident_bytes();  // a file read: not while the owner may wait for the lock
+  ReplicationFigures r = replication_ ? replication_() : ReplicationFigures{};
   // Held for about a merge of the window's 60 histograms (tens of
   // microseconds), once per stats request.
   std::lock_guard<std::mutex> lock(mu_);
@@ -271,6 +285,14 @@ MetricSample Metrics::sample() const {
   set("answer_bytes_waiting", static_cast<double>(waiting < 0 ? 0 : waiting));
   set("state_bytes", static_cast<double>(state_bytes_));
   set("resident_bytes", static_cast<double>(resident));
+  set("replication_role", r.role);
+  set("replication_term", r.term);
+  set("replication_save", r.save >= 0 ? r.save : static_cast<double>(last_save_));
+  set("replication_primary_save", r.primary_save >= 0 ? r.primary_save : static_cast<double>(last_save_));
+  set("replication_lag_entries", r.lag_entries);
+  set("replication_lag_seconds", r.lag_seconds);
+  set("replicas_connected", r.replicas);
+  set("replicas_synchronous", r.synchronous);
   // Microseconds are as fine as any clock here means: shorter numbers.
   for (size_t i = 0; i < kMetrics.size(); ++i) {
     if (kMetrics[i].unit == "seconds") s.values[i] = std::round(s.values[i] * 1e6) / 1e6;

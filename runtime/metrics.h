@@ -130,6 +130,17 @@ struct ServiceCounters {
   OwnedCounter bad_requests;
 };
 
+// What a node says of its part in replication (docs/replication.md), for
+// the replication_* gauges; a lone node's are all 0. A save < 0: the last
+// one the owner published (a primary's, or a lone node's).
+struct ReplicationFigures {
+  double role = 0;  // 0 alone, 1 primary, 2 replica, 3 a cluster's node with no role yet
+  double term = 0;
+  double save = -1, primary_save = -1;
+  double lag_entries = 0, lag_seconds = 0;
+  double replicas = 0, synchronous = 0;
+};
+
 class Metrics {
  public:
   // Seconds on a monotonic clock; tests pass their own.
@@ -158,6 +169,10 @@ class Metrics {
   // serving thread (Outbox::count_in), added up when read.
   std::atomic<int64_t>* answer_gauge();
 
+  // Where the replication_* gauges come from: called on whichever thread
+  // asks for a sample. Set before serving, cleared after.
+  void set_replication(std::function<ReplicationFigures()> f) { replication_ = std::move(f); }
+
   // Any thread.
   MetricSample sample() const;
 
@@ -170,6 +185,8 @@ class Metrics {
   uint64_t commits_ = 0, commit_failures_ = 0;
   uint64_t log_bytes_written_ = 0, log_bytes_ = 0, image_bytes_ = 0, checkpoints_ = 0;
   uint64_t state_bytes_ = 0;
+  uint64_t last_save_ = 0;  // the durability's applied_save() (0 in memory)
+  std::function<ReplicationFigures()> replication_;
   bool has_store_ = false;       // --data (else the store's figures stay 0)
   double last_checkpoint_ = 0;  // when checkpoints_ last changed, or the start
   LatencyWindow window_;

@@ -489,6 +489,23 @@ void Shipper::acked() {
   if (on_ack_) on_ack_();
 }
 
+ReplicationFigures Shipper::figures(uint32_t k, uint32_t term) {
+  std::vector<Replica> now = replicas();
+  ReplicationFigures f;
+  f.role = 1;
+  f.term = term;
+  f.replicas = static_cast<double>(now.size());
+  std::lock_guard<std::mutex> lock(mu_);
+  if (counts_named_) {
+    f.synchronous = static_cast<double>(std::count_if(synchronous_.begin(), synchronous_.end(), [&](const auto& n) {
+      return std::any_of(now.begin(), now.end(), [&](const Replica& r) { return r.node == n; });
+    }));
+  } else {
+    f.synchronous = std::min<double>(k, f.replicas);
+  }
+  return f;
+}
+
 std::vector<Shipper::Replica> Shipper::replicas() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Replica> out;

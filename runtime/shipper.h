@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/metrics.h"
 #include "runtime/request.h"
 #include "storage/io.h"
 #include "storage/schema.h"
@@ -88,6 +89,9 @@ class Shipper {
     uint64_t sent = 0, durable = 0, applied = 0;
   };
   std::vector<Replica> replicas();
+  // A primary's replication_* gauges: `k` synchronous replicas wanted,
+  // `term` its term. Any thread.
+  ReplicationFigures figures(uint32_t k, uint32_t term);
 
  private:
   void reap();  // joins feeds that have ended (under mu_)

@@ -127,7 +127,29 @@ def elect_and_follow(aup, nodes, etcd):
         fail(f"an event sent to a replica: {a}")
     if not harness.wait_until(lambda: p.name in sync_nodes(etcd) and len(sync_nodes(etcd)) == 2, 10):
         fail(f"the sync key names the primary and one replica: {sync_nodes(etcd)}")
+    status(aup, etcd, p, nodes)
     return p
+
+
+def status(aup, etcd, p, nodes):
+    url = f"etcd://{','.join(etcd.client_endpoints())}/bank"
+    r = subprocess.run([aup, "cluster", "status", "--cluster", url, "--json"], capture_output=True, text=True,
+                       timeout=30)
+    try:
+        s = json.loads(r.stdout)
+    except json.JSONDecodeError:
+        fail(f"aup cluster status --json: {r.returncode} {r.stdout}{r.stderr}")
+        return
+    roles = sorted((n["node"], n.get("role")) for n in s["nodes"])
+    want = sorted((n.name, "primary" if n is p else "replica") for n in nodes)
+    if r.returncode != 0 or s["primary"] != p.name or roles != want or \
+            any(n.get("lag_entries", 1) != 0 for n in s["nodes"] if n.get("role") == "replica"):
+        fail(f"aup cluster status: {r.returncode} {s}")
+    r = subprocess.run([aup, "cluster", "status", "--cluster", url], capture_output=True, text=True, timeout=30)
+    lines = r.stdout.splitlines()
+    if r.returncode != 0 or not lines or not lines[0].startswith(f"cluster bank: primary {p.name} (term ") or \
+            len(lines) != 5:
+        fail(f"aup cluster status: {r.returncode} {r.stdout}{r.stderr}")
 
 
 def kill_primary(aup, nodes, etcd, p):
