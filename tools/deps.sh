@@ -8,10 +8,12 @@ set -eu
 # runtimes) and llvm-19 (llvm-symbolizer, for readable reports) are for the
 # fuzz build (tools/fuzz.sh); llvm-19-dev is for `--engine jit` (vm/jit/);
 # libedit-dev is `aup shell`'s line editing and history (cli/shell.cpp);
-# libhttp-parser-dev parses HTTP (runtime/http.h), curl drives it in tests.
+# libhttp-parser-dev parses HTTP (runtime/http.h), curl drives it in tests;
+# libcurl4-openssl-dev is the etcd client's HTTP (runtime/etcd.h), and
+# etcd-server and etcd-client (etcd, etcdctl) are the etcd its test starts.
 packages="g++ meson ninja-build pkg-config re2c libfmt-dev libcli11-dev doctest-dev libxxhash-dev
   python3 hyperfine libsimdjson-dev libsqlite3-dev gnuplot-nox clang-19 libclang-rt-19-dev llvm-19 llvm-19-dev
-  libedit-dev libhttp-parser-dev curl"
+  libedit-dev libhttp-parser-dev curl libcurl4-openssl-dev etcd-server etcd-client"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
