@@ -13,7 +13,7 @@ namespace aup::storage {
 
 namespace {
 
-constexpr const char* kFile = "terms";
+constexpr const char* kTermsFile = "terms";
 constexpr DurablePoints kTermPoints{"terms.before_fsync", "terms.before_rename", "terms.after_rename",
                                     "terms.after_dir_sync"};
 // A history longer than this is damage: every term is an election or a
@@ -113,7 +113,7 @@ uint64_t common_save(const TermHistory& a, uint64_t a_last, const TermHistory& b
 Status read_terms(Io& io, const std::string& dir, TermHistory& out) {
   out = TermHistory();
   std::vector<uint8_t> bytes;
-  std::string path = fmt::format("{}/{}", dir, kFile);
+  std::string path = fmt::format("{}/{}", dir, kTermsFile);
   Status st = read_file(io, path, bytes);
   if (!st.ok()) return st.err == ENOENT ? Status::good() : st;
   return TermHistory::decode(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path, out);
@@ -121,7 +121,7 @@ Status read_terms(Io& io, const std::string& dir, TermHistory& out) {
 
 Status write_terms(Io& io, const std::string& dir, const TermHistory& h) {
   std::string text = h.encode();
-  return write_file_durably(io, dir, kFile,
+  return write_file_durably(io, dir, kTermsFile,
                             std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()),
                             DurableWrite{kTermPoints, {}});
 }

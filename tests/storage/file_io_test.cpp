@@ -22,8 +22,8 @@
 namespace aup::storage {
 namespace {
 
-struct TempDir : files::TempDir {
-  TempDir() : files::TempDir("aup-files-test") {}
+struct FilesDir : files::TempDir {
+  FilesDir() : files::TempDir("aup-files-test") {}
 };
 
 FaultIo faulty(const char* plan) {
@@ -47,7 +47,7 @@ constexpr DurablePoints kPoints{"t.before_fsync", "t.before_rename", "t.after_re
 
 TEST_SUITE("file_io") {
   TEST_CASE("read_file reads a whole file; a missing one is ENOENT, a failed read its errno") {
-    TempDir dir;
+    FilesDir dir;
     SystemIo io;
     std::string path = dir.path + "/f";
     std::vector<uint8_t> out;
@@ -70,7 +70,7 @@ TEST_SUITE("file_io") {
   }
 
   TEST_CASE("read_at stops at the file's end and says how many bytes came") {
-    TempDir dir;
+    FilesDir dir;
     SystemIo io;
     std::string path = dir.path + "/f";
     std::ofstream(path) << "0123456789";
@@ -85,7 +85,7 @@ TEST_SUITE("file_io") {
   }
 
   TEST_CASE("write_file_durably replaces the file through NAME.new, passing each named point in order") {
-    TempDir dir;
+    FilesDir dir;
     PointLog io;
     std::string path = dir.path + "/f";
     std::ofstream(path) << "old";
@@ -97,7 +97,7 @@ TEST_SUITE("file_io") {
   }
 
   TEST_CASE("a file too large to hold whole writes itself (fill), and its failure is the write's") {
-    TempDir dir;
+    FilesDir dir;
     SystemIo io;
     auto fill = [&](int fd, const std::string& tmp) {
       for (int i = 0; i < 3; ++i) {
@@ -115,7 +115,7 @@ TEST_SUITE("file_io") {
   }
 
   TEST_CASE("a failed step leaves the old file and names the operation; a short write is completed") {
-    TempDir dir;
+    FilesDir dir;
     std::string path = dir.path + "/f";
     struct Case {
       const char* plan;
