@@ -433,12 +433,11 @@ bool Follower::write_entries(std::vector<Received>& received) {
   auto batch = std::make_shared<std::vector<Received>>(std::move(received));
   return run_on_owner([this, batch] {
     std::string error;
-    for (const Received& r : *batch) {
-      storage::Status st = store_.append_copy(r.term, r.save, r.payload);
-      if (!st.ok()) {
-        error = fmt::format("entry {} was not taken: {}", r.save, st.message);
-        break;
-      }
+    std::vector<storage::Store::Copy> copies;
+    for (const Received& r : *batch) copies.push_back(storage::Store::Copy{r.term, r.save, r.payload});
+    storage::Status st = store_.append_copies(copies);
+    if (!st.ok()) {
+      error = fmt::format("entries {} to {} were not taken: {}", batch->front().save, batch->back().save, st.message);
     }
     durable_.store(store_.last_seq(), std::memory_order_release);
     term_.store(store_.term(), std::memory_order_release);

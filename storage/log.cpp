@@ -701,13 +701,16 @@ Status Log::append_entry(uint64_t seq) {
   entry_begun_ = false;
   if (broken_) return Status::error("the log refuses writes after an earlier failure (restart to recover)");
   // Save numbers only grow (recovery orders and chains entries by them), and
-  // one entry at a time awaits its sync: withdraw() zeroes only the last.
-  assert(seq > last_seq_ && !pending_sync_);
+  // one entry at a time awaits its sync (withdraw() zeroes only the last),
+  // but in a run of a replica's copies (allow_runs).
+  assert(seq > last_seq_ && (!pending_sync_ || runs_));
   uint64_t payload = buf_.size() - lf::kEntryHeaderBytes;
   if (payload > lf::kMaxPayloadBytes) return Status::error("a batch's changes exceed 2 GiB");
   uint64_t need = lf::entry_bytes(payload);
   if (chain_.empty() || chain_.back().used + need > chain_.back().size) {
-    Status st = start_segment(lf::kHeaderBytes + need + lf::kEntryHeaderBytes);
+    // sync() syncs the newest segment: what a run left in this one first.
+    Status st = pending_sync_ ? sync() : Status::good();
+    if (st.ok()) st = start_segment(lf::kHeaderBytes + need + lf::kEntryHeaderBytes);
     if (!st.ok()) return st;
   }
   Segment& s = chain_.back();

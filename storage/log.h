@@ -104,6 +104,11 @@ class Log {
   // The same for a payload held elsewhere (tests, tools): copied behind
   // the header.
   Status append(uint64_t seq, std::span<const uint8_t> payload);
+  // A replica's log (storage/store.h, append_copies): entries appended one
+  // after another and synced once, the run's earlier segment synced before
+  // a later one starts. Its copies' fate is answered to nobody, so a
+  // withdrawal that takes back only the last is enough.
+  void allow_runs() { runs_ = true; }
   Status sync();
   bool broken() const { return broken_; }
   // After a failed append or sync: zeroes the header of the entry not yet
@@ -194,6 +199,7 @@ class Log {
   uint32_t last_term_ = 0;
   uint32_t term_ = 0;
   bool pending_sync_ = false;
+  bool runs_ = false;  // allow_runs()
   // The entry being written or awaiting its sync, for withdraw().
   struct Unsynced {
     int fd = -1;

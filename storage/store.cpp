@@ -302,34 +302,64 @@ Status Store::write_batch(BatchEncoder& batch, Fate& fate) {
   return Status::good();
 }
 
-Status Store::append_copy(uint32_t term, uint64_t seq, std::span<const uint8_t> payload) {
+Status Store::append_copies(std::span<const Copy> copies) {
   if (unavailable()) return Status::error(unavailable_);
-  if (seq != last_seq_ + 1) {
-    return Status::error(fmt::format("entry {} does not follow this store's last save, {}", seq, last_seq_));
+  uint32_t term = terms_.last_term();
+  for (size_t i = 0; i < copies.size(); ++i) {
+    if (copies[i].seq != last_seq_ + 1 + i) {
+      return Status::error(
+          fmt::format("entry {} does not follow this store's last save, {}", copies[i].seq, last_seq_ + i));
+    }
+    if (copies[i].term < term) {
+      return Status::error(
+          fmt::format("entry {} is of term {}, older than this store's term, {}", copies[i].seq, copies[i].term, term));
+    }
+    term = copies[i].term;
   }
-  if (term < terms_.last_term()) {
-    return Status::error(fmt::format("entry {} is of term {}, older than this store's term, {}", seq, term,
-                                     terms_.last_term()));
-  }
-  Status st = term > terms_.last_term() ? start_term(term, seq) : Status::good();
+  Status st = write_copies(copies);
   if (!st.ok()) return st;
-  std::vector<uint8_t>& entry = log_->begin_entry();
-  entry.insert(entry.end(), payload.begin(), payload.end());
-  Fate fate = Fate::NotWritten;
-  st = log_->append_entry(seq);
-  if (st.ok()) st = log_->sync();
-  if (!st.ok()) return log_->broken() ? fail_commit(st, fate) : st;
   if (!self_map_) self_map_ = std::make_unique<SchemaMap>(map_schema(schema_, schema_));
-  std::fill(entry_bytes_.begin(), entry_bytes_.end(), 0);
   std::vector<uint64_t> covered(entry_bytes_.size(), 0);
-  st = apply_payload(payload, schema_, *self_map_, seq, covered, tables_, &entry_bytes_);
-  if (!st.ok()) {
-    unavailable_ = fmt::format("the store takes no more entries: entry {} is durable but does not apply ({})", seq,
-                               st.message);
+  for (size_t i = 0; i < copies.size(); ++i) {
+    std::fill(entry_bytes_.begin(), entry_bytes_.end(), 0);
+    st = apply_payload(copies[i].payload, schema_, *self_map_, copies[i].seq, covered, tables_, &entry_bytes_);
+    if (!st.ok()) {
+      unavailable_ = fmt::format("the store takes no more entries: entry {} is durable but does not apply ({})",
+                                 copies[i].seq, st.message);
+      return Status::error(unavailable_);
+    }
+    took(copies[i].seq, copies[i].payload.size(), i + 1 == copies.size());
+  }
+  return Status::good();
+}
+
+// The copies written one after another and synced once (a new term noted
+// in the history before its first entry): all durable, or the store
+// unavailable. A refusal that changed nothing (the first entry's) leaves
+// it available; past the first, the log holds entries the store has not
+// taken, so any failure makes it unavailable until reopened (recovery then
+// takes what is really there; a replica asks again for the rest).
+Status Store::write_copies(std::span<const Copy> copies) {
+  log_->allow_runs();
+  Fate fate = Fate::NotWritten;
+  for (size_t i = 0; i < copies.size(); ++i) {
+    const Copy& c = copies[i];
+    Status st = c.term > terms_.last_term() ? start_term(c.term, c.seq) : Status::good();
+    if (st.ok()) {
+      std::vector<uint8_t>& entry = log_->begin_entry();
+      entry.insert(entry.end(), c.payload.begin(), c.payload.end());
+      st = log_->append_entry(c.seq);
+    }
+    if (st.ok()) continue;
+    if (log_->broken()) return fail_commit(st, fate);
+    if (i == 0) return st;
+    unavailable_ = fmt::format(
+        "the store takes no more entries: entries {} to {} are written to the log but not taken ({}); reopen it",
+        copies.front().seq, c.seq - 1, st.message);
     return Status::error(unavailable_);
   }
-  took(seq, payload.size());
-  return Status::good();
+  Status st = log_->sync();
+  return st.ok() ? st : fail_commit(st, fate);
 }
 
 Status Store::begin_term(uint32_t term) {
@@ -385,12 +415,14 @@ Status Store::start_term(uint32_t term, uint64_t seq) {
 // chain (the log's last is this one, one past the store's last), readers
 // of the served store may read up to its end, and its bytes count towards
 // each table's next checkpoint.
-void Store::took(uint64_t seq, size_t payload) {
-  assert(seq == last_seq_ + 1 && log_->last_seq() == seq);
+void Store::took(uint64_t seq, size_t payload, bool last) {
+  assert(seq == last_seq_ + 1 && log_->last_seq() >= seq && (!last || log_->last_seq() == seq));
   const Log::Segment& s = log_->segments().back();
-  assert(s.last_seq == seq && s.used <= s.size && s.used % log_format::kAlign == 0);
+  assert(s.last_seq >= seq && s.used <= s.size && s.used % log_format::kAlign == 0);
   last_seq_ = seq;
-  live_.publish(seq, log_->end().segment, log_->end().offset);
+  // The mark is the last entry's: a reader cut there reads every entry
+  // up to it and takes its save as the one it holds.
+  if (last) live_.publish(seq, log_->end().segment, log_->end().offset);
   uint64_t counted = 0;
   for (size_t t = 0; t < entry_bytes_.size(); ++t) {
     since_image_[t] += entry_bytes_[t];

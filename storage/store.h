@@ -112,15 +112,25 @@ class Store {
   // is unavailable until reopened; a refusal that changed nothing (no space
   // for a new segment) leaves it available.
   Status commit(BatchEncoder& batch, Fate& fate);
-  // A replica's (docs/replication.md): an entry its primary wrote, with
-  // the primary's term and save number, which must be the next after this
-  // store's last save, in a term no older than its last entry's. Written
-  // and synced as a commit is (a failure leaves the store unavailable, as
-  // a failed commit does), then applied to the tables, whose indexes
-  // follow each row when they say so (Tables::follows_rows). A payload
-  // that does not apply is refused after it is durable: the store is then
-  // unavailable, and the next open refuses the same entry.
-  Status append_copy(uint32_t term, uint64_t seq, std::span<const uint8_t> payload);
+  // A replica's (docs/replication.md): entries its primary wrote, with the
+  // primary's terms and save numbers, which must follow one another from
+  // the next after this store's last save, in terms no older than its
+  // own. Written one after another and synced once (a failure leaves the
+  // store unavailable, as a failed commit does), then applied to the
+  // tables, whose indexes follow each row when they say so
+  // (Tables::follows_rows). A payload that does not apply is refused after
+  // it is durable: the store is then unavailable, and the next open
+  // refuses the same entry.
+  struct Copy {
+    uint32_t term = 0;
+    uint64_t seq = 0;
+    std::span<const uint8_t> payload;
+  };
+  Status append_copies(std::span<const Copy> copies);
+  Status append_copy(uint32_t term, uint64_t seq, std::span<const uint8_t> payload) {
+    Copy c{term, seq, payload};
+    return append_copies({&c, 1});
+  }
   // A node made primary (`aup promote`, or elected): term `term`, later
   // than the last, begins at the next save, in the term history first
   // (storage/terms.h), then as an entry with no changes, so that the log
@@ -189,7 +199,8 @@ class Store {
   void release_covered_now();
   Status fail_commit(const Status& failed, Fate& fate);
   Status write_batch(BatchEncoder& batch, Fate& fate);
-  void took(uint64_t seq, size_t payload);
+  void took(uint64_t seq, size_t payload, bool last = true);
+  Status write_copies(std::span<const Copy> copies);
   Status start_term(uint32_t term, uint64_t seq);
   static void report_background(const Status& st);
 

@@ -336,6 +336,17 @@ class RecordingIo : public FaultIo {
   std::vector<std::string> opened, renamed;
 };
 
+// An Io that counts its fdatasync calls.
+class CountingIo : public FaultIo {
+ public:
+  CountingIo() : FaultIo(std::make_unique<SystemIo>(), {}) {}
+  int fdatasync(int fd) override {
+    ++datasyncs;
+    return FaultIo::fdatasync(fd);
+  }
+  uint64_t datasyncs = 0;
+};
+
 // Opens the store in a child process that a crash rule stops the nth time
 // it reaches `point`, as a power cut would there. The child's exit status:
 // kCrashExitCode when it was stopped, 0 when it opened.
@@ -1289,6 +1300,117 @@ on add { lines.add(Line { w: add.w, d: add.d, o: add.o, qty: 1 }) }
     REQUIRE(again.status().ok());
     CHECK(again.dump() == p.dump());
     CHECK(again.store().term() == 2);
+  }
+
+  TEST_CASE("append_copies: a run of a primary's entries, across segments and a new term, synced once") {
+    StoreDir primary_dir, replica_dir;
+    SystemIo io;
+    StoreOptions whole = Durable::small_store_foreground();  // no checkpoint releases a segment
+    whole.image_min_bytes = whole.log_min_bytes = uint64_t{1} << 30;
+    Durable p(kModule, primary_dir.path, io, whole);
+    REQUIRE(p.status().ok());
+    for (int i = 0; i < 100; ++i) p.one(put_line(i));
+    REQUIRE(p.store().begin_term(4).ok());  // a term begins inside the run
+    for (int i = 100; i < 250; ++i) p.one(put_line(i));
+    struct Held {
+      uint32_t term;
+      uint64_t seq;
+      std::vector<uint8_t> payload;
+    };
+    std::vector<Held> held;
+    Log::Options ro;
+    ro.read_only = true;
+    std::unique_ptr<Log> log;
+    LogOpenReport rep;
+    REQUIRE(Log::open(io, primary_dir.path, ro,
+                      [&](const LogEntry& e) {
+                        held.push_back(Held{e.term, e.seq, {e.payload.begin(), e.payload.end()}});
+                        return Status::good();
+                      },
+                      log, rep)
+                .ok());
+    REQUIRE(rep.first_prev_seq == 0);
+    REQUIRE(rep.segments > 2);  // the run crosses segments (8 KiB each)
+    std::vector<Store::Copy> copies;
+    for (const Held& h : held) copies.push_back(Store::Copy{h.term, h.seq, h.payload});
+    {
+      CountingIo counting;
+      Durable r(kModule, replica_dir.path, counting);
+      REQUIRE(r.status().ok());
+      uint64_t syncs = counting.datasyncs;
+      Status st = r.store().append_copies(copies);
+      REQUIRE_MESSAGE(st.ok(), st.message);
+      // One sync for the run, and one for each segment it left behind.
+      CHECK(counting.datasyncs - syncs <= rep.segments + 1);
+      CHECK(r.dump() == p.dump());
+      CHECK(r.store().term() == 4);
+    }
+    Durable again(kModule, replica_dir.path, io);
+    REQUIRE(again.status().ok());
+    CHECK(again.dump() == p.dump());
+    CHECK(again.store().last_seq() == p.store().last_seq());
+    CHECK(again.store().terms().starts() == p.store().terms().starts());
+  }
+
+  TEST_CASE("append_copies: a failure past the run's first entry leaves the store unavailable; reopened, it goes on") {
+    StoreDir primary_dir, replica_dir;
+    SystemIo io;
+    Durable p(kModule, primary_dir.path, io);
+    REQUIRE(p.status().ok());
+    for (int i = 0; i < 5; ++i) p.one(put_line(i));
+    REQUIRE(p.store().begin_term(4).ok());  // the run's fourth entry or later begins term 4
+    uint64_t term_begins = p.store().last_seq();
+    for (int i = 5; i < 10; ++i) p.one(put_line(i));
+    std::vector<std::vector<uint8_t>> payloads;
+    std::vector<Store::Copy> copies;
+    Log::Options ro;
+    ro.read_only = true;
+    std::unique_ptr<Log> log;
+    LogOpenReport rep;
+    std::vector<uint32_t> terms;
+    std::vector<uint64_t> seqs;
+    REQUIRE(Log::open(io, primary_dir.path, ro,
+                      [&](const LogEntry& e) {
+                        payloads.emplace_back(e.payload.begin(), e.payload.end());
+                        terms.push_back(e.term);
+                        seqs.push_back(e.seq);
+                        return Status::good();
+                      },
+                      log, rep)
+                .ok());
+    for (size_t i = 0; i < payloads.size(); ++i) copies.push_back(Store::Copy{terms[i], seqs[i], payloads[i]});
+    REQUIRE(copies.front().seq == 1);
+    // The term history cannot be written when term 4 begins, mid-run.
+    class TermsRefused : public FaultIo {
+     public:
+      TermsRefused() : FaultIo(std::make_unique<SystemIo>(), {}) {}
+      int rename(const std::string& from, const std::string& to) override {
+        if (armed && fs::path(to).filename() == "terms") return -EIO;
+        return FaultIo::rename(from, to);
+      }
+      bool armed = false;
+    } refusing;
+    {
+      Durable r(kModule, replica_dir.path, refusing);
+      REQUIRE(r.status().ok());
+      refusing.armed = true;
+      Status st = r.store().append_copies(copies);
+      CHECK_FALSE(st.ok());
+      CHECK(r.unavailable());
+      CHECK(r.store().append_copy(copies.front().term, r.store().last_seq() + 1, copies.front().payload).message ==
+            st.message);
+    }
+    Durable again(kModule, replica_dir.path, io);
+    REQUIRE_MESSAGE(again.status().ok(), again.status().message);
+    // What the run wrote before the failure may survive; nothing of term 4.
+    uint64_t kept = again.store().last_seq();
+    CHECK(kept < term_begins);
+    CHECK(again.store().term() < 4);
+    std::span<const Store::Copy> rest(copies.begin() + static_cast<ptrdiff_t>(kept), copies.end());
+    Status st = again.store().append_copies(rest);
+    REQUIRE_MESSAGE(st.ok(), st.message);
+    CHECK(again.dump() == p.dump());
+    CHECK(again.store().term() == 4);
   }
 
   TEST_CASE("append_copy refuses an entry that does not follow the last save, or of an older term") {
