@@ -76,9 +76,11 @@ void drive(Teller& teller, const LoadSpec& spec, uint64_t seed, const std::atomi
 }
 
 
-Counters read_counters(const Child& server, const BlockDevice& device) {
+Counters read_counters(const Peer& peer, const BlockDevice& device) {
   Counters c;
+  const Child& server = peer.process();
   c.server_cpu = server.cpu();
+  if (const Child* replica = peer.replica()) c.replica_cpu = replica->cpu();
   c.server_write_bytes = server.write_bytes();
   c.device_bytes = device.bytes_written();
   c.client_cpu_ns = aup::bench::own_cpu_ns();
@@ -118,9 +120,9 @@ LoadResult run_load(const LoadSpec& spec, Peer& peer, const BlockDevice& device)
                                              drive(*tellers[i], spec, spec.seed * 1000003 + i, stop, t);
                                            });
   sleep_s(spec.warmup_s);
-  r.before = read_counters(peer.process(), device);
+  r.before = read_counters(peer, device);
   sleep_s(spec.seconds);
-  r.after = read_counters(peer.process(), device);
+  r.after = read_counters(peer, device);
   clients.join();
   collect(clients.tallies(), r);
   return r;

@@ -28,6 +28,7 @@ struct LoadSpec {
 struct Counters {
   double at_ns = 0;                // CLOCK_MONOTONIC
   ProcessCpu server_cpu;           // /proc/PID/stat
+  ProcessCpu replica_cpu;          // a replicated system's replica's
   uint64_t server_write_bytes = 0; // /proc/PID/io
   std::optional<double> device_bytes;
   double client_cpu_ns = 0;        // this process

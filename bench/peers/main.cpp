@@ -9,7 +9,7 @@
 // Usage: peers_bench --aup PATH --bank BANK.aup --data DIR
 //          [--systems aup,redis,tarantool] [--clients 1,16,64]
 //          [--seconds 10] [--warmup 2] [--sync-seconds 3] [--accounts 10000]
-//          [--io-threads N] [--cpus SERVER:CLIENT | none]
+//          [--io-threads N] [--cpus SERVER:CLIENT | none] [--replica-cpus LIST]
 //          [--redis-server PATH] [--tarantool PATH] [--floor PATH]
 //          [--reps 3] [--seed 92] [--out DIR] [--name peers] [--smoke]
 //
@@ -66,12 +66,13 @@ std::vector<std::string> systems(aup::bench::CommandLine& args, const std::strin
   std::vector<std::string> out;
   for (const std::string& s : split(text, ',')) {
     if (s == pe::kAup || s == pe::kRedis || s == pe::kTarantoolShared || s == pe::kTarantoolPerClient ||
-        s == pe::kFloor) {
+        s == pe::kFloor || pe::replicated(s)) {
       out.push_back(s);
     } else if (s == "tarantool") {
       out.insert(out.end(), {pe::kTarantoolShared, pe::kTarantoolPerClient});
     } else {
-      args.usage("no system `" + s + "` (aup, redis, tarantool, tarantool-shared, tarantool-per-client, floor)");
+      args.usage("no system `" + s +
+                 "` (aup, redis, tarantool, tarantool-shared, tarantool-per-client, floor, aup-k0, aup-k1)");
     }
   }
   if (out.empty()) args.usage("--systems needs at least one system");
@@ -94,6 +95,7 @@ void cpu_plan(aup::bench::CommandLine& args, pe::Options& o) {
   if (text == "none") {
     o.server_cpus.clear();
     o.client_cpus.clear();
+    o.replica_cpus.clear();
     return;
   }
   size_t colon = text.find(':');
@@ -102,6 +104,7 @@ void cpu_plan(aup::bench::CommandLine& args, pe::Options& o) {
   }
   o.server_cpus = text.substr(0, colon);
   o.client_cpus = text.substr(colon + 1);
+  o.replica_cpus = o.client_cpus;
 }
 
 // The smoke test's shape: aup and the floor, short, unpinned (meson runs tests in
@@ -117,6 +120,7 @@ void smoke_shape(pe::Options& o) {
   o.accounts = 100;
   o.server_cpus.clear();
   o.client_cpus.clear();
+  o.replica_cpus.clear();
 }
 
 bool own_flag(aup::bench::CommandLine& args, pe::Options& o, const std::string& a) {
@@ -135,6 +139,7 @@ bool own_flag(aup::bench::CommandLine& args, pe::Options& o, const std::string& 
   else if (a == "--accounts") o.accounts = static_cast<uint32_t>(args.count_value(2, 10000000));
   else if (a == "--io-threads") o.io_threads = static_cast<int>(args.count_value(0, 64));
   else if (a == "--cpus") cpu_plan(args, o);
+  else if (a == "--replica-cpus") o.replica_cpus = args.value();
   else if (a == "--name") {
     o.name = args.value();
     if (o.name.empty() || o.name.find('/') != std::string::npos) args.usage("--name needs a plain file name");
@@ -148,7 +153,7 @@ pe::Options parse_args(int argc, char** argv) {
   aup::bench::CommandLine args(argc, argv, kProgram,
                                "--aup PATH --bank BANK.aup --data DIR [--systems aup,redis,tarantool] "
                                "[--clients 1,16,64] [--seconds S] [--warmup S] [--sync-seconds S] [--accounts N] "
-                               "[--io-threads N] [--cpus SERVER:CLIENT|none] [--redis-server PATH] "
+                               "[--io-threads N] [--cpus SERVER:CLIENT|none] [--replica-cpus LIST] [--redis-server PATH] "
                                "[--tarantool PATH] [--floor PATH] [--reps N] [--seed N] [--out DIR] [--name NAME] [--smoke]");
   pe::Options o;
   args.parse(o, 1, kMaxCount, [&](const std::string& a) { return own_flag(args, o, a); });
@@ -167,7 +172,7 @@ void skip_missing(pe::Options& o) {
   for (const std::string& s : o.systems) {
     bool redis = s == pe::kRedis, floor = s == pe::kFloor;
     const std::string& program = redis ? o.redis_server : floor ? o.floor : o.tarantool;
-    if (s == pe::kAup || ::access(program.c_str(), X_OK) == 0) {
+    if (s == pe::kAup || pe::replicated(s) || ::access(program.c_str(), X_OK) == 0) {
       kept.push_back(s);
       continue;
     }

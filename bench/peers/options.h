@@ -34,6 +34,9 @@ struct Options : RunOptions {
   int io_threads = -1;                              // aup's --io-threads; -1: its default
   std::string server_cpus = "0";                    // taskset -c for every server; empty: not pinned
   std::string client_cpus = "1";                    // this program's CPUs; empty: not pinned
+  // aup-k0 and aup-k1's replica: the CPUs it runs on (a replica is another
+  // machine's in real use; here it shares the load generator's by default).
+  std::string replica_cpus = "1";
   std::string name = "peers";                       // results go to OUT/NAME.{json,md}
 };
 

@@ -31,10 +31,21 @@ struct Totals {
   double accounts = 0;
 };
 
+// What a replica said of itself while the load ran (its stats, a sample
+// each 100 ms): saves behind its primary, and for how long.
+struct LagSample {
+  double entries = 0;
+  double seconds = 0;
+};
+
 class Peer {
  public:
   virtual ~Peer() = default;
   virtual const Child& process() const = 0;
+  // A replicated system's replica, measured beside its primary; or null.
+  virtual const Child* replica() const { return nullptr; }
+  // Its lag while the tellers ran (a replicated system's).
+  virtual std::vector<LagSample> lag() { return {}; }
   // Creates accounts 1..accounts holding `deposit` each (pipelined, before
   // any timing).
   virtual void fund(uint32_t accounts, uint64_t deposit) = 0;
@@ -58,6 +69,11 @@ inline constexpr const char* kTarantoolShared = "tarantool-shared";
 inline constexpr const char* kTarantoolPerClient = "tarantool-per-client";
 // Not a peer: the least a server of this shape costs here (floor_server.cpp).
 inline constexpr const char* kFloor = "floor";
+// aup with one replica (docs/replication.md), --sync-replicas 0 and 1:
+// bench/replication, not peers but aup against itself alone.
+inline constexpr const char* kAupSync0 = "aup-k0";
+inline constexpr const char* kAupSync1 = "aup-k1";
+inline bool replicated(const std::string& system) { return system == kAupSync0 || system == kAupSync1; }
 
 struct AupConfig {
   std::string aup;         // the executable
@@ -66,6 +82,12 @@ struct AupConfig {
 };
 
 std::unique_ptr<Peer> start_aup(const AupConfig& config, const PeerSetup& setup);
+// A primary (pinned as `setup` says) with --sync-replicas `k`, and one
+// replica following it (pinned to `replica_cpus`), in `setup.dir`. The
+// tellers talk to the primary; totals() also checks the replica, once it
+// has caught up, holds the same.
+std::unique_ptr<Peer> start_aup_replicated(const AupConfig& config, uint32_t k, const std::string& replica_cpus,
+                                           const PeerSetup& setup);
 // `program`: peers_floor; it starts with the accounts funded.
 std::unique_ptr<Peer> start_floor(const std::string& program, uint32_t accounts, uint64_t deposit,
                                   const PeerSetup& setup);

@@ -21,6 +21,8 @@ std::string label(const std::string& system) {
   if (system == kTarantoolShared) return "Tarantool, one shared connection";
   if (system == kTarantoolPerClient) return "Tarantool, a connection per client";
   if (system == kFloor) return "floor (transport + group commit only)";
+  if (system == kAupSync0) return "aup + 1 replica, --sync-replicas 0";
+  if (system == kAupSync1) return "aup + 1 replica, --sync-replicas 1";
   return system;
 }
 
@@ -46,7 +48,7 @@ std::vector<double> best_peer_rates(const Sweep& sweep, const Options& o, uint32
   std::vector<double> best(o.reps, 0);
   bool any = false;
   for (const std::string& system : o.systems) {
-    if (system == kAup || system == kFloor) continue;
+    if (system == kAup || system == kFloor || replicated(system)) continue;
     for (const Sample* s : runs_of(sweep, system, clients)) {
       best[s->rep] = std::max(best[s->rep], s->transfers_per_s);
       any = true;
@@ -68,6 +70,8 @@ struct Figures {
   double over_best_peer = -1;  // aup only: medians of per-repetition ratios; -1: none
   double over_fdatasync = -1;  // aup at one client only: the CPU idle between syncs
   double over_busy_fdatasync = -1;  // and kept busy
+  double over_one_node = -1;        // a replicated system: over aup alone, medians of per-repetition ratios
+  double replica_cpu_us = -1, lag_p50_entries = -1, lag_max_entries = -1, lag_max_ms = -1;
 };
 
 Figures figures(const Sweep& sweep, const Options& o, const std::string& system, uint32_t clients) {
@@ -85,6 +89,16 @@ Figures figures(const Sweep& sweep, const Options& o, const std::string& system,
   f.client_cpu_us = median(values(runs, [](const Sample& s) { return s.client_cpu_us; }));
   f.process_bytes = median(values(runs, [](const Sample& s) { return s.process_bytes; }));
   if (!sweep.device.empty()) f.device_bytes = median(values(runs, [](const Sample& s) { return s.device_bytes; }));
+  if (replicated(system)) {
+    std::vector<const Sample*> alone = runs_of(sweep, kAup, clients);
+    if (alone.size() == runs.size()) f.over_one_node = ratio_median(rates, values(alone, kRate));
+    f.replica_cpu_us = median(values(runs, [](const Sample& s) { return s.replica_cpu_us; }));
+    f.lag_p50_entries = median(values(runs, [](const Sample& s) { return s.lag_p50_entries; }));
+    std::vector<double> m = values(runs, [](const Sample& s) { return s.lag_max_entries; });
+    std::vector<double> ms = values(runs, [](const Sample& s) { return s.lag_max_ms; });
+    f.lag_max_entries = m.empty() ? 0 : *std::max_element(m.begin(), m.end());
+    f.lag_max_ms = ms.empty() ? 0 : *std::max_element(ms.begin(), ms.end());
+  }
   if (system == kAup) {
     std::vector<double> best = best_peer_rates(sweep, o, clients);
     if (!best.empty()) f.over_best_peer = ratio_median(rates, best);
@@ -106,10 +120,13 @@ std::string json_run(const Sample& s) {
       "\"p99_us\": {:.1f}, \"max_us\": {:.1f}, \"server_cpu_us_per_transfer\": {:.3f}, "
       "\"server_user_us_per_transfer\": {:.3f}, \"server_system_us_per_transfer\": {:.3f}, "
       "\"client_cpu_us_per_transfer\": {:.3f}, \"process_bytes_per_transfer\": {:.1f}, "
-      "\"device_bytes_per_transfer\": {}, \"transfers_total\": {}}}",
+      "\"device_bytes_per_transfer\": {}, \"transfers_total\": {}, \"replica_cpu_us_per_transfer\": {}, "
+      "\"replica_lag_p50_saves\": {}, \"replica_lag_max_saves\": {}, \"replica_lag_max_ms\": {}}}",
       s.rep, s.seconds, s.transfers, s.transfers_per_s, s.p50_us, s.p99_us, s.max_us, s.server_cpu_us(),
       s.server_user_us, s.server_system_us, s.client_cpu_us, s.process_bytes,
-      optional_json(s.device_bytes, "{:.1f}"), s.transfers_total);
+      optional_json(s.device_bytes, "{:.1f}"), s.transfers_total, optional_json(s.replica_cpu_us, "{:.3f}"),
+      optional_json(s.lag_p50_entries, "{:.0f}"), optional_json(s.lag_max_entries, "{:.0f}"),
+      optional_json(s.lag_max_ms, "{:.0f}"));
 }
 
 std::string json_point(const Sweep& sweep, const Options& o, const std::string& system, uint32_t clients) {
@@ -121,10 +138,14 @@ std::string json_point(const Sweep& sweep, const Options& o, const std::string& 
       "\"server_user_us_per_transfer\": {:.3f}, \"server_system_us_per_transfer\": {:.3f}, "
       "\"client_cpu_us_per_transfer\": {:.3f}, \"process_bytes_per_transfer\": {:.1f}, "
       "\"device_bytes_per_transfer\": {}, \"aup_over_best_peer\": {}, \"aup_over_fdatasync\": {}, "
-      "\"aup_over_fdatasync_cpu_busy\": {}}},\n",
+      "\"aup_over_fdatasync_cpu_busy\": {}, \"over_one_node\": {}, \"replica_cpu_us_per_transfer\": {}, "
+      "\"replica_lag_p50_saves\": {}, \"replica_lag_max_saves\": {}, \"replica_lag_max_ms\": {}}},\n",
       f.rate, f.rate_min, f.rate_max, f.p50_us, f.p99_us, f.cpu_us, f.user_us, f.system_us, f.client_cpu_us,
       f.process_bytes, optional_json(f.device_bytes, "{:.1f}"), optional_json(f.over_best_peer, "{:.3f}"),
-      optional_json(f.over_fdatasync, "{:.3f}"), optional_json(f.over_busy_fdatasync, "{:.3f}"));
+      optional_json(f.over_fdatasync, "{:.3f}"), optional_json(f.over_busy_fdatasync, "{:.3f}"),
+      optional_json(f.over_one_node, "{:.3f}"), optional_json(f.replica_cpu_us, "{:.3f}"),
+      optional_json(f.lag_p50_entries, "{:.0f}"), optional_json(f.lag_max_entries, "{:.0f}"),
+      optional_json(f.lag_max_ms, "{:.0f}"));
   out += "     \"runs\": [";
   std::vector<const Sample*> runs = runs_of(sweep, system, clients);
   for (size_t i = 0; i < runs.size(); ++i) out += (i ? ",\n       " : "\n       ") + json_run(*runs[i]);
@@ -196,6 +217,36 @@ std::string pinning_text(const Options& o) {
   return "Each server " + server + ", this load generator " + client;
 }
 
+// aup with a replica beside aup alone (bench/replication): the table of
+// the replicated systems, when any ran.
+std::string replication_text(const Sweep& sweep, const Options& o) {
+  if (std::none_of(o.systems.begin(), o.systems.end(), replicated)) return "";
+  std::string md = fmt::format(
+      "\n## With a replica\n\nThe same load on a primary (`--sync-replicas K`, pinned as the servers above) "
+      "followed by one replica (`--replica-of`, {}), on the same volume: each batch is synced by both. ÷ one node: "
+      "transfers/s over aup alone at the same client count (median of per-repetition ratios). Replica CPU: the "
+      "replica's utime + stime per transfer. Lag: the replica's own replication_lag_entries (saves the primary holds "
+      "that it does not) and replication_lag_seconds, sampled every 100 ms while the clients ran: the median and "
+      "the largest sample over the repetitions.\n\n",
+      o.replica_cpus.empty() ? std::string("not pinned") : "pinned to CPU " + o.replica_cpus);
+  md += "| system | clients | transfers/s (min–max) | ÷ one node | p50 µs | p99 µs | primary CPU µs/transfer | replica "
+        "CPU µs/transfer | lag p50 / max saves | lag max ms |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (uint32_t c : o.clients) {
+    for (const std::string& system : o.systems) {
+      if (!replicated(system) && system != kAup) continue;
+      Figures f = figures(sweep, o, system, c);
+      bool r = replicated(system);
+      md += fmt::format("| {} | {} | {} ({}–{}) | {} | {:.0f} | {:.0f} | {:.1f} | {} | {} | {} |\n", label(system), c,
+                        grouped(static_cast<uint64_t>(f.rate)), grouped(static_cast<uint64_t>(f.rate_min)),
+                        grouped(static_cast<uint64_t>(f.rate_max)), r ? ratio_cell(f.over_one_node) : "1",
+                        f.p50_us, f.p99_us, f.cpu_us, r ? fmt::format("{:.1f}", f.replica_cpu_us) : "–",
+                        r ? fmt::format("{:.0f} / {:.0f}", f.lag_p50_entries, f.lag_max_entries) : "–",
+                        r ? fmt::format("{:.0f}", f.lag_max_ms) : "–");
+    }
+  }
+  return md;
+}
+
 }  // namespace
 
 std::string to_json(const Environment& env, const Options& o, const Versions& v, const Sweep& sweep) {
@@ -263,7 +314,7 @@ std::string to_markdown(const Environment& env, const Options& o, const Versions
   for (uint32_t c : o.clients) {
     for (const std::string& system : o.systems) md += markdown_row(sweep, o, system, c);
   }
-  return md;
+  return md + replication_text(sweep, o);
 }
 
 }  // namespace aup::bench::peers

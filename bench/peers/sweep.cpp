@@ -21,6 +21,10 @@ std::unique_ptr<Peer> start(const Options& o, const std::string& system, const P
   if (system == kTarantoolShared) return start_tarantool(o.tarantool, true, setup);
   if (system == kTarantoolPerClient) return start_tarantool(o.tarantool, false, setup);
   if (system == kFloor) return start_floor(o.floor, o.accounts, o.deposit, setup);
+  if (replicated(system)) {
+    return start_aup_replicated(AupConfig{o.aup, o.bank, o.io_threads}, system == kAupSync1 ? 1 : 0, o.replica_cpus,
+                                setup);
+  }
   throw std::logic_error("no system " + system);
 }
 
@@ -35,6 +39,23 @@ void check_totals(const std::string& system, const Totals& t, const LoadResult& 
         "over {}",
         system, t.transfers, r.ok_total, t.sum, t.accounts, deposited, o.accounts));
   }
+}
+
+// A replicated system's replica: its CPU per transfer and its lag.
+void replica_figures(Sample& s, const LoadResult& r, const std::vector<LagSample>& lag) {
+  double n = static_cast<double>(std::max<uint64_t>(r.transfers, 1));
+  s.replica_cpu_us = (r.after.replica_cpu.user_ns + r.after.replica_cpu.system_ns - r.before.replica_cpu.user_ns -
+                      r.before.replica_cpu.system_ns) /
+                     1e3 / n;
+  std::vector<double> entries;
+  s.lag_max_entries = s.lag_max_ms = 0;
+  for (const LagSample& l : lag) {
+    entries.push_back(l.entries);
+    s.lag_max_entries = std::max(s.lag_max_entries, l.entries);
+    s.lag_max_ms = std::max(s.lag_max_ms, l.seconds * 1000);
+  }
+  std::sort(entries.begin(), entries.end());
+  s.lag_p50_entries = entries.empty() ? 0 : entries[entries.size() / 2];
 }
 
 Sample to_sample(const std::string& system, uint32_t clients, uint32_t rep, const LoadResult& r) {
@@ -67,16 +88,22 @@ Sample run_one(const Options& o, const std::string& system, uint32_t clients, ui
                                          r.failed_total, r.failed_total + r.ok_total, clients, r.first_failure));
   }
   check_totals(system, peer->totals(), r, o);
+  Sample s = to_sample(system, clients, rep, r);
+  if (peer->replica()) replica_figures(s, r, peer->lag());
   peer->stop();
-  return to_sample(system, clients, rep, r);
+  return s;
 }
 
 void progress(const Sample& s) {
   std::fprintf(stderr,
                "peers_bench: rep %u, %-20s %2u clients: %8.0f transfers/s, p50 %7.1f us, p99 %8.1f us, "
-               "server CPU %6.1f us, written %6.0f B (process) %6.0f B (device) per transfer\n",
+               "server CPU %6.1f us, written %6.0f B (process) %6.0f B (device) per transfer%s\n",
                s.rep + 1, s.system.c_str(), s.clients, s.transfers_per_s, s.p50_us, s.p99_us, s.server_cpu_us(),
-               s.process_bytes, s.device_bytes);
+               s.process_bytes, s.device_bytes,
+               s.replica_cpu_us < 0 ? ""
+                                    : fmt::format("; replica CPU {:.1f} us, lag p50 {:.0f} max {:.0f} saves, max {:.0f} ms",
+                                                  s.replica_cpu_us, s.lag_p50_entries, s.lag_max_entries, s.lag_max_ms)
+                                          .c_str());
 }
 
 SyncRate sync_rate(const Options& o, const BlockDevice& device, bool keep_cpu_busy) {

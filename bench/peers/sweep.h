@@ -27,6 +27,10 @@ struct Sample {
   double process_bytes = 0;                         // /proc/PID/io write_bytes per transfer
   double device_bytes = -1;                         // the block device's per transfer; -1: none found
   uint64_t transfers_total = 0;                     // warm-up and the last ones too: what the totals were checked against
+  // A replicated system's (aup-k0, aup-k1): its replica's CPU per transfer,
+  // and its lag while the load ran (saves behind; seconds behind).
+  double replica_cpu_us = -1;
+  double lag_p50_entries = -1, lag_max_entries = -1, lag_max_ms = -1;
   double server_cpu_us() const { return server_user_us + server_system_us; }
 };
 
