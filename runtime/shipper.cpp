@@ -204,6 +204,16 @@ Feed::Plan Feed::plan_for(const storage::LiveMark& mark) {
     // first frame, or alone.
     greeting_ = fmt::format("{{\"code\":\"ok\",\"result\":{{\"save\":{},\"term\":{}}}}}\n", mark.seq,
                             mine.last_term());
+    // The replica's store holds every entry up to its save, the primary's
+    // own: it counts for them from now, as if it had acknowledged them on
+    // this connection. Without it a replica that comes back holding the
+    // last save (its acks lost with a cut connection, or the primary
+    // restarted) would confirm nothing until a new entry reached it, and
+    // a retry answered from its key, which writes none, would wait for it
+    // in vain (--sync-replicas).
+    durable_.store(hello_.save, std::memory_order_release);
+    applied_.store(hello_.save, std::memory_order_relaxed);
+    shipper_.acked();
     return Plan::Stream;
   }
   // Entries of the primary's own term that it does not hold are not a

@@ -46,7 +46,7 @@ everything as JSON.
 
 usage: failover_soak.py AUP ROOT [--sync-replicas K] [--failovers N]
        [--actions N] [--only ACTION,...] [--clients N] [--ttl S] [--seed N]
-       [--report FILE] [--keep DIR]
+       [--report FILE [--timeline]] [--keep DIR]
 """
 import argparse
 import json
@@ -129,7 +129,7 @@ class Ledger:
     def __init__(self):
         self.lock = threading.Lock()
         self.sent = {}       # id -> (from, to, amount)
-        self.acked = {}      # id -> (save, address, time)
+        self.acked = {}      # id -> (save, address, time answered, seconds from first sent)
         self.unanswered = set()
         self.unexpected = []
         self.retries = {}    # why -> count
@@ -138,9 +138,10 @@ class Ledger:
         with self.lock:
             self.sent[tid] = fields
 
-    def ack(self, tid, save, address):
+    def ack(self, tid, save, address, sent_at):
+        now = time.monotonic()
         with self.lock:
-            self.acked[tid] = (save, address, time.monotonic())
+            self.acked[tid] = (save, address, now, now - sent_at)
 
     def retry(self, why):
         with self.lock:
@@ -148,7 +149,7 @@ class Ledger:
 
     def first_ack_after(self, t0, not_address):
         with self.lock:
-            times = [t for (_, a, t) in self.acked.values() if t > t0 and a != not_address]
+            times = [t for (_, a, t, _) in self.acked.values() if t > t0 and a != not_address]
         return min(times) if times else None
 
     def acks(self):
@@ -184,6 +185,7 @@ class Client(threading.Thread):
 
     def until_answered(self, tid, req):
         line = (json.dumps(req) + "\n").encode()
+        sent_at = time.monotonic()
         while True:
             if self.stop.is_set() and self.give_up_at is None:
                 self.give_up_at = time.monotonic() + 120
@@ -196,7 +198,7 @@ class Client(threading.Thread):
                 time.sleep(0.05)
                 continue
             if answer.get("ok"):
-                self.ledger.ack(tid, answer.get("save"), self.addresses[self.target])
+                self.ledger.ack(tid, answer.get("save"), self.addresses[self.target], sent_at)
                 return True
             code = answer["error"]["code"]
             if code == "not_primary":
@@ -260,6 +262,8 @@ class Soak:
         self.clients = []
         self.failures = []
         self.failover_s = []
+        self.failover_at = []  # (action, when it began, first answer after), seconds from the clients' start
+        self.started = None
         self.actions = []
 
     def fail(self, msg):
@@ -306,6 +310,7 @@ class Soak:
         first = harness.wait_until(lambda: self.ledger.first_ack_after(t0, p.address), 30, 0.02)
         if q and first:
             self.failover_s.append(round(first - t0, 3))
+            self.failover_at.append((what, round(t0 - self.started, 3), round(first - self.started, 3)))
             log(f"{what} {p.name}: {q.name} leads; first transfer answered {first - t0:.2f} s after")
         if what == "kill":
             p.start()
@@ -359,6 +364,7 @@ class Soak:
         addresses = [n.address for n in self.nodes]
         for i in range(self.opts.clients):
             self.clients.append(Client(i + 1, addresses, self.ledger, self.stop, self.opts.seed * 100 + i))
+        self.started = time.monotonic()
         for c in self.clients:
             c.start()
         if not self.whole():
@@ -442,15 +448,35 @@ def check(soak):
     accounts_text, transfers_text = dumps[nodes[0].name]
     stored = [json.loads(line) for line in transfers_text.splitlines()]
     balances = {a["id"]: a["balance"] for a in map(json.loads, accounts_text.splitlines())}
-    result = {"sync_replicas": opts.sync_replicas, "actions": soak.actions,
-              "failovers": sum(a in FAILOVERS for a in soak.actions), "failover_s": soak.failover_s,
+    result = {"sync_replicas": opts.sync_replicas, "ttl": opts.ttl, "clients": opts.clients,
+              "actions": soak.actions, "failovers": sum(a in FAILOVERS for a in soak.actions), "failover_s": soak.failover_s,
               "sent": len(ledger.sent), "acknowledged": len(ledger.acked), "stored": len(stored),
               "unanswered": len(ledger.unanswered), "retries": ledger.retries}
+    if opts.timeline:
+        result["failover_at"] = soak.failover_at
+        result["timeline"] = timeline(soak)
     check_rows(soak, stored, balances, result)
     check_terms(soak, stored, result)
     if ledger.unexpected:
         soak.fail(f"{len(ledger.unexpected)} unexpected answers, first {ledger.unexpected[0]}")
     return result
+
+
+def timeline(soak, bucket_s=0.25):
+    """Transfers answered per second and their latency (first sent to
+    answered, retries included) in buckets of the run, for a plot: rows of
+    [seconds from the start, transfers/s, p50 ms, p99 ms]."""
+    buckets = {}
+    with soak.ledger.lock:
+        for tid, (_, _, at, took) in soak.ledger.acked.items():
+            if tid > 0:
+                buckets.setdefault(int((at - soak.started) / bucket_s), []).append(took * 1000)
+    rows = []
+    for b in range(max(buckets) + 1 if buckets else 0):
+        got = sorted(buckets.get(b, []))
+        p = (lambda q: round(got[min(len(got) - 1, int(q * len(got)))], 2)) if got else (lambda q: None)
+        rows.append([round(b * bucket_s, 3), round(len(got) / bucket_s, 1), p(0.5), p(0.99)])
+    return {"bucket_s": bucket_s, "rows": rows}
 
 
 def check_rows(soak, stored, balances, result):
@@ -485,7 +511,7 @@ def check_terms(soak, stored, result):
     by_address = {n.address: n.name for n in soak.nodes}
     ids = {t["id"] for t in stored}
     wrong = []
-    for tid, (save, address, _) in soak.ledger.acked.items():
+    for tid, (save, address, _, _) in soak.ledger.acked.items():
         if tid > 0 and tid not in ids:
             continue
         leaders = led.get(term_of(history, save), set())
@@ -518,6 +544,9 @@ def main():
     ap.add_argument("--ttl", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--report", help="write the result as JSON here")
+    ap.add_argument("--timeline", action="store_true",
+                    help="put in the report when each failover began and ended, and transfers/s, p50 and p99 "
+                         "in 0.25 s buckets")
     ap.add_argument("--keep", help="keep the nodes' directories and logs here")
     opts = ap.parse_args()
     opts.only = opts.only.split(",")

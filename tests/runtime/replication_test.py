@@ -27,6 +27,10 @@ with `--replica-of`, each case checked by what the nodes answer and by
     replica reads the write it names, and one after a save never reached
     is answered `unavailable` after --after-timeout; a lone node's answers
     carry no save. Both --io-threads 0 and 2.
+  - --sync-replicas 1, a replica that connects again holding the primary's
+    last save (here: the primary restarted) counts for it at once: a retry
+    answered from its idempotency key, which writes no entry, is answered
+    ok, not `unavailable` after the timeout.
 
 usage: replication_test.py AUP ROOT
 """
@@ -396,6 +400,38 @@ def sync_and_after(aup, tmp, module, io_threads):
     lone.kill(signal.SIGTERM)
 
 
+def sync_after_reconnect(aup, tmp, module):
+    sync = ("--keys", "100", "--sync-replicas", "1", "--sync-timeout", "1")
+    pdata, psock = os.path.join(tmp, "rcp"), os.path.join(tmp, "rcp.sock")
+    p = Node(aup, module, pdata, psock, extra=sync)
+    r = Node(aup, module, os.path.join(tmp, "rcr"), os.path.join(tmp, "rcr.sock"), replica_of=psock,
+             extra=("--keys", "100"))
+    if not r.wait_for("caught up with the primary"):
+        fail(f"reconnect: the replica does not follow: {r.stderr()}")
+    c = Client(p.sock)
+    req = {"event": "open", "args": {"id": 5, "owner": "e"}, "key": "open-5"}
+    a = c.ask(req)
+    c.close()
+    if not a or not a.get("ok"):
+        fail(f"reconnect: the first answer: {a}")
+        return
+    p.kill(signal.SIGTERM)
+    p = Node(aup, module, pdata, psock, extra=sync)
+    deadline = time.time() + 15
+    while time.time() < deadline and r.stderr().count("following the primary") < 2:
+        time.sleep(0.05)
+    c = Client(p.sock)
+    t0 = time.time()
+    b = c.ask(req)
+    waited = time.time() - t0
+    c.close()
+    if b != a or waited > 0.9:
+        fail(f"reconnect: a retry by key after the replica came back holding its save: {b} after {waited:.2f} s "
+             f"(first {a})")
+    r.kill(signal.SIGTERM)
+    p.kill(signal.SIGTERM)
+
+
 def main():
     aup = sys.argv[1]
     tmp = tempfile.mkdtemp(prefix="aup-repl-")
@@ -413,6 +449,7 @@ def main():
         copy_catch_up(aup, tmp, module)
         for io_threads in (0, 2):
             sync_and_after(aup, tmp, module, io_threads)
+        sync_after_reconnect(aup, tmp, module)
     finally:
         subprocess.run(["pkill", "-f", tmp], capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
