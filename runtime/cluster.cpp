@@ -135,6 +135,9 @@ ReplicationFigures Cluster::figures() const {
   ReplicationFigures f;
   if (r == Role::Primary) {
     f = shipper_.figures(o_.sync_replicas, term());
+    // Until its first batch the store's figures still say where it
+    // stood when it opened, before it followed anyone.
+    f.save = f.primary_save = static_cast<double>(floor_figure_.load(std::memory_order_relaxed));
   } else {
     std::lock_guard<std::mutex> lock(follower_mu_);
     if (r == Role::Replica && follower_) f = follower_->figures();
@@ -384,6 +387,7 @@ bool Cluster::begin_leading(const EtcdLeader& won, std::string& why) {
       return;
     }
     floor_ = store_.last_seq();
+    floor_figure_.store(floor_, std::memory_order_relaxed);
     durability_.refuse_events(Code::NotPrimary, "");  // events are taken from here on
   });
   if (!ran || !why.empty()) return false;

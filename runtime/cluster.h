@@ -154,6 +154,7 @@ class Cluster {
   bool said_no_primary_ = false;
   std::vector<std::string> counted_;     // the synchronous replicas counted now (primary)
   uint64_t floor_ = 0;                   // the last save when this node began leading
+  std::atomic<uint64_t> floor_figure_{0};  // floor_, for figures() on any thread
   std::thread control_, keepalive_, campaign_;
 };
 

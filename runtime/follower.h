@@ -7,8 +7,9 @@
 //   ok    takes the entries it is sent. It checks each (its payload's
 //         digest, that it follows the last one, its term), and hands what
 //         it has read to the owner thread (owner_tasks.h), which alone
-//         changes the store and the state: each entry is written into the
-//         replica's own log, synced, and applied (Store::append_copy).
+//         changes the store and the state: each run of entries that
+//         has arrived is written into the replica's own log, synced once,
+//         and applied (Store::append_copies).
 //         Then the thread acknowledges the save now durable.
 //   cut   the replica holds entries after save K that the primary does
 //         not: the owner cuts the log back to K (storage/cut.h: the

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cassert>
 #include <chrono>
 #include <cmath>
@@ -287,8 +288,10 @@ MetricSample Metrics::sample() const {
   set("resident_bytes", static_cast<double>(resident));
   set("replication_role", r.role);
   set("replication_term", r.term);
-  set("replication_save", r.save >= 0 ? r.save : static_cast<double>(last_save_));
-  set("replication_primary_save", r.primary_save >= 0 ? r.primary_save : static_cast<double>(last_save_));
+  // A node's own figure (a replica's follower, a primary's term floor)
+  // or the save of its last batch, whichever is later.
+  set("replication_save", std::max(r.save, static_cast<double>(last_save_)));
+  set("replication_primary_save", std::max(r.primary_save, static_cast<double>(last_save_)));
   set("replication_lag_entries", r.lag_entries);
   set("replication_lag_seconds", r.lag_seconds);
   set("replicas_connected", r.replicas);

@@ -132,24 +132,39 @@ def elect_and_follow(aup, nodes, etcd):
 
 
 def status(aup, etcd, p, nodes):
+    """`aup cluster status`, --json and not, says that p leads and every
+    other node follows it caught up, each at the primary's save (within
+    10 s: a node just started catches up first)."""
+    problems = []
+
+    def good():
+        problems[:] = status_problems(aup, etcd, p, nodes)
+        return not problems
+    if not harness.wait_until(good, 10, 0.2):
+        fail("aup cluster status: " + "; ".join(problems))
+
+
+def status_problems(aup, etcd, p, nodes):
     url = f"etcd://{','.join(etcd.client_endpoints())}/bank"
     r = subprocess.run([aup, "cluster", "status", "--cluster", url, "--json"], capture_output=True, text=True,
                        timeout=30)
     try:
         s = json.loads(r.stdout)
     except json.JSONDecodeError:
-        fail(f"aup cluster status --json: {r.returncode} {r.stdout}{r.stderr}")
-        return
+        return [f"--json: {r.returncode} {r.stdout}{r.stderr}"]
     roles = sorted((n["node"], n.get("role")) for n in s["nodes"])
     want = sorted((n.name, "primary" if n is p else "replica") for n in nodes)
     if r.returncode != 0 or s["primary"] != p.name or roles != want or \
             any(n.get("lag_entries", 1) != 0 for n in s["nodes"] if n.get("role") == "replica"):
-        fail(f"aup cluster status: {r.returncode} {s}")
+        return [f"{r.returncode} {s}"]
+    if len({n.get("save") for n in s["nodes"]}) != 1:
+        return [f"the nodes, caught up, are not at one save: {s}"]
     r = subprocess.run([aup, "cluster", "status", "--cluster", url], capture_output=True, text=True, timeout=30)
     lines = r.stdout.splitlines()
     if r.returncode != 0 or not lines or not lines[0].startswith(f"cluster bank: primary {p.name} (term ") or \
             len(lines) != 5:
-        fail(f"aup cluster status: {r.returncode} {r.stdout}{r.stderr}")
+        return [f"{r.returncode} {r.stdout}{r.stderr}"]
+    return []
 
 
 def kill_primary(aup, nodes, etcd, p):
@@ -176,6 +191,7 @@ def kill_primary(aup, nodes, etcd, p):
     p.start()
     if not harness.wait_until(lambda: "following the primary" in p.text().split("--- ")[-1], 15):
         fail(f"the killed primary, started again, does not follow: {p.text()[-600:]}")
+    status(aup, etcd, q, nodes)  # no event since the new term began: its primary's save is the term's
     return q
 
 
