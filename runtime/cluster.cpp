@@ -280,12 +280,35 @@ void Cluster::tick_replica(EtcdClient& c) {
 // primary named synchronous (or any, before a primary ever named one).
 bool Cluster::eligible(EtcdClient& c) {
   if (store_.unavailable()) return false;  // its disk failed: it cannot begin a term
-  if (o_.sync_replicas == 0) return true;
+  if (o_.sync_replicas == 0) return caught_up_or_waited();
   std::optional<EtcdKv> kv;
   if (!c.get(prefix_ + "sync", kv).ok()) return false;
   if (!kv) return true;
   std::vector<std::string> nodes;
   return read_sync_nodes(kv->value, nodes) && std::find(nodes.begin(), nodes.end(), o_.node) != nodes.end();
+}
+
+// With K = 0 any node may take over, holding what it was sent. Not one
+// still catching up with the primary it follows (a node started again,
+// far behind): a node that caught up holds all but the last moments', and
+// the entries a new primary lacks are lost. A cluster whose nodes are all
+// behind is not left without a primary for good: after kLaggardWaitTtls
+// TTLs with none, any node may take over.
+bool Cluster::caught_up_or_waited() {
+  {
+    std::lock_guard<std::mutex> lock(follower_mu_);
+    if (!follower_ || follower_->caught_up_once()) return true;
+  }
+  if (no_primary_since_ns_ == 0) return false;  // a primary leads: nothing to take over yet
+  int64_t wait_ms = kLaggardWaitTtls * granted_ttl_ms_.load();
+  if (now_ns() - no_primary_since_ns_ >= wait_ms * 1000000) return true;
+  if (!said_laggard_) {
+    say(fmt::format("this node has not caught up with the primary it followed: it takes over only if no other "
+                    "node has in {} ms",
+                    wait_ms));
+    said_laggard_ = true;
+  }
+  return false;
 }
 
 void Cluster::campaign() {
@@ -301,6 +324,8 @@ void Cluster::follow(const Leader& l) {
   term_.store(static_cast<uint32_t>(std::min<int64_t>(l.rev, storage::log_format::kMaxTerm)));
   bool refusal_stale = said_no_primary_;  // events were refused for want of a primary
   said_no_primary_ = false;
+  no_primary_since_ns_ = 0;
+  said_laggard_ = false;
   if (following_ == l.advertise) {
     if (refusal_stale) on_owner([this, a = l.advertise] { durability_.set_replica_of(a); });
     return;
@@ -340,6 +365,7 @@ void Cluster::drop_follower() {
 void Cluster::no_primary() {
   if (said_no_primary_) return;
   said_no_primary_ = true;
+  no_primary_since_ns_ = now_ns();
   on_owner([this] {
     durability_.refuse_events(Code::Unavailable, fmt::format("the cluster {} has no primary now (an election is "
                                                              "under way): send it again shortly",

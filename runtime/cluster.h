@@ -19,7 +19,9 @@
 //     (may_answer(), checked right before answers leave: a primary paused
 //     past its lease answers no event once it runs again);
 //   - a campaign, blocked in etcd until this node leads, while it may take
-//     over: any node with K = 0; with K ≥ 1 a node the sync key names (it
+//     over: with K = 0 a node that caught up with the primary it follows
+//     (or follows none), or any once the cluster has had no primary for
+//     kLaggardWaitTtls TTLs; with K ≥ 1 a node the sync key names (it
 //     holds every answered entry: each was acknowledged by all of them),
 //     or any node before a primary ever wrote one;
 //   - the control loop, every kTickMs: follows whoever leads (a Follower),
@@ -79,6 +81,10 @@ std::string cluster_prefix(std::string_view name);
 class Cluster {
  public:
   static constexpr int kTickMs = 100;
+  // With --sync-replicas 0, a node that has not caught up with the primary
+  // it follows takes over only once the cluster has had no primary for
+  // this many lease TTLs (eligible()).
+  static constexpr int kLaggardWaitTtls = 3;
 
   // Starts the threads at once. `store`, `tasks`, `durability` and
   // `shipper` are the server's and must outlive this; `restart` asks the
@@ -112,6 +118,7 @@ class Cluster {
   void tick_replica(EtcdClient& c);
   void tick_primary(EtcdClient& c);
   bool eligible(EtcdClient& c);
+  bool caught_up_or_waited();
   void follow(const Leader& l);
   void no_primary();
   void drop_follower();
@@ -152,6 +159,8 @@ class Cluster {
   std::unique_ptr<Follower> follower_;   // the control thread's
   std::string following_;                // its primary's address
   bool said_no_primary_ = false;
+  int64_t no_primary_since_ns_ = 0;      // the control thread's: the leader key seen gone since (0: one leads)
+  bool said_laggard_ = false;            // the control thread's: caught_up_or_waited() said why it waits
   std::vector<std::string> counted_;     // the synchronous replicas counted now (primary)
   uint64_t floor_ = 0;                   // the last save when this node began leading
   std::atomic<uint64_t> floor_figure_{0};  // floor_, for figures() on any thread

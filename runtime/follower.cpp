@@ -258,6 +258,7 @@ void Follower::say_caught_up() {
   if (!caught_up_said_ && durable() >= catch_up_to_) {
     fmt::print(err_, "aup: caught up with the primary at save {}\n", durable());
     caught_up_said_ = true;
+    caught_up_once_.store(true, std::memory_order_release);
   }
   std::fflush(err_);
 }

@@ -70,6 +70,10 @@ class Follower {
   uint64_t durable() const { return durable_.load(std::memory_order_acquire); }
   uint64_t primary_save() const { return primary_save_.load(std::memory_order_acquire); }
   bool connected() const { return connected_.load(std::memory_order_acquire); }
+  // Any thread: whether this replica has held, at least once, the save
+  // the primary had when it connected (a cluster's node with
+  // --sync-replicas 0 takes over only then: runtime/cluster.h).
+  bool caught_up_once() const { return caught_up_once_.load(std::memory_order_acquire); }
   // Any thread: how long this replica has not held the primary's last save
   // (0 while it does): the replica's lag in time.
   double lag_seconds() const;
@@ -116,7 +120,7 @@ class Follower {
   std::atomic<uint64_t> durable_{0}, primary_save_{0};
   std::atomic<uint32_t> term_{0};
   std::atomic<int64_t> behind_since_ns_{0};  // steady clock; 0: not behind
-  std::atomic<bool> connected_{false}, restarting_{false};
+  std::atomic<bool> connected_{false}, restarting_{false}, caught_up_once_{false};
   std::atomic<int> fd_{-1};  // the connection, for the destructor to shut down
   mutable std::mutex mu_;
   std::condition_variable cv_;  // the owner ran a task; or stopping

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "storage/copy.h"
 #include "storage/image.h"
@@ -151,7 +152,28 @@ Status Store::lock_directory() {
   }
   std::string path = dir_ + "/LOCK";
   std::string holder;
-  lock_fd_ = io_.lock(path, /*exclusive=*/true, holder);
+  // Held shared, by readers only, when a shared lock can be taken beside them.
+  auto only_readers = [&] {
+    std::string ignored;
+    int fd = io_.lock(path, /*exclusive=*/false, ignored);
+    if (fd >= 0) io_.close(fd);
+    return fd >= 0;
+  };
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(o_.readers_wait_ms);
+  bool readers = false;
+  for (;;) {
+    lock_fd_ = io_.lock(path, /*exclusive=*/true, holder);
+    if (lock_fd_ != -EWOULDBLOCK) break;
+    readers = only_readers();
+    if (!readers || std::chrono::steady_clock::now() >= give_up) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (lock_fd_ == -EWOULDBLOCK && readers) {
+    return Status::error(fmt::format("the store {} is being read (aup replay or aup backup of a store not served) "
+                                     "for over {} ms; try again once they finish",
+                                     dir_, o_.readers_wait_ms),
+                         EWOULDBLOCK);
+  }
   if (lock_fd_ == -EWOULDBLOCK) {
     return Status::error(fmt::format("the store {} is in use by another aup{}", dir_,
                                      holder.empty() ? "" : fmt::format(" (pid {})", holder)),

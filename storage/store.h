@@ -60,6 +60,11 @@ struct StoreOptions {
   bool background = true;  // false: checkpoints run in tick() itself (fault tests)
   // Keep idempotency keys: a store without the key tables gains them.
   bool keep_keys = false;
+  // A store not served is read (`aup replay`, `aup backup`) under a shared
+  // lock on its LOCK file; an open waits this long for such readers to
+  // finish before it refuses. A node that restarts itself (a cut, a copy,
+  // a step down) would otherwise die of a reader's moment.
+  uint32_t readers_wait_ms = 10000;
 };
 
 struct StoreOpenReport {

@@ -17,7 +17,12 @@ machine: three aup nodes with --sync-replicas 1 and a 2 s lease.
   - etcd stopped: the primary answers no event once its lease may have run
     out, the replicas still answer queries; etcd back, events are answered
     again;
-  - at the end every node holds the same rows.
+  - at the end every node holds the same rows;
+  - --sync-replicas 0 (a cluster of its own): two replicas started again
+    while the primary is paused, so neither catches up with it, do not
+    take over when its lease ends, until the cluster has had no primary
+    for 3 TTLs; then one does, and a replica that caught up with that
+    one takes over from it at once (within the TTL and a few seconds).
 
 usage: cluster_test.py AUP ROOT
 """
@@ -45,14 +50,14 @@ def fail(msg):
 class Node:
     """An aup node of the cluster, on a loopback port."""
 
-    def __init__(self, aup, module, tmp, name, port, etcd_endpoints):
+    def __init__(self, aup, module, tmp, name, port, etcd_endpoints, cluster="bank", sync=1):
         self.name, self.port = name, port
         self.address = f"127.0.0.1:{port}"
         self.data = os.path.join(tmp, name)
         self.log = os.path.join(tmp, name + ".log")
         self.args = [aup, "run", module, "--data", self.data, "--listen", self.address, "--keys", "100000",
-                     "--cluster", f"etcd://{','.join(etcd_endpoints)}/bank", "--node", name, "--advertise",
-                     self.address, "--lease-ttl", str(TTL), "--sync-replicas", "1", "--sync-timeout", "2"]
+                     "--cluster", f"etcd://{','.join(etcd_endpoints)}/{cluster}", "--node", name, "--advertise",
+                     self.address, "--lease-ttl", str(TTL), "--sync-replicas", str(sync), "--sync-timeout", "2"]
         self.proc = None
         self.start()
 
@@ -268,6 +273,46 @@ def etcd_gone(aup, nodes, etcd, p):
         fail(f"no event answered after etcd came back: {answers[-3:]}")
 
 
+def laggards(aup, module, tmp, etcd):
+    ports = harness.free_ports(3)
+    nodes = []
+    for i in range(3):
+        nodes.append(Node(aup, module, tmp, f"k{i + 1}", ports[i], etcd.client_endpoints(), "lag", 0))
+        time.sleep(0.3)
+    try:
+        p = leader(nodes)
+        if not p or not (call(aup, nodes, "open", "id=1", "owner=a") or {}).get("ok"):
+            fail(f"K = 0: no primary answers: {[n.text()[-300:] for n in nodes]}")
+            return
+        rest = [n for n in nodes if n is not p]
+        for n in rest:
+            n.proc.kill()
+        p.proc.pause()
+        t0 = time.monotonic()
+        for n in rest:
+            n.start()
+        time.sleep(TTL * 3 - 0.5)  # the lease ends at about TTL; the laggards wait 3 TTLs more
+        early = [n.name for n in rest if n.leads()]
+        if early or not all("has not caught up with the primary it followed" in n.text() for n in rest):
+            fail(f"K = 0: replicas behind the paused primary: {early} took over {time.monotonic() - t0:.1f} s "
+                 f"after the pause: {[n.text()[-400:] for n in rest]}")
+        q = leader(rest, timeout=TTL * 4 + 10)
+        if not q:
+            fail(f"K = 0: no replica took over after 3 TTLs without a primary: {[n.text()[-400:] for n in rest]}")
+            return
+        p.proc.resume()
+        r = [n for n in rest if n is not q][0]
+        if not harness.wait_until(lambda: "caught up with the primary" in r.text().split("--- ")[-1], 20):
+            fail(f"K = 0: {r.name} does not catch up with {q.name}: {r.text()[-400:]}")
+        q.proc.kill()
+        t1 = time.monotonic()
+        s = leader([n for n in nodes if n is not q], timeout=TTL + 10)
+        if not s or time.monotonic() - t1 > TTL + 5:
+            fail(f"K = 0: no caught-up replica took over from {q.name} within {TTL + 5} s: {s and s.name}")
+    finally:
+        harness.stop_processes([n.proc for n in nodes])
+
+
 def main():
     aup = sys.argv[1]
     harness.exit_on_sigterm()
@@ -289,6 +334,7 @@ def main():
                 if not same_everywhere(aup, nodes):
                     fail("the nodes' rows differ at the end")
             harness.stop_processes([n.proc for n in nodes])
+            laggards(aup, module, tmp, etcd)
     finally:
         harness.stop_processes([n.proc for n in nodes if n.proc])
         if failures:

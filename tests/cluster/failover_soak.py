@@ -36,13 +36,16 @@ have in flight, and the checker reads every node's store:
     moved;
   - no term was led by two nodes, and every acknowledged transfer that is
     stored was answered by the node that led the term its save is in (so
-    no event was answered by two primaries of one term);
+    no event was answered by two primaries of one term; with K = 0 those
+    answered at a save later cut but stored by an earlier attempt are
+    counted instead);
   - every node's accounts and transfers are the same, row for row;
   - no answer but ok, `unavailable` and `not_primary` (and `duplicate`,
     which would say a key was lost, counts as a failure).
 Failover times (kill -9 or pause of the primary to the first transfer a
 new primary answers) are printed, median and max; --report FILE writes
-everything as JSON.
+everything as JSON (each failover's action, start and end in
+`failover_at`; with --timeline, transfers/s and latency over the run).
 
 usage: failover_soak.py AUP ROOT [--sync-replicas K] [--failovers N]
        [--actions N] [--only ACTION,...] [--clients N] [--ttl S] [--seed N]
@@ -434,14 +437,23 @@ def check(soak):
     opts, ledger, nodes = soak.opts, soak.ledger, soak.nodes
     if not soak.leader(60):
         soak.fail("no primary after healing")
-    dumps = {}
+    dumps, errors = {}, []
 
     def settled():
         dumps.clear()
+        errors.clear()
         for n in nodes:
-            dumps[n.name] = (replay(opts.aup, n, "--dump", "accounts"), replay(opts.aup, n, "--dump", "transfers"))
+            try:
+                dumps[n.name] = (replay(opts.aup, n, "--dump", "accounts"),
+                                 replay(opts.aup, n, "--dump", "transfers"))
+            except RuntimeError as e:  # a node starting again (it stepped down, or cut its log) is opening
+                errors.append(str(e))
+                return False
         return len(set(dumps.values())) == 1
     if not harness.wait_until(settled, 60, 1):
+        if errors:
+            soak.fail(errors[0])
+            return None
         soak.fail("the nodes' stores differ: " + ", ".join(
             f"{k}: {len(v[1].splitlines())} transfers" for k, v in dumps.items()))
     harness.stop_processes([n.proc for n in nodes])
@@ -449,11 +461,11 @@ def check(soak):
     stored = [json.loads(line) for line in transfers_text.splitlines()]
     balances = {a["id"]: a["balance"] for a in map(json.loads, accounts_text.splitlines())}
     result = {"sync_replicas": opts.sync_replicas, "ttl": opts.ttl, "clients": opts.clients,
-              "actions": soak.actions, "failovers": sum(a in FAILOVERS for a in soak.actions), "failover_s": soak.failover_s,
+              "actions": soak.actions, "failovers": sum(a in FAILOVERS for a in soak.actions),
+              "failover_s": soak.failover_s, "failover_at": soak.failover_at,
               "sent": len(ledger.sent), "acknowledged": len(ledger.acked), "stored": len(stored),
               "unanswered": len(ledger.unanswered), "retries": ledger.retries}
     if opts.timeline:
-        result["failover_at"] = soak.failover_at
         result["timeline"] = timeline(soak)
     check_rows(soak, stored, balances, result)
     check_terms(soak, stored, result)
@@ -517,7 +529,12 @@ def check_terms(soak, stored, result):
         leaders = led.get(term_of(history, save), set())
         if by_address[address] not in leaders:
             wrong.append((tid, save, by_address[address], sorted(leaders)))
-    if wrong:
+    # With K = 0 an answered entry can be cut off a deposed primary's log
+    # while an earlier attempt of the same transfer (perhaps written, on
+    # another primary) survives: stored once, but not at the save the
+    # answer named. Counted; with K >= 1 no answered entry is ever cut.
+    result["answered_entry_cut_but_stored"] = len(wrong)
+    if wrong and soak.opts.sync_replicas >= 1:
         soak.fail(f"{len(wrong)} transfers answered by a node that did not lead their save's term, first {wrong[0]}")
     result["terms"] = len(led)
 
@@ -545,8 +562,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--report", help="write the result as JSON here")
     ap.add_argument("--timeline", action="store_true",
-                    help="put in the report when each failover began and ended, and transfers/s, p50 and p99 "
-                         "in 0.25 s buckets")
+                    help="put in the report transfers/s, p50 and p99 in 0.25 s buckets")
     ap.add_argument("--keep", help="keep the nodes' directories and logs here")
     opts = ap.parse_args()
     opts.only = opts.only.split(",")

@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include <bit>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "tests/runtime/harness.h"
 #include "tests/storage/files.h"
@@ -412,6 +414,33 @@ TEST_SUITE("store") {
     REQUIRE_FALSE(second.status().ok());
     CHECK(second.status().message.find("is in use by another aup (pid " + std::to_string(getpid()) + ")") !=
           std::string::npos);
+  }
+
+  TEST_CASE("an open waits for readers of a store not served, then refuses naming them") {
+    StoreDir dir;
+    SystemIo io;
+    { Durable made(kModule, dir.path, io); }
+    std::string holder;
+    int reader = io.lock(dir.path + "/LOCK", /*exclusive=*/false, holder);  // as aup replay holds it
+    REQUIRE(reader >= 0);
+    StoreOptions brief = Durable::small_store();
+    brief.readers_wait_ms = 100;
+    auto t0 = std::chrono::steady_clock::now();
+    Durable refused(kModule, dir.path, io, brief);
+    REQUIRE_FALSE(refused.status().ok());
+    CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(100));
+    CHECK(refused.status().message.find("is being read (aup replay or aup backup of a store not served) for over "
+                                        "100 ms") != std::string::npos);
+    // Released within the wait: the open goes on.
+    std::thread release([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      io.close(reader);
+    });
+    StoreOptions patient = Durable::small_store();
+    patient.readers_wait_ms = 5000;
+    Durable opened(kModule, dir.path, io, patient);
+    release.join();
+    CHECK(opened.status().ok());
   }
 
   TEST_CASE("a module that adds a table, a var and defaulted fields migrates the store") {
