@@ -4,7 +4,7 @@
 plot of transfers/s and p99 over time across the failover whose time is the
 median, as gnuplot data, script and SVG (gnuplot-nox).
 
-usage: plot.py REPORT.json OUT_DIR [--name replication-failover] [--window 20]
+usage: plot.py REPORT.json OUT_DIR [--name replication-failover] [--window 10]
 Writes OUT_DIR/NAME.md, NAME.dat, NAME.gp and NAME.svg (the SVG only when
 gnuplot is installed; it says so otherwise).
 """
@@ -46,7 +46,7 @@ def markdown(report, name, chosen, window):
 
 
 def write_plot(report, out, name, chosen, window):
-    lo = max(0.0, chosen[1] - window / 3)
+    lo = max(0.0, chosen[1] - window / 4)
     hi = lo + window
     rows = [r for r in report["timeline"]["rows"] if lo <= r[0] <= hi]
     with open(os.path.join(out, name + ".dat"), "w") as f:
@@ -86,7 +86,7 @@ def main():
     ap.add_argument("report")
     ap.add_argument("out")
     ap.add_argument("--name", default="replication-failover")
-    ap.add_argument("--window", type=float, default=20)
+    ap.add_argument("--window", type=float, default=10)
     o = ap.parse_args()
     with open(o.report) as f:
         report = json.load(f)

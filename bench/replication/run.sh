@@ -9,9 +9,10 @@
 #     per transfer, the replica's lag sampled under the load);
 #  2. failover time: the failover soak with kill -9 of the primary only,
 #     20 failovers, --sync-replicas 1, 16 clients (three nodes and a
-#     three-member etcd on this machine), its checker included;
+#     three-member etcd on this machine), 6 s of steady load between two
+#     kills, its checker included;
 #  3. the plot of transfers/s and p99 across the failover of median time.
-# About 12 minutes. Writes bench/results/replication.{json,md},
+# About 11 minutes. Writes bench/results/replication.{json,md},
 # replication-failover.{json,md,dat,gp,svg}; prints the Markdown.
 # Needs etcd-server (and gnuplot-nox for the SVG); nothing is installed here.
 # Usage: bench/replication/run.sh [BUILD_DIR] [--failovers N]   (default: build, 20)
@@ -28,5 +29,5 @@ cd "$root"
   --seconds 10 --warmup 2 --sync-seconds 3 --accounts 10000 --cpus 0:1 --replica-cpus 1 --reps 3 \
   --out bench/results --name replication
 python3 tests/cluster/failover_soak.py "$build/cli/aup" . --sync-replicas 1 --only kill \
-  --failovers "$failovers" --clients 16 --seed 5 --timeline --report bench/results/replication-failover.json
+  --failovers "$failovers" --clients 16 --seed 5 --dwell 6 --timeline --report bench/results/replication-failover.json
 python3 bench/replication/plot.py bench/results/replication-failover.json bench/results

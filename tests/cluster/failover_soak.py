@@ -18,7 +18,7 @@ ANSWER_TIMEOUT_S for an answer).
 The nemesis, one action at a time, chosen by a seeded random generator,
 waiting between two until the cluster is whole again (every node running,
 a primary that answers, with --sync-replicas K >= 1 a sync key naming K
-replicas):
+replicas, with K = 0 every replica caught up with the primary):
   kill     kill -9 of the primary; started again once another leads
   pause    SIGSTOP of the primary past the lease TTL; SIGCONT once
            another leads (it must step down and follow)
@@ -48,7 +48,7 @@ everything as JSON (each failover's action, start and end in
 `failover_at`; with --timeline, transfers/s and latency over the run).
 
 usage: failover_soak.py AUP ROOT [--sync-replicas K] [--failovers N]
-       [--actions N] [--only ACTION,...] [--clients N] [--ttl S] [--seed N]
+       [--actions N] [--only ACTION,...] [--clients N] [--ttl S] [--seed N] [--dwell S]
        [--report FILE [--timeline]] [--keep DIR]
 """
 import argparse
@@ -115,6 +115,11 @@ class Node:
         """Whether its last word on the matter is that it leads."""
         t = self.text()
         return t.rfind("this node leads the cluster") > max(t.rfind("steps down"), t.rfind("--- "))
+
+    def caught_up(self):
+        """Whether, since it last began following a primary, it has caught up."""
+        t = self.text()
+        return t.rfind("caught up with the primary") > max(t.rfind("--- "), t.rfind("is led by node"))
 
     def led_terms(self):
         """Every term this node said it leads."""
@@ -290,9 +295,12 @@ class Soak:
         """Every node running, a primary, its sync key full, and transfers
         answered again: the state the next action starts from."""
         def ok():
-            if not all(n.up() for n in self.nodes) or not self.leader(0.1):
+            p = self.leader(0.1) if all(n.up() for n in self.nodes) else None
+            if not p:
                 return False
-            return self.opts.sync_replicas == 0 or self.sync_count() == self.opts.sync_replicas + 1
+            if self.opts.sync_replicas == 0:  # what a node may take over with is what it holds
+                return all(n.caught_up() for n in self.nodes if n is not p)
+            return self.sync_count() == self.opts.sync_replicas + 1
         if not harness.wait_until(ok, timeout, 0.2):
             return False
         acks = self.ledger.acks()
@@ -379,6 +387,7 @@ class Soak:
             what = self.rng.choices(choices, weights)[0]
             if not self.act(what):
                 break
+            time.sleep(self.opts.dwell)
             failovers += what in FAILOVERS
         log(f"{len(self.actions)} actions, {failovers} failovers; healing")
         self.heal()
@@ -560,6 +569,8 @@ def main():
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--ttl", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--dwell", type=float, default=0,
+                    help="seconds the cluster runs whole between two actions (a steady state for --timeline)")
     ap.add_argument("--report", help="write the result as JSON here")
     ap.add_argument("--timeline", action="store_true",
                     help="put in the report transfers/s, p50 and p99 in 0.25 s buckets")
