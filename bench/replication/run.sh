@@ -12,7 +12,7 @@
 #     three-member etcd on this machine), 6 s of steady load between two
 #     kills, its checker included;
 #  3. the plot of transfers/s and p99 across the failover of median time.
-# About 11 minutes. Writes bench/results/replication.{json,md},
+# About 9 minutes. Writes bench/results/replication.{json,md},
 # replication-failover.{json,md,dat,gp,svg}; prints the Markdown.
 # Needs etcd-server (and gnuplot-nox for the SVG); nothing is installed here.
 # Usage: bench/replication/run.sh [BUILD_DIR] [--failovers N]   (default: build, 20)

@@ -69,9 +69,7 @@ class Node:
             return f.read()
 
     def leads(self):
-        """Whether its last word on the matter is that it leads."""
-        t = self.text()
-        return t.rfind("this node leads the cluster") > max(t.rfind("steps down"), t.rfind("--- "))
+        return harness.says_it_leads(self.text())
 
 
 def ask(address, obj, timeout=5):

@@ -72,6 +72,13 @@ import urllib.request
 
 # --- waiting and ports -------------------------------------------------------
 
+def says_it_leads(log_text):
+    """Whether an aup node's log (harness.Process's, a `--- ` line at each
+    start) says, last, that the node leads its cluster."""
+    t = log_text
+    return t.rfind("this node leads the cluster") > max(t.rfind("steps down"), t.rfind("--- "))
+
+
 def wait_until(predicate, timeout_s, interval_s=0.05):
     """Call predicate until it returns something true, at most timeout_s:
     its last value (true, or the false one at the deadline)."""
