@@ -137,7 +137,7 @@ ReplicationFigures Cluster::figures() const {
     f = shipper_.figures(o_.sync_replicas, term());
     // Until its first batch the store's figures still say where it
     // stood when it opened, before it followed anyone.
-    f.save = f.primary_save = static_cast<double>(floor_figure_.load(std::memory_order_relaxed));
+    f.save = f.primary_save = static_cast<double>(floor_.load(std::memory_order_relaxed));
   } else {
     std::lock_guard<std::mutex> lock(follower_mu_);
     if (r == Role::Replica && follower_) f = follower_->figures();
@@ -398,7 +398,7 @@ void Cluster::take_over(EtcdClient& c, const EtcdLeader& won) {
     return;
   }
   role_.store(Role::Primary, std::memory_order_release);
-  say(fmt::format("this node leads the cluster {} in term {}, from save {}", o_.name, won.rev, floor_));
+  say(fmt::format("this node leads the cluster {} in term {}, from save {}", o_.name, won.rev, floor_.load()));
 }
 
 // The term begun in the store (an entry of no changes, synced), then
@@ -412,8 +412,7 @@ bool Cluster::begin_leading(const EtcdLeader& won, std::string& why) {
       why = "it could not begin its term: " + st.message;
       return;
     }
-    floor_ = store_.last_seq();
-    floor_figure_.store(floor_, std::memory_order_relaxed);
+    floor_.store(store_.last_seq(), std::memory_order_relaxed);
     durability_.refuse_events(Code::NotPrimary, "");  // events are taken from here on
   });
   if (!ran || !why.empty()) return false;
@@ -463,7 +462,7 @@ void Cluster::keep_sync_set(EtcdClient& c) {
     if (connected(n)) next.push_back(n);
   }
   if (next.size() == counted_.size() && counted_.size() >= o_.sync_replicas) return;
-  uint64_t needed = std::max(floor_, shipper_.confirmed_high());
+  uint64_t needed = std::max(floor_.load(), shipper_.confirmed_high());
   std::sort(replicas.begin(), replicas.end(),
             [](const Shipper::Replica& a, const Shipper::Replica& b) { return a.durable > b.durable; });
   for (const Shipper::Replica& r : replicas) {

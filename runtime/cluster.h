@@ -162,8 +162,7 @@ class Cluster {
   int64_t no_primary_since_ns_ = 0;      // the control thread's: the leader key seen gone since (0: one leads)
   bool said_laggard_ = false;            // the control thread's: caught_up_or_waited() said why it waits
   std::vector<std::string> counted_;     // the synchronous replicas counted now (primary)
-  uint64_t floor_ = 0;                   // the last save when this node began leading
-  std::atomic<uint64_t> floor_figure_{0};  // floor_, for figures() on any thread
+  std::atomic<uint64_t> floor_{0};       // the last save when this node began leading (figures() reads it anywhere)
   std::thread control_, keepalive_, campaign_;
 };
 
