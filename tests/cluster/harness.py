@@ -167,9 +167,24 @@ class Process:
         return self._popen.poll()
 
     def pause(self):
-        """SIGSTOP: it keeps its sockets but answers nothing."""
+        """SIGSTOP: it keeps its sockets but answers nothing. Returns once
+        every thread is stopped: kill(2) only queues the signal, and a
+        thread running on the other CPU could still answer a request sent
+        at once (seen under the sanitizer build's load)."""
         self._popen.send_signal(signal.SIGSTOP)
         self.paused = True
+        wait_until(self._stopped, 2.0, 0.005)
+
+    def _stopped(self):
+        task = f"/proc/{self._popen.pid}/task"
+        try:
+            for t in os.listdir(task):
+                with open(f"{task}/{t}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] not in ("T", "t"):
+                        return False
+        except OSError:  # it exited, or a thread did meanwhile
+            return self._popen.poll() is not None
+        return True
 
     def resume(self):
         """SIGCONT."""
