@@ -78,8 +78,11 @@ enum class Ref : uint8_t {
   CallFn,       // index: helper number
   CallBuiltin,  // index: builtin id (stdlib)
   TableHas, TableAdd, TablePut, TableRemove, TableAt,
+  TableGet,     // t.get(k...): the row or none (an `if let`'s value)
+  IndexGet,     // t.by_x.get(v...): a unique index's row or none; index: the index number
   ViewAt,
   ArrayPush, ArrayPop,
+  ArraySorted,  // xs.sorted(...): args are sort keys (a field's number in index, `desc` marked)
 };
 
 struct FieldInit {
@@ -110,6 +113,8 @@ struct Expr {
   std::vector<Expr*> args;        // Call arguments, ArrayLit elements, Index subscripts (rhs is the first)
   std::vector<FieldInit> fields;  // RecordLit, ObjectLit
   Pos start;  // first token of the whole expression (for "value unused" etc.)
+  bool desc = false;  // a call argument followed by `desc` (a sort key of `sorted`)
+  Pos desc_pos;
 };
 
 // ---- statements ------------------------------------------------------------
@@ -123,7 +128,7 @@ enum class ForKind : uint8_t { Array, Table, View, Range };
 struct Stmt {
   StmtKind kind = StmtKind::Error;
   Pos pos;  // the keyword, or the first token of an expression statement
-  Sym name = 0;        // Let, For: the variable
+  Sym name = 0;        // Let, For, If (`if let`): the variable
   Pos name_pos;
   TypeExpr* decl_type = nullptr;  // Let with `: T`
   Expr* expr = nullptr;    // Let init, Assign value, If/While cond, For subject,
@@ -131,8 +136,8 @@ struct Stmt {
   Expr* target = nullptr;  // Assign
   Block* body = nullptr;   // If then, While/For body, Block
   Block* else_body = nullptr;  // If: `else` block (an `else if` is a block of one If)
-  uint32_t slot = 0;       // checker: Let/For local slot
-  const Type* type = nullptr;  // checker: Let/For the local's type
+  uint32_t slot = 0;       // checker: Let/For/`if let` local slot
+  const Type* type = nullptr;  // checker: Let/For/`if let` the local's type
   ForKind for_kind = ForKind::Array;  // checker
   bool descending = false;  // For: `for x in rows desc`
 };

@@ -30,7 +30,7 @@ std::string_view binary_spelling(BinaryOp op) {
   return "?";
 }
 
-constexpr std::string_view kTableMembers[] = {"count", "first", "last", "has",
+constexpr std::string_view kTableMembers[] = {"count", "first", "last", "has", "get",
                                               "add",   "put",   "remove", "at"};
 constexpr std::string_view kViewMembers[] = {"count", "first", "last", "empty", "at"};
 constexpr std::string_view kArrayMembers[] = {"count", "push", "pop"};
@@ -293,6 +293,7 @@ bool Checker::check_stmt(Stmt* s) {
     case StmtKind::Let: check_let(s); return true;
     case StmtKind::Assign: check_assign(s); return true;
     case StmtKind::If: {
+      if (s->name) return check_if_let(s);
       check_condition(s->expr, "an `if` condition");
       bool then_falls = check_block(s->body);
       bool else_falls = s->else_body ? check_block(s->else_body) : true;
@@ -339,6 +340,31 @@ void Checker::check_condition(Expr* e, std::string_view what) {
 }
 
 // let -> 'let' NAME [':' type] '=' expr
+// `if let r = t.get(k) { ... } else { ... }`: r, a row that is there,
+// only inside the first block.
+bool Checker::check_if_let(Stmt* s) {
+  maybe_ok_ = s->expr;
+  const Type* t = s->expr ? check_value(s->expr, nullptr) : types_.error();
+  maybe_ok_ = nullptr;
+  const Type* row = types_.error();
+  if (t->is(TypeKind::MaybeRow)) {
+    row = types_.row(t->table);
+  } else if (!t->is_error()) {
+    error(s->expr->start, s->expr->width,
+          fmt::format("`if let` takes a row that may be missing (`t.get(key)`), found `{}`; test a `bool` "
+                      "with `if`, or hold a value with `let`",
+                      tname(t)));
+  }
+  push_scope();
+  if (!local_name_ok(s->name, s->name_pos)) row = types_.error();
+  s->slot = declare_local(s->name, s->name_pos, row, false, false);
+  s->type = row;
+  bool then_falls = check_block(s->body);
+  pop_scope();
+  bool else_falls = s->else_body ? check_block(s->else_body) : true;
+  return then_falls || else_falls;
+}
+
 void Checker::check_let(Stmt* s) {
   const Type* declared = s->decl_type ? resolve_type(s->decl_type, true) : nullptr;
   const Type* t = s->expr ? check_value(s->expr, declared) : types_.error();
@@ -649,6 +675,12 @@ const Type* Checker::check_expr(Expr* e, const Type* expected) {
     case ExprKind::ArrayLit: t = check_array_lit(e, expected); break;
     case ExprKind::Error: break;
   }
+  if (t->is(TypeKind::MaybeRow) && e != maybe_ok_) {
+    std::string_view table = str(t->table->name);
+    error(e->start, fmt::format("`{}.get(...)` may find no row; test it first: `if let r = {}.get(...) {{ ... }}`",
+                                table, table));
+    t = types_.error();
+  }
   e->type = t;
   return t;
 }
@@ -840,12 +872,15 @@ const Type* Checker::check_field(Expr* e) {
       return unknown_member("a view", as_list(kViewMembers));
     case TypeKind::Array:
       if (name == "count") { e->ref = Ref::ArrayCount; return types_.num(); }
-      if (name == "push" || name == "pop") return method_without_call("array");
+      if (name == "push" || name == "pop" || stdlib::find_method(array_receiver(base), name)) {
+        return method_without_call("array");
+      }
       return unknown_member(fmt::format("`{}`", tname(base)), as_list(kArrayMembers));
     case TypeKind::Record:
     case TypeKind::Row: return check_record_field(e, base);
     case TypeKind::Object: return check_object_field(e, base);
     case TypeKind::Text:
+      if (stdlib::find_method(stdlib::Ty::Text, name)) return method_without_call("text");
       error(e->pos, e->width,
             fmt::format("a text has no field `{}`{}", name,
                         name == "len" || name == "length" || name == "count" || name == "size"
@@ -1076,6 +1111,10 @@ void Checker::check_args(Expr* call, std::string_view callee,
 
 const Type* Checker::check_call(Expr* e) {
   Expr* callee = e->lhs;
+  bool sorting = callee->kind == ExprKind::Field && str(callee->sym) == "sorted";
+  for (Expr* a : e->args) {
+    if (a->desc && !sorting) error(a->desc_pos, "`desc` follows a sort key only inside `sorted(...)`");
+  }
   if (callee->kind == ExprKind::Field) return check_method(e);
   if (callee->kind != ExprKind::Name) {
     check_expr(callee, nullptr);
@@ -1216,12 +1255,18 @@ const Type* Checker::check_method(Expr* e) {
   switch (base->kind) {
     case TypeKind::Table: return check_table_method(e, *base->table);
     case TypeKind::Array: return check_array_method(e, base);
+    case TypeKind::Text: return check_text_method(e);
     case TypeKind::View:
       if (str(callee->sym) == "at") {
         callee->type = types_.error();
         e->ref = Ref::ViewAt;
         if (check_arg_count(e, "at", 1, 1)) check_args(e, "at", {types_.num()}, nullptr);
         return types_.row(base->table);
+      }
+      if (str(callee->sym) == "get" && callee->lhs->ref == Ref::IndexAll) return check_index_get(e, base);
+      // A view given where an array of its rows is expected: an array method.
+      if (stdlib::find_method(stdlib::Ty::AnyArray, str(callee->sym))) {
+        return check_array_method(e, types_.array(types_.record(base->record)));
       }
       break;
     case TypeKind::Error:
@@ -1262,6 +1307,11 @@ const Type* Checker::check_table_method(Expr* e, const TableInfo& t) {
   std::string_view name = str(callee->sym);
   std::string full = fmt::format("{}.{}", str(t.name), name);
   const Type* row_value = t.record->type;
+  if (name == "get") {
+    e->ref = Ref::TableGet;
+    if (check_arg_count(e, full, t.key_fields.size(), t.key_fields.size())) check_key_args(e, t, full);
+    return types_.maybe_row(&t);
+  }
   if (name == "has" || name == "remove") {
     e->ref = name == "has" ? Ref::TableHas : Ref::TableRemove;
     if (check_arg_count(e, full, t.key_fields.size(), t.key_fields.size())) check_key_args(e, t, full);
@@ -1307,15 +1357,166 @@ const Type* Checker::check_array_method(Expr* e, const Type* array) {
     check_place(callee->lhs);
     return array->elem;
   }
+  stdlib::Ty receiver = array_receiver(array);
+  if (name == "sorted") return check_sorted(e, array);
+  if (const stdlib::Builtin* b = stdlib::find_method(receiver, name)) return check_method_builtin(e, *b, array);
   for (Expr* a : e->args) check_expr(a, nullptr);
   if (name == "count") {
     error(callee->pos, callee->width, "`count` is a property, not a method: write `.count`");
     return types_.error();
   }
+  std::vector<std::string_view> members = as_list(kArrayMembers);
+  for (std::string_view m : stdlib::method_names(receiver)) members.push_back(m);
+  std::string_view other;  // a method of arrays of other items
+  for (stdlib::Ty t : {stdlib::Ty::TextArray, stdlib::Ty::NumArray}) {
+    if (t != receiver && stdlib::find_method(t, name)) other = t == stdlib::Ty::TextArray ? "[text]" : "[num]";
+  }
+  if (!other.empty()) {
+    error(callee->pos, callee->width,
+          fmt::format("`{}` is a method of `{}`, not of `{}`", name, other, tname(array)));
+    return types_.error();
+  }
   error(callee->pos, callee->width,
-        fmt::format("an array has no method `{}`{} (members: {})", name,
-                    did_you_mean(name, as_list(kArrayMembers)), join_names(as_list(kArrayMembers))));
+        fmt::format("an array has no method `{}`{} (members: {})", name, did_you_mean(name, members),
+                    join_names(members)));
   return types_.error();
+}
+
+stdlib::Ty Checker::array_receiver(const Type* array) const {
+  if (array->elem->is(TypeKind::Text)) return stdlib::Ty::TextArray;
+  if (array->elem->is(TypeKind::Num)) return stdlib::Ty::NumArray;
+  return stdlib::Ty::AnyArray;
+}
+
+const Type* Checker::check_text_method(Expr* e) {
+  Expr* callee = e->lhs;
+  callee->type = types_.error();
+  std::string_view name = str(callee->sym);
+  if (const stdlib::Builtin* b = stdlib::find_method(stdlib::Ty::Text, name)) {
+    return check_method_builtin(e, *b, types_.text());
+  }
+  for (Expr* a : e->args) check_expr(a, nullptr);
+  std::vector<std::string_view> members = stdlib::method_names(stdlib::Ty::Text);
+  std::string hint = did_you_mean(name, members);
+  if (hint.empty() && (name == "len" || name == "length" || name == "count" || name == "size")) {
+    hint = "; its length is `len(t)`";
+  }
+  error(callee->pos, callee->width,
+        fmt::format("a text has no method `{}`{} (methods: {})", name, hint, join_names(members)));
+  return types_.error();
+}
+
+// A built-in method: `receiver` (the callee's subject, of type `self`) is
+// its value 0, the arguments the rest.
+const Type* Checker::check_method_builtin(Expr* e, const stdlib::Builtin& b, const Type* self) {
+  e->ref = Ref::CallBuiltin;
+  e->index = static_cast<uint32_t>(b.id);
+  const Type* result = builtin_type(b.result, self);
+  if (!check_arg_count(e, b.name, b.min_args, b.max_args)) return result;
+  for (size_t i = 0; i < e->args.size(); ++i) {
+    Expr* a = e->args[i];
+    const Type* want = builtin_type(b.param(i + 1), self);
+    const Type* got = check_value(a, want);
+    if (!assignable(got, want)) {
+      std::string context = b.max_args == 1 ? fmt::format("`{}`", b.name)
+                                            : fmt::format("argument {} of `{}`", i + 1, b.name);
+      mismatch(a->start, a->width, context, want, got);
+    }
+  }
+  return result;
+}
+
+// The checker's type for a signature's: `self` is the receiver's, for a
+// result that is its items (`min` of `[text]`) or the same array.
+const Type* Checker::builtin_type(stdlib::Ty t, const Type* self) {
+  switch (t) {
+    case stdlib::Ty::Num: return types_.num();
+    case stdlib::Ty::Text: return types_.text();
+    case stdlib::Ty::Bool: return types_.boolean();
+    case stdlib::Ty::TextArray: return types_.array(types_.text());
+    case stdlib::Ty::NumArray: return types_.array(types_.num());
+    case stdlib::Ty::AnyArray:
+    case stdlib::Ty::SameArray: return self;
+  }
+  return types_.error();
+}
+
+// `xs.sorted()`, `xs.sorted(desc)` for numbers, texts and bools;
+// `rows.sorted(f, g desc, ...)` for records: fields of the items, each
+// num, text or bool, none twice.
+const Type* Checker::check_sorted(Expr* e, const Type* array) {
+  e->ref = Ref::ArraySorted;
+  for (Expr* a : e->args) a->type = types_.error();  // sort keys are names of fields, not values
+  const Type* item = array->elem;
+  auto scalar = [](const Type* t) { return t->is(TypeKind::Num) || t->is(TypeKind::Text) || t->is(TypeKind::Bool); };
+  if (item->is_error()) return array;
+  if (scalar(item)) {
+    bool ok = e->args.empty() || (e->args.size() == 1 && e->args[0]->kind == ExprKind::Name &&
+                                  str(e->args[0]->sym) == "desc" && !e->args[0]->desc);
+    if (!ok) {
+      error(e->args[0]->start, fmt::format("`sorted` on `{}` takes nothing or `desc`: `xs.sorted()`, "
+                                           "`xs.sorted(desc)`",
+                                           tname(array)));
+    }
+    return array;
+  }
+  if (!item->is(TypeKind::Record)) {
+    for (Expr* a : e->args) check_expr(a, nullptr);
+    error(e->lhs->pos, e->lhs->width,
+          fmt::format("`sorted` orders numbers, texts, bools or records by their fields; not `{}` items",
+                      tname(item)));
+    return types_.error();
+  }
+  const RecordInfo& r = *item->record;
+  if (e->args.empty()) {
+    error(e->pos, fmt::format("name the fields of `{}` to sort by: `xs.sorted(field, other desc)`",
+                              str(r.name)));
+    return array;
+  }
+  std::vector<int> seen;
+  for (Expr* a : e->args) {
+    if (a->kind != ExprKind::Name) {
+      error(a->start, fmt::format("a sort key is a field of `{}`, optionally followed by `desc`", str(r.name)));
+      continue;
+    }
+    int f = r.field_index(a->sym);
+    if (f < 0) {
+      std::vector<std::string_view> fields;
+      for (const auto& fi : r.fields) fields.push_back(str(fi.name));
+      error(a->pos, a->width, fmt::format("no field `{}` in `{}`{}", str(a->sym), str(r.name),
+                                          did_you_mean(str(a->sym), fields)));
+      continue;
+    }
+    a->index = static_cast<uint32_t>(f);
+    if (!scalar(r.fields[f].type)) {
+      error(a->pos, a->width, fmt::format("cannot sort by `{}`: it is `{}` (sort keys are num, text or bool)",
+                                          str(a->sym), tname(r.fields[f].type)));
+    } else if (std::find(seen.begin(), seen.end(), f) != seen.end()) {
+      error(a->pos, a->width, fmt::format("`{}` is a sort key twice", str(a->sym)));
+    }
+    seen.push_back(f);
+  }
+  return array;
+}
+
+// `t.ix.get(v1, ..., vn)`: a unique index given every field.
+const Type* Checker::check_index_get(Expr* e, const Type* view) {
+  Expr* callee = e->lhs;
+  callee->type = types_.error();
+  const TableInfo& t = *view->table;
+  const IndexInfo& x = *program_.indexes[callee->lhs->index];
+  std::string full = fmt::format("{}.{}.get", str(t.name), str(x.name));
+  if (!x.unique) {
+    for (Expr* a : e->args) check_expr(a, nullptr);
+    error(callee->pos, callee->width,
+          fmt::format("`{}` is not unique, so a value can have many rows: use the view `{}.{}[...]`", str(x.name),
+                      str(t.name), str(x.name)));
+    return types_.error();
+  }
+  e->ref = Ref::IndexGet;
+  e->index = x.index;
+  if (check_arg_count(e, full, x.fields.size(), x.fields.size())) check_args(e, full, x.field_types, nullptr);
+  return types_.maybe_row(&t);
 }
 
 // R { field: value, ... }: every field without a default is given, once.

@@ -139,6 +139,13 @@ class Checker {
   const Type* check_method(Expr* e);
   const Type* check_table_method(Expr* e, const TableInfo& t);
   const Type* check_array_method(Expr* e, const Type* array);
+  stdlib::Ty array_receiver(const Type* array) const;
+  const Type* check_text_method(Expr* e);
+  const Type* check_method_builtin(Expr* e, const stdlib::Builtin& b, const Type* self);
+  const Type* builtin_type(stdlib::Ty t, const Type* self);
+  const Type* check_sorted(Expr* e, const Type* array);
+  const Type* check_index_get(Expr* e, const Type* view);
+  bool check_if_let(Stmt* s);
   const Type* check_record_lit(Expr* e);
   const Type* check_object_lit(Expr* e, const Type* expected);
   const Type* check_array_lit(Expr* e, const Type* expected);
@@ -179,6 +186,7 @@ class Checker {
   std::unordered_map<Sym, Global> globals_;
   std::vector<CallSite> calls_;
   FnState* fs_ = nullptr;  // the function being checked
+  const Expr* maybe_ok_ = nullptr;  // the value of the `if let` being checked: may be a MaybeRow
 };
 
 }  // namespace aup::detail

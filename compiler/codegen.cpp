@@ -114,6 +114,8 @@ class FnGen {
   void call_fn(const Expr* e, uint32_t dst);
   void call_builtin(const Expr* e, uint32_t dst);
   void call_method(const Expr* e, uint32_t dst);
+  void receiver_to(const Expr* e, uint32_t dst);
+  void sorted(const Expr* e, uint32_t dst);
   void key_to(const std::vector<Expr*>& parts, const TableInfo& t, uint32_t dst);
   void composite_view(const Expr* e, uint32_t full_mask, Op op, uint32_t bx, uint32_t dst);
   uint32_t alloc_block(uint32_t n);
@@ -377,7 +379,12 @@ void FnGen::stmt(const Stmt* s) {
     case StmtKind::Assign: assign(s); break;
     case StmtKind::If: {
       std::vector<size_t> skip;
-      cond_jump(s->expr, false, skip);
+      if (s->name) {  // `if let r = t.get(k)`: none is 0
+        expr_to(s->expr, reg(s->slot));
+        skip.push_back(jump(Op::JF, reg(s->slot)));
+      } else {
+        cond_jump(s->expr, false, skip);
+      }
       top_ = mark;
       block(s->body);
       if (s->else_body) {
@@ -926,12 +933,48 @@ void FnGen::call_builtin(const Expr* e, uint32_t dst) {
     abc(Op::DISTINCT, dst, a, static_cast<uint32_t>(kind));
     return;
   }
+  // A method's receiver is value 0 (a view given as the array of its rows).
+  std::vector<const Expr*> values;
+  if (stdlib::builtin(id).form == stdlib::Form::Method) values.push_back(e->lhs->lhs);
+  for (const Expr* a : e->args) values.push_back(a);
   uint32_t base = top_;
-  for (size_t i = 0; i < std::max<size_t>(e->args.size(), 1); ++i) alloc();
-  for (size_t i = 0; i < e->args.size(); ++i) expr_to(e->args[i], base + static_cast<uint32_t>(i));
+  for (size_t i = 0; i < std::max<size_t>(values.size(), 1); ++i) alloc();
+  for (size_t i = 0; i < values.size(); ++i) receiver_to(values[i], base + static_cast<uint32_t>(i));
   pos_ = e->lhs->pos;
-  abc(Op::CALLB, base, e->index, static_cast<uint32_t>(e->args.size()));
+  abc(Op::CALLB, base, e->index, static_cast<uint32_t>(values.size()));
   if (dst != base) abc(Op::MOVE, dst, base);
+}
+
+// A value into `dst`, a view made the array of its rows.
+void FnGen::receiver_to(const Expr* e, uint32_t dst) {
+  expr_to(e, dst);
+  if (e->type->is(TypeKind::View)) abc(Op::VARR, dst, dst);
+}
+
+// `xs.sorted(...)`: SORT's keys as a text constant (vm/bytecode.h).
+void FnGen::sorted(const Expr* e, uint32_t dst) {
+  const Expr* receiver = e->lhs->lhs;
+  const Type* item = e->type->elem;
+  auto kind_of = [](const Type* t) {
+    return static_cast<uint8_t>(t->is(TypeKind::Num) ? vm::ItemKind::Num
+                                : t->is(TypeKind::Text) ? vm::ItemKind::Text
+                                                        : vm::ItemKind::Bool);
+  };
+  std::string keys;
+  if (!item->is(TypeKind::Record)) {
+    bool desc = !e->args.empty();  // `xs.sorted(desc)`
+    keys += static_cast<char>(vm::kSortItself);
+    keys += static_cast<char>(kind_of(item) | (desc ? vm::kSortDescending : 0));
+  } else {
+    for (const Expr* a : e->args) {
+      keys += static_cast<char>(a->index);
+      keys += static_cast<char>(kind_of(item->record->fields[a->index].type) | (a->desc ? vm::kSortDescending : 0));
+    }
+  }
+  uint32_t k = konst_text(keys);
+  receiver_to(receiver, dst);
+  pos_ = e->lhs->pos;
+  abx(Op::SORT, dst, k);
 }
 
 // A method: the callee is `receiver.name`.
@@ -945,8 +988,19 @@ void FnGen::call_method(const Expr* e, uint32_t dst) {
     abc(Op::VAT, dst, v, i);
     return;
   }
+  if (e->ref == Ref::ArraySorted) return sorted(e, dst);
+  if (e->ref == Ref::IndexGet) {
+    const IndexInfo& x = *prog_.indexes[e->index];
+    composite_view(e, x.text_mask(), Op::IFIND, x.index, dst);
+    return;
+  }
   uint32_t table = receiver->index;
   switch (e->ref) {
+    case Ref::TableGet:
+      key_to(e->args, *prog_.tables[table], dst);
+      pos_ = callee->pos;
+      abx(Op::TFIND, dst, table);
+      return;
     case Ref::TableHas:
       key_to(e->args, *prog_.tables[table], dst);
       abx(Op::THAS, dst, table);

@@ -825,12 +825,19 @@ Expr* Parser::parse_header_expr(std::string_view what) {
   return e;
 }
 
-// if -> 'if' expr block ['else' (if | block)]
+// if -> 'if' ['let' name '='] expr block ['else' (if | block)]
 Stmt* Parser::parse_if() {
   Stmt* s = ast_.stmt();
   s->kind = StmtKind::If;
   s->pos = advance().pos;
-  s->expr = parse_header_expr("an `if` condition");
+  if (accept(Tok::KwLet)) {
+    // `if let r = t.get(k) { }`: the block sees r, a row that is there.
+    if (!take_name(s->name, s->name_pos, "after `if let`")) return s;
+    if (!expect(Tok::Assign, "and a value after the name of `if let`")) return s;
+    s->expr = parse_header_expr("the value of `if let`");
+  } else {
+    s->expr = parse_header_expr("an `if` condition");
+  }
   if (panic_) return s;
   s->body = parse_block();
   if (panic_) return s;
@@ -1061,6 +1068,11 @@ Expr* Parser::parse_postfix(Expr* e) {
         if (panic_) {
           skip_to_closer(Tok::RParen);
           return error_expr();
+        }
+        // `rows.sorted(amount desc)`: the checker allows it only there.
+        if (at(Tok::Ident) && names_.str(tok().sym) == "desc") {
+          call->args.back()->desc_pos = advance().pos;
+          call->args.back()->desc = true;
         }
         if (accept(Tok::Comma)) continue;
         if (!at(Tok::RParen)) {

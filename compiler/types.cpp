@@ -29,6 +29,12 @@ const Type* TypeTable::record(const RecordInfo* r) {
   return it->second;
 }
 
+const Type* TypeTable::maybe_row(const TableInfo* t) {
+  auto [it, fresh] = maybe_rows_.emplace(t, nullptr);
+  if (fresh) it->second = make(Type{TypeKind::MaybeRow, nullptr, t->record, t, {}});
+  return it->second;
+}
+
 const Type* TypeTable::row(const TableInfo* t) {
   auto [it, fresh] = rows_.emplace(t, nullptr);
   if (fresh) it->second = make(Type{TypeKind::Row, nullptr, t->record, t, {}});
@@ -74,6 +80,7 @@ std::string type_name(const Type* t, const Interner& names) {
     case TypeKind::Text: return "text";
     case TypeKind::Bool: return "bool";
     case TypeKind::Row: return fmt::format("row of {}", names.str(t->table->name));
+    case TypeKind::MaybeRow: return fmt::format("row of {} or none", names.str(t->table->name));
     case TypeKind::Record:
       if (t->record->is_event_args) return fmt::format("event {}", names.str(t->record->name));
       return std::string(names.str(t->record->name));

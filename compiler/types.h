@@ -23,6 +23,7 @@ enum class TypeKind : uint8_t {
   Bool,
   Record,  // a record value (or an event's arguments)
   Row,     // a reference to a row of one table: reads and writes go to the table
+  MaybeRow,  // `t.get(k)`: a row of one table, or none; only `if let` takes it
   Array,
   Object,  // an anonymous object `{a: T, ...}` (fields in order)
   View,    // `t[a .. b]`: rows of one table with keys in [a, b)
@@ -43,7 +44,7 @@ struct Type {
   TypeKind kind = TypeKind::Error;
   const Type* elem = nullptr;          // Array: element type; Range: bound type
   const RecordInfo* record = nullptr;  // Record; Row, View, Table: the table's record
-  const TableInfo* table = nullptr;    // Row, View, Table
+  const TableInfo* table = nullptr;    // Row, MaybeRow, View, Table
   std::vector<ObjectField> fields;     // Object
 
   bool is(TypeKind k) const { return kind == k; }
@@ -66,6 +67,7 @@ class TypeTable {
   const Type* range(const Type* bound);
   const Type* record(const RecordInfo* r);
   const Type* row(const TableInfo* t);
+  const Type* maybe_row(const TableInfo* t);
   const Type* view(const TableInfo* t);
   const Type* table(const TableInfo* t);
   const Type* array(const Type* elem);
@@ -83,7 +85,7 @@ class TypeTable {
   const Type* num_;
   const Type* text_;
   const Type* bool_;
-  std::map<const void*, const Type*> records_, rows_, views_, tables_, arrays_, ranges_;
+  std::map<const void*, const Type*> records_, rows_, maybe_rows_, views_, tables_, arrays_, ranges_;
   std::map<std::vector<ObjectField>, const Type*> objects_;
 };
 

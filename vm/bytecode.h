@@ -81,4 +81,12 @@ constexpr int32_t sbx_of(Instr i) { return static_cast<int32_t>(i >> 16) - kSBxB
 // The kinds of item DISTINCT compares (operand C).
 enum class ItemKind : uint8_t { Num, Text, Bool, Record };
 
+// SORT's keys: a text constant of byte pairs, most significant key first:
+// a record field's number (kSortItself: the item itself, for an array of
+// numbers, texts or bools), then its ItemKind (Num, Text or Bool) with
+// kSortDescending set for a key sorted greatest first.
+inline constexpr uint8_t kSortItself = 0xFF;
+inline constexpr uint8_t kSortKindMask = 0x03;
+inline constexpr uint8_t kSortDescending = 0x80;
+
 }  // namespace aup::vm

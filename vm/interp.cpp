@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "stdlib/builtins.h"
+#include "stdlib/texts.h"
 
 #if !defined(AUP_VM_SWITCH) && (defined(__GNUC__) || defined(__clang__))
 #define AUP_COMPUTED_GOTO 1
@@ -139,6 +140,14 @@ ArrayObj* Vm::new_array(bool aggregate_items) {
   a->aggregate_items = aggregate_items;
   a->len = a->cap = 0;
   a->items = nullptr;
+  return a;
+}
+
+ArrayObj* Vm::sized_array(uint32_t n, bool aggregate_items) {
+  assert(n <= kMaxArrayItems);
+  ArrayObj* a = new_array(aggregate_items);
+  a->len = a->cap = n;
+  a->items = n ? static_cast<Value*>(arena_.alloc(n * sizeof(Value))) : nullptr;
   return a;
 }
 
@@ -443,6 +452,14 @@ bool Vm::tget(uint32_t table, Value* r) {
   return true;
 }
 
+// TFIND: the row, or none (0) where TGET fails.
+bool Vm::tfind(uint32_t table, Value* r) {
+  Key k = key_of(table, *r);
+  BTree::Pos pos;
+  *r = state_->table(table).find(k, &pos) ? ptr_value(make_row(table, pos, k)) : 0;
+  return true;
+}
+
 bool Vm::tadd(uint32_t table, Value recv, bool replace) {
   const TableDesc& td = module_.tables[table];
   const RecordDesc& rd = module_.records[td.record];
@@ -644,6 +661,15 @@ bool Vm::iget(uint32_t index, Value* r) {
   }
   assert(hi - lo == 1);  // a unique index
   *r = ptr_value(tree_row_at(v->table, index, lo));
+  return true;
+}
+
+// IFIND: the row, or none (0) where IGET fails.
+bool Vm::ifind(uint32_t index, Value* r) {
+  ViewObj* v = make_index_view(index, r[0], r[1], false);
+  auto [lo, hi] = view_span(v);
+  assert(hi - lo <= 1);  // a unique index
+  *r = lo < hi ? ptr_value(tree_row_at(v->table, index, lo)) : 0;
   return true;
 }
 
@@ -885,22 +911,81 @@ bool Vm::callb(uint32_t id, Value* args, uint32_t argc) {
     in = many.data();
   }
   for (uint32_t i = 0; i < argc; ++i) {
-    if (b.param(i) == stdlib::Ty::Text) {
-      in[i].text = as_ptr<TextObj>(args[i])->view();
-    } else {
-      in[i].num = as_num(args[i]);
+    switch (b.param(i)) {
+      case stdlib::Ty::Text: in[i].text = as_ptr<TextObj>(args[i])->view(); break;
+      case stdlib::Ty::TextArray: {
+        const auto* a = as_ptr<ArrayObj>(args[i]);
+        texts_in_.resize(a->len);
+        for (uint32_t k = 0; k < a->len; ++k) texts_in_[k] = as_ptr<TextObj>(a->items[k])->view();
+        in[i].texts = texts_in_;
+        break;
+      }
+      case stdlib::Ty::NumArray: {
+        const auto* a = as_ptr<ArrayObj>(args[i]);
+        nums_in_.resize(a->len);
+        for (uint32_t k = 0; k < a->len; ++k) nums_in_[k] = as_num(a->items[k]);
+        in[i].nums = nums_in_;
+        break;
+      }
+      default: in[i].num = as_num(args[i]); break;
     }
   }
-  stdlib::BuiltinResult out;
-  if (b.impl(std::span<const stdlib::BuiltinArg>(in, argc), out) != stdlib::BuiltinStatus::Ok) {
-    return fail(ErrorCode::BadNumber,
-                fmt::format("`{}` cannot read {} as a number", b.name, quoted(in[0].text)));
+  stdlib::BuiltinResult out(scratch_, parts_);
+  stdlib::BuiltinStatus s = b.impl(std::span<const stdlib::BuiltinArg>(in, argc), out);
+  if (s != stdlib::BuiltinStatus::Ok) return builtin_failed(b, s, in, out);
+  return builtin_result(b, args, out);
+}
+
+bool Vm::builtin_failed(const stdlib::Builtin& b, stdlib::BuiltinStatus s, const stdlib::BuiltinArg* in,
+                        const stdlib::BuiltinResult& out) {
+  switch (s) {
+    case stdlib::BuiltinStatus::BadNumber:
+      return fail(ErrorCode::BadNumber, fmt::format("`{}` cannot read {} as a number", b.name, quoted(in[0].text)));
+    case stdlib::BuiltinStatus::OutOfRange:
+      return fail(ErrorCode::OutOfRange, fmt::format("`{}`: {}", b.name, out.detail));
+    case stdlib::BuiltinStatus::TooLong:
+    case stdlib::BuiltinStatus::Ok: break;
   }
-  if (b.result == stdlib::Ty::Text) {
-    args[0] = ptr_value(new_text(std::string_view(out.text, out.text_len)));
-  } else {
-    args[0] = num_value(out.num);
+  return fail(ErrorCode::Budget, fmt::format("`{}`: a text would be longer than {} MiB", b.name, kMaxTextBytes >> 20));
+}
+
+// The result goes where the first value came from, args[0] (for a method,
+// its receiver: read it before it is replaced).
+bool Vm::builtin_result(const stdlib::Builtin& b, Value* args, const stdlib::BuiltinResult& out) {
+  if (out.item_result) {
+    args[0] = as_ptr<ArrayObj>(args[0])->items[out.item];
+    return true;
   }
+  switch (b.result) {
+    case stdlib::Ty::Num: args[0] = num_value(out.num); return true;
+    case stdlib::Ty::Bool: args[0] = bool_value(out.truth); return true;
+    case stdlib::Ty::Text:
+      if (out.same_as_receiver) return true;  // texts are immutable: the receiver is the result
+      return text_result(out.text, &args[0]);
+    case stdlib::Ty::TextArray: return texts_result(out.parts, &args[0]);
+    default: assert(false && "a built-in with this result is an instruction"); return true;
+  }
+}
+
+bool Vm::text_result(std::string_view t, Value* r) {
+  static_assert(stdlib::kMaxResultTextBytes == kMaxTextBytes);
+  assert(t.size() <= kMaxTextBytes);  // the built-in refused longer ones
+  if (arena_.allocated() + t.size() > kMaxTempBytes) return fail(ErrorCode::Budget, temp_bytes_message());
+  *r = ptr_value(new_text(t));
+  return true;
+}
+
+// A split's pieces, each a text of its own.
+bool Vm::texts_result(const std::vector<std::string_view>& parts, Value* r) {
+  size_t bytes = parts.size() * (sizeof(Value) + offsetof(TextObj, bytes) + 1);
+  for (std::string_view p : parts) bytes += p.size();
+  if (arena_.allocated() + bytes > kMaxTempBytes) return fail(ErrorCode::Budget, temp_bytes_message());
+  if (parts.size() > kMaxArrayItems) {
+    return fail(ErrorCode::Budget, fmt::format("an array would have more than {} items", kMaxArrayItems));
+  }
+  ArrayObj* a = sized_array(static_cast<uint32_t>(parts.size()), false);
+  for (size_t i = 0; i < parts.size(); ++i) a->items[i] = ptr_value(new_text(parts[i]));
+  *r = ptr_value(a);
   return true;
 }
 
@@ -1105,6 +1190,9 @@ bool Vm::execute(const Function* fn, Value* R, Value* result) {
   VM_CASE(IVIEW) { R[A] = ptr_value(make_index_view(BX, R[A], R[A + 1], false)); VM_NEXT; }
   VM_CASE(IALL) { R[A] = ptr_value(make_index_view(BX, 0, 0, true)); VM_NEXT; }
   VM_CASE(IGET) { CHECK(iget(BX, &R[A])); VM_NEXT; }
+  VM_CASE(TFIND) { tfind(BX, &R[A]); VM_NEXT; }
+  VM_CASE(IFIND) { ifind(BX, &R[A]); VM_NEXT; }
+  VM_CASE(SORT) { CHECK(sort(as_ptr<ArrayObj>(R[A]), as_ptr<TextObj>(K[BX]), &R[A])); VM_NEXT; }
   VM_CASE(TITERD) { R[A] = ptr_value(table_iter(BX, true)); VM_NEXT; }
   VM_CASE(VITERD) { R[A] = ptr_value(view_iter(as_ptr<ViewObj>(R[B]), true)); VM_NEXT; }
 

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "stdlib/builtins.h"
 #include "vm/arena.h"
 #include "vm/module.h"
 #include "vm/native.h"
@@ -78,6 +79,7 @@ class Vm {
   RecObj* new_object(uint32_t shape);
   ArrayObj* new_array(bool aggregate_items);
   bool push(ArrayObj* a, Value v);  // false at kMaxArrayItems
+  ArrayObj* sized_array(uint32_t n, bool aggregate_items);  // n items, for the caller to fill
   TextObj* new_text(std::string_view s) { return arena_text(arena_, s); }
 
   // A row's values, or null if the row was removed.
@@ -139,6 +141,14 @@ class Vm {
   bool rowval(Value row, Value* r);
   bool setv(uint32_t var, Value v);
   bool callb(uint32_t id, Value* args, uint32_t argc);
+  bool builtin_failed(const stdlib::Builtin& b, stdlib::BuiltinStatus s, const stdlib::BuiltinArg* in,
+                      const stdlib::BuiltinResult& out);
+  bool builtin_result(const stdlib::Builtin& b, Value* args, const stdlib::BuiltinResult& out);
+  bool text_result(std::string_view t, Value* r);
+  bool texts_result(const std::vector<std::string_view>& parts, Value* r);
+  bool tfind(uint32_t table, Value* r);
+  bool ifind(uint32_t index, Value* r);
+  bool sort(const ArrayObj* a, const TextObj* spec, Value* r);
   bool concat(Value a, Value b, Value* r);
   bool index_of(const ArrayObj* a, Value i, uint32_t* out);
   Value copy_obj(Value v);
@@ -174,6 +184,13 @@ class Vm {
   std::vector<std::vector<Value>> record_defaults_;
   std::vector<TextObj*> default_texts_;  // owned
   Failure failure_;
+  // callb's buffers, kept between calls: a text result is built in
+  // scratch_, a split's pieces in parts_, an array argument read into
+  // texts_in_ or nums_in_.
+  std::string scratch_;
+  std::vector<std::string_view> parts_;
+  std::vector<std::string_view> texts_in_;
+  std::vector<double> nums_in_;
   // The steps left, the event's time and the call depth, where native code
   // reads them; the interpreter uses the same fields.
   NativeCtx ctx_{};

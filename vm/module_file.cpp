@@ -477,6 +477,8 @@ class Verifier {
   bool call(const Function& f, uint32_t pc, Instr i);
   bool key_instruction(const Function& f, uint32_t pc, Instr i);
   bool index_instruction(const Function& f, uint32_t pc, Instr i);
+  bool sort_instruction(const Function& f, uint32_t pc, Instr i);
+  bool jump_ok(const Function& f, uint32_t pc, Instr i);
 
   const Module& m_;
   std::string error_;
@@ -682,10 +684,7 @@ bool Verifier::instruction(const Function& f, uint32_t pc) {
   auto below = [&](uint32_t x, size_t n, std::string_view what) {
     return x < n || bad(fmt::format("{}: {} out of range", where(), what));
   };
-  auto jump = [&] {
-    int64_t target = int64_t{pc} + 1 + sbx_of(i);
-    return (target >= 0 && target < static_cast<int64_t>(f.code.size())) || bad(where() + ": jump out of the code");
-  };
+  auto jump = [&] { return jump_ok(f, pc, i); };
   switch (op) {
     case Op::RET0: return true;
     case Op::JMP: return jump();
@@ -694,9 +693,9 @@ bool Verifier::instruction(const Function& f, uint32_t pc) {
     case Op::NEXT: return reg(a) && reg(a + 1) && jump();
     case Op::RNEXT: return reg(a) && reg(a + 2) && jump();
     case Op::LOADK: return reg(a) && below(bx, f.constants.size(), "constant");
-    case Op::LOADI: return reg(a);
+    case Op::LOADI:
     case Op::LOADB:
-    case Op::NEWARR: return reg(a);
+    case Op::NEWARR:
     case Op::SHARE:
     case Op::UNSHARE:
     case Op::NOW:
@@ -707,6 +706,7 @@ bool Verifier::instruction(const Function& f, uint32_t pc) {
     case Op::GETV:
     case Op::SETV: return reg(a) && below(bx, m_.vars.size(), "var");
     case Op::TGET:
+    case Op::TFIND:
     case Op::THAS:
     case Op::TADD:
     case Op::TPUT:
@@ -715,12 +715,14 @@ bool Verifier::instruction(const Function& f, uint32_t pc) {
     case Op::TCOUNT:
     case Op::TFIRST:
     case Op::TLAST:
-    case Op::TITER: return reg(a) && below(bx, m_.tables.size(), "table");
-    case Op::TVIEW: return reg(a) && reg(a + 1) && below(bx, m_.tables.size(), "table");
+    case Op::TITER:
     case Op::TITERD: return reg(a) && below(bx, m_.tables.size(), "table");
+    case Op::TVIEW: return reg(a) && reg(a + 1) && below(bx, m_.tables.size(), "table");
     case Op::IALL:
     case Op::IVIEW:
-    case Op::IGET: return index_instruction(f, pc, i);
+    case Op::IGET:
+    case Op::IFIND: return index_instruction(f, pc, i);
+    case Op::SORT: return sort_instruction(f, pc, i);
     case Op::KEY:
     case Op::KEYPFX: return key_instruction(f, pc, i);
     case Op::NEWREC: return reg(a) && below(bx, m_.records.size(), "record");
@@ -750,6 +752,12 @@ bool Verifier::instruction(const Function& f, uint32_t pc) {
   }
 }
 
+bool Verifier::jump_ok(const Function& f, uint32_t pc, Instr i) {
+  int64_t target = int64_t{pc} + 1 + sbx_of(i);
+  if (target >= 0 && target < static_cast<int64_t>(f.code.size())) return true;
+  return bad(fmt::format("`{}` pc {} ({}): jump out of the code", f.name, pc, op_name(op_of(i))));
+}
+
 // IALL, IVIEW and IGET: an index in range (IVIEW, IGET: bounds in R[A],
 // R[A+1]); IGET's unique, since it answers one row.
 bool Verifier::index_instruction(const Function& f, uint32_t pc, Instr i) {
@@ -758,7 +766,26 @@ bool Verifier::index_instruction(const Function& f, uint32_t pc, Instr i) {
   auto where = [&] { return fmt::format("`{}` pc {} ({})", f.name, pc, op_name(op)); };
   if (a >= f.frame_size || (op != Op::IALL && a + 1 >= f.frame_size)) return bad(where() + ": register out of the frame");
   if (bx >= m_.indexes.size()) return bad(where() + ": index out of range");
-  return op != Op::IGET || m_.indexes[bx].unique || bad(where() + ": index is not unique");
+  return (op != Op::IGET && op != Op::IFIND) || m_.indexes[bx].unique || bad(where() + ": index is not unique");
+}
+
+// SORT: its keys a text constant of (field, kind and direction) pairs.
+bool Verifier::sort_instruction(const Function& f, uint32_t pc, Instr i) {
+  uint32_t a = a_of(i), bx = bx_of(i);
+  auto where = [&] { return fmt::format("`{}` pc {} (SORT)", f.name, pc); };
+  if (a >= f.frame_size) return bad(where() + ": register out of the frame");
+  if (bx >= f.constants.size() || f.constants[bx].kind != Constant::Kind::Text) {
+    return bad(where() + ": keys are not a text constant");
+  }
+  const std::string& keys = f.constants[bx].text;
+  if (keys.empty() || keys.size() % 2 != 0 || keys.size() > 2 * size_t{kSortItself}) return bad(where() + ": malformed keys");
+  for (size_t k = 0; k < keys.size(); k += 2) {
+    auto flags = static_cast<uint8_t>(keys[k + 1]);
+    if ((flags & ~(kSortKindMask | kSortDescending)) != 0 || (flags & kSortKindMask) > 2) {
+      return bad(where() + ": malformed keys");
+    }
+  }
+  return true;
 }
 
 // KEY and KEYPFX: C key components R[A..A+C-1] (KEYPFX writes R[A+1]
@@ -790,7 +817,9 @@ bool Verifier::call(const Function& f, uint32_t pc, Instr i) {
   if (b >= stdlib::builtins().size()) return bad(where() + ": built-in out of range");
   const stdlib::Builtin& bi = stdlib::builtins()[b];
   if (!bi.impl) return bad(where() + ": built-in without an implementation");
-  if (c < bi.min_args || c > bi.max_args) return bad(where() + ": wrong argument count");
+  if (c < bi.values(bi.min_args) || (bi.max_args != stdlib::kVariadic && c > bi.values(bi.max_args))) {
+    return bad(where() + ": wrong argument count");
+  }
   return reg(a) && (c == 0 || reg(a + c - 1));
 }
 

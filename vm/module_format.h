@@ -3,8 +3,8 @@
 //
 //   offset  size  field
 //   0       4     magic "AUPM"
-//   4       2     format version, little-endian (this file: 3; a reader
-//                 reads 3 and 2, which lacks section 9; 1 had another
+//   4       2     format version, little-endian (this file: 4; a reader
+//                 reads 4, 3 and 2, which lacks section 9; 1 had another
 //                 instruction set)
 //   6       2     flags (0)
 //   8       8     body length in bytes, little-endian
@@ -56,8 +56,11 @@ inline constexpr char kMagic[4] = {'A', 'U', 'P', 'M'};
 // (vm/bytecode.h), which moved the opcodes after them; 3 (2026-12)
 // secondary indexes: the INDEXES section, and instructions appended after
 // format 2's (so a format 2 module means the same and is still read, as
-// a module without indexes).
-inline constexpr uint16_t kVersion = 3;
+// a module without indexes); 4 (2026-12) texts, sorting and optional
+// rows: built-ins appended to stdlib/builtins.def (text and array
+// methods) and instructions TFIND, IFIND and SORT appended (a format 3
+// module uses none of them, so it means the same and is still read).
+inline constexpr uint16_t kVersion = 4;
 inline constexpr uint16_t kOldestReadVersion = 2;
 inline constexpr size_t kHeaderBytes = 24;
 // Largest module file read (a module is code and schema, not data).

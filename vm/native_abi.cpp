@@ -150,6 +150,20 @@ struct NativeAbi {
     Value r[2] = {lo, hi};
     return vm(c).iget(index, r) ? r[0] : 0;
   }
+  static Value tfind(NativeCtx* c, uint32_t table, Value key) {
+    Value r = key;
+    vm(c).tfind(table, &r);
+    return r;
+  }
+  static Value ifind(NativeCtx* c, uint32_t index, Value lo, Value hi) {
+    Value r[2] = {lo, hi};
+    vm(c).ifind(index, r);
+    return r[0];
+  }
+  static Value sort(NativeCtx* c, Value array, Value keys) {
+    Value r = 0;
+    return vm(c).sort(as_ptr<ArrayObj>(array), as_ptr<TextObj>(keys), &r) ? r : 0;
+  }
   static Value varr(NativeCtx* c, Value view) { return vm(c).varr(as_ptr<ViewObj>(view)); }
 };
 
@@ -177,7 +191,8 @@ const std::vector<NativeSymbol>& native_symbols() {
       AUP_NATIVE(row_read), AUP_NATIVE(rset),       AUP_NATIVE(rowval),    AUP_NATIVE(vcount),
       AUP_NATIVE(vempty),   AUP_NATIVE(vend),       AUP_NATIVE(viter),     AUP_NATIVE(varr),
       AUP_NATIVE(make_key), AUP_NATIVE(titerd),     AUP_NATIVE(viterd),    AUP_NATIVE(vat),
-      AUP_NATIVE(iview),    AUP_NATIVE(iall),       AUP_NATIVE(iget),
+      AUP_NATIVE(iview),    AUP_NATIVE(iall),       AUP_NATIVE(iget),      AUP_NATIVE(tfind),
+      AUP_NATIVE(ifind),    AUP_NATIVE(sort),
 #undef AUP_NATIVE
   };
   return symbols;

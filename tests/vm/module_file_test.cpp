@@ -12,6 +12,8 @@
 
 #include "compiler/codegen.h"
 #include "compiler/compiler.h"
+#include "stdlib/builtins.h"
+#include "vm/bytecode.h"
 #include "vm/bytes.h"
 #include "vm/module_file.h"
 #include "vm/module_format.h"
@@ -137,7 +139,7 @@ TEST_SUITE("module_file") {
     Module back;
     std::string error;
     REQUIRE_FALSE(decode_module(bytes, back, error));
-    CHECK(error.find("built by a newer aup: module format 4, this aup reads format 3") != std::string::npos);
+    CHECK(error.find("built by a newer aup: module format 5, this aup reads format 4") != std::string::npos);
     std::string elf = "\x7f" "ELF................................";
     REQUIRE_FALSE(decode_module(std::span(reinterpret_cast<const uint8_t*>(elf.data()), elf.size()), back, error));
     CHECK(error.find("not an aup module") != std::string::npos);
@@ -208,17 +210,18 @@ TEST_SUITE("module_file") {
     f.code.back() = last;
     CHECK(verify_module(*m, error));
   }
-  TEST_CASE("the bank module's bytes are unchanged (format 3; the JIT cache keys on them)") {
+  TEST_CASE("the bank module's bytes are unchanged (format 4; the JIT cache keys on them)") {
     // Format 1's were first written by the encoder before its sections
     // became a table (commit 25adfb9's vm/module_file.cpp): 1968 bytes.
     // Format 2 (composite keys) adds a key field count to each of the two
     // tables and renumbers the opcodes after TITER (KEY, KEYPFX); format 3
-    // (indexes) appends an empty INDEXES section (3 bytes). If
+    // (indexes) appends an empty INDEXES section (3 bytes); format 4 (text
+    // and array methods, TFIND, IFIND, SORT) changes only the version. If
     // bank.aup or the compiler's output changes on purpose, this changes
     // with it; the format must not.
     std::vector<uint8_t> bytes = bank_file();
     CHECK(bytes.size() == 1973);
-    CHECK(XXH3_64bits(bytes.data(), bytes.size()) == 0x8f956da9ceb4118aull);
+    CHECK(XXH3_64bits(bytes.data(), bytes.size()) == 0xab3cc7a2df2a4bd5ull);
   }
 
   TEST_CASE("a small module's every section is the bytes docs/module-format.md describes") {
@@ -264,7 +267,7 @@ TEST_SUITE("module_file") {
     };
     std::vector<uint8_t> bytes = encode_module(m);
     REQUIRE(bytes.size() == module_format::kHeaderBytes + body.size());
-    CHECK(std::vector<uint8_t>(bytes.begin(), bytes.begin() + 8) == std::vector<uint8_t>{'A', 'U', 'P', 'M', 3, 0, 0, 0});
+    CHECK(std::vector<uint8_t>(bytes.begin(), bytes.begin() + 8) == std::vector<uint8_t>{'A', 'U', 'P', 'M', 4, 0, 0, 0});
     CHECK(bytes::get_u64(bytes.data() + 8) == body.size());
     CHECK(bytes::get_u64(bytes.data() + 16) == XXH3_64bits(body.data(), body.size()));
     CHECK(std::vector<uint8_t>(bytes.begin() + module_format::kHeaderBytes, bytes.end()) == body);
@@ -298,7 +301,7 @@ TEST_SUITE("module_file") {
     std::vector<uint8_t> bytes = bank_file();
     bytes[4] = 7;
     CHECK(refusal(bytes) ==
-          "built by a newer aup: module format 7, this aup reads format 3 (rebuild it with `aup build`)");
+          "built by a newer aup: module format 7, this aup reads format 4 (rebuild it with `aup build`)");
     bytes[4] = 0;
     CHECK(refusal(bytes) == "damaged: module format 0 does not exist");
     bytes[4] = 2;
@@ -423,7 +426,7 @@ TEST_SUITE("module_file") {
     // other instructions, and a table's key was one field number.
     std::vector<uint8_t> bytes = bank_file();
     bytes[4] = 1;
-    CHECK(refusal(bytes) == "built by an older aup: module format 1, this aup reads format 3 (rebuild it from its "
+    CHECK(refusal(bytes) == "built by an older aup: module format 1, this aup reads format 4 (rebuild it from its "
                             ".aup source with this aup's `aup build`)");
   }
 
@@ -541,9 +544,63 @@ TEST_SUITE("module_file") {
     std::string error;
     CHECK_FALSE(verify_module(*m, error));
     CHECK(error == fmt::format("`{}` pc 0 (IGET): index is not unique", f.name));
+    f.code[0] = make_abx(Op::IFIND, 0, 0);
+    CHECK_FALSE(verify_module(*m, error));
+    CHECK(error == fmt::format("`{}` pc 0 (IFIND): index is not unique", f.name));
     f.code[0] = make_abx(Op::IVIEW, 0, 1);
     CHECK_FALSE(verify_module(*m, error));
     CHECK(error == fmt::format("`{}` pc 0 (IVIEW): index out of range", f.name));
+    f.code[0] = saved;
+  }
+
+  TEST_CASE("format 3, without the text methods and TFIND, IFIND and SORT, is still read") {
+    std::vector<uint8_t> old = file_of(sections_of(bank_file()));
+    old[4] = 3;
+    Module three;
+    std::string error;
+    CHECK_MESSAGE(decode_module(old, three, error), error);
+  }
+
+  TEST_CASE("refused: SORT whose keys are no text constant or malformed; a method's CALLB without its receiver") {
+    auto m = compile(AUP_SOURCE_DIR "/examples/bank/bank.aup");
+    Function& f = m->functions[0];
+    Instr saved = f.code[0];
+    auto with_keys = [&](Constant k) {
+      f.constants.push_back(k);
+      f.code[0] = make_abx(Op::SORT, 0, static_cast<uint32_t>(f.constants.size() - 1));
+      std::string error;
+      bool ok = verify_module(*m, error);
+      f.constants.pop_back();
+      f.code[0] = saved;
+      return ok ? std::string("accepted") : error;
+    };
+    Constant keys;
+    keys.kind = Constant::Kind::Text;
+    keys.text = std::string{static_cast<char>(kSortItself), static_cast<char>(kSortDescending | 1)};
+    CHECK(with_keys(keys) == "accepted");
+    std::string where = fmt::format("`{}` pc 0 (SORT): ", f.name);
+    Constant number;
+    CHECK(with_keys(number) == where + "keys are not a text constant");
+    keys.text = "";
+    CHECK(with_keys(keys) == where + "malformed keys");
+    keys.text = std::string{0};
+    CHECK(with_keys(keys) == where + "malformed keys");
+    keys.text = std::string{0, 3};  // no ItemKind 3 (records are sorted by their fields)
+    CHECK(with_keys(keys) == where + "malformed keys");
+    keys.text = std::string{0, 0x41};
+    CHECK(with_keys(keys) == where + "malformed keys");
+    // `t.slice(a, b)` passes three values: one is too few, four too many.
+    auto slice = static_cast<uint32_t>(stdlib::BuiltinId::Slice);
+    std::string error;
+    for (uint32_t c : {2u, 3u}) {
+      f.code[0] = make_abc(Op::CALLB, 0, slice, c);
+      CHECK_MESSAGE(verify_module(*m, error), error);
+    }
+    for (uint32_t c : {1u, 4u}) {
+      f.code[0] = make_abc(Op::CALLB, 0, slice, c);
+      CHECK_FALSE(verify_module(*m, error));
+      CHECK(error == fmt::format("`{}` pc 0 (CALLB): wrong argument count", f.name));
+    }
     f.code[0] = saved;
   }
 }

@@ -91,6 +91,13 @@ class Translator {
     auto callee = mod_->getOrInsertFunction(fmt::format("aup_{}", name), llvm::FunctionType::get(result, types, false));
     return b_.CreateCall(callee, std::vector<llvm::Value*>(args));
   }
+  // Text constant `k` of this function: a pointer of this process, read
+  // from ctx->constants (vm/native.h says why).
+  llvm::Value* text_constant(uint32_t k) {
+    llvm::Value* table = b_.CreateLoad(ptr_, ctx_field(offsetof(NativeCtx, constants)));
+    llvm::Value* mine = b_.CreateLoad(ptr_, b_.CreateInBoundsGEP(ptr_, table, {u64(fn_index_)}));
+    return b_.CreateLoad(i64_, b_.CreateInBoundsGEP(i64_, mine, {u64(k)}));
+  }
   llvm::Value* u32(uint32_t v) { return llvm::ConstantInt::get(i32_, v); }
   llvm::Value* u64(uint64_t v) { return llvm::ConstantInt::get(i64_, v); }
 
@@ -270,9 +277,7 @@ class Translator {
         // Numbers and bools are their bits; a text is a pointer of this
         // process, read from ctx->constants (vm/native.h says why).
         if (f.constants[BX].kind == Constant::Kind::Text) {
-          llvm::Value* table = b_.CreateLoad(ptr_, ctx_field(offsetof(NativeCtx, constants)));
-          llvm::Value* mine = b_.CreateLoad(ptr_, b_.CreateInBoundsGEP(ptr_, table, {u64(fn_index_)}));
-          set(A, b_.CreateLoad(i64_, b_.CreateInBoundsGEP(i64_, mine, {u64(BX)})));
+          set(A, text_constant(BX));
         } else {
           set(A, u64(f.kvalues[BX]));
         }
@@ -391,6 +396,9 @@ class Translator {
       case Op::IALL: set(A, call("iall", i64_, {ctx_, u32(BX)})); break;
       case Op::IGET: set(A, checked(call("iget", i64_, {ctx_, u32(BX), reg(A), reg(A + 1)}), pc)); break;
       case Op::TITERD: set(A, call("titerd", i64_, {ctx_, u32(BX)})); break;
+      case Op::TFIND: set(A, call("tfind", i64_, {ctx_, u32(BX), reg(A)})); break;
+      case Op::IFIND: set(A, call("ifind", i64_, {ctx_, u32(BX), reg(A), reg(A + 1)})); break;
+      case Op::SORT: set(A, checked(call("sort", i64_, {ctx_, reg(A), text_constant(BX)}), pc)); break;
       case Op::VITERD: set(A, call("viterd", i64_, {ctx_, reg(B)})); break;
 
       case Op::NEWREC: set(A, call("newrec", i64_, {ctx_, u32(BX)})); break;
