@@ -1367,19 +1367,27 @@ const Type* Checker::check_array_method(Expr* e, const Type* array) {
   }
   std::vector<std::string_view> members = as_list(kArrayMembers);
   for (std::string_view m : stdlib::method_names(receiver)) members.push_back(m);
-  std::string_view other;  // a method of arrays of other items
-  for (stdlib::Ty t : {stdlib::Ty::TextArray, stdlib::Ty::NumArray}) {
-    if (t != receiver && stdlib::find_method(t, name)) other = t == stdlib::Ty::TextArray ? "[text]" : "[num]";
-  }
-  if (!other.empty()) {
-    error(callee->pos, callee->width,
-          fmt::format("`{}` is a method of `{}`, not of `{}`", name, other, tname(array)));
-    return types_.error();
-  }
+  if (method_elsewhere(callee, receiver, array)) return types_.error();
   error(callee->pos, callee->width,
         fmt::format("an array has no method `{}`{} (members: {})", name, did_you_mean(name, members),
                     join_names(members)));
   return types_.error();
+}
+
+// A method of texts or of other arrays used on `self`: says whose it is.
+bool Checker::method_elsewhere(const Expr* callee, stdlib::Ty receiver, const Type* self) {
+  std::string_view name = str(callee->sym);
+  std::vector<std::string_view> owners;
+  for (auto [t, spelled] : {std::pair{stdlib::Ty::Text, "text"}, std::pair{stdlib::Ty::TextArray, "[text]"},
+                            std::pair{stdlib::Ty::NumArray, "[num]"}}) {
+    if (t != receiver && stdlib::find_method(t, name) && !stdlib::find_method(stdlib::Ty::AnyArray, name)) {
+      owners.push_back(spelled);
+    }
+  }
+  if (owners.empty()) return false;
+  error(callee->pos, callee->width,
+        fmt::format("`{}` is a method of {}, not of `{}`", name, join_names(owners), tname(self)));
+  return true;
 }
 
 stdlib::Ty Checker::array_receiver(const Type* array) const {
@@ -1396,6 +1404,7 @@ const Type* Checker::check_text_method(Expr* e) {
     return check_method_builtin(e, *b, types_.text());
   }
   for (Expr* a : e->args) check_expr(a, nullptr);
+  if (method_elsewhere(callee, stdlib::Ty::Text, types_.text())) return types_.error();
   std::vector<std::string_view> members = stdlib::method_names(stdlib::Ty::Text);
   std::string hint = did_you_mean(name, members);
   if (hint.empty() && (name == "len" || name == "length" || name == "count" || name == "size")) {

@@ -140,6 +140,7 @@ class Checker {
   const Type* check_table_method(Expr* e, const TableInfo& t);
   const Type* check_array_method(Expr* e, const Type* array);
   stdlib::Ty array_receiver(const Type* array) const;
+  bool method_elsewhere(const Expr* callee, stdlib::Ty receiver, const Type* self);
   const Type* check_text_method(Expr* e);
   const Type* check_method_builtin(Expr* e, const stdlib::Builtin& b, const Type* self);
   const Type* builtin_type(stdlib::Ty t, const Type* self);

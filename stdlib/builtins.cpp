@@ -193,7 +193,7 @@ BuiltinStatus pad(std::span<const BuiltinArg> a, BuiltinResult& out, bool left) 
   std::string_view fill = a.size() > 2 ? a[2].text : std::string_view(" ");
   TextStatus s = text_pad(a[0].text, a[1].num, fill, left, out.scratch, &out.same_as_receiver);
   if (s == TextStatus::BadFill) {
-    return refused(s, out, "the fill " + std::to_string(code_points(fill)) + " code points long is not one code point");
+    return refused(s, out, "the fill must be one code point, not " + std::to_string(code_points(fill)));
   }
   if (s != TextStatus::Ok) return refused(s, out, not_whole("width", a[1].num));
   out.text = out.same_as_receiver ? a[0].text : std::string_view(out.scratch);
@@ -232,7 +232,7 @@ template <bool Least>
 BuiltinStatus extreme_item(std::span<const BuiltinArg> a, BuiltinResult& out) {
   size_t n = a[0].nums.empty() ? a[0].texts.size() : a[0].nums.size();
   if (n == 0) {
-    out.detail = std::string(Least ? "min" : "max") + " of an empty array";
+    out.detail = "the array is empty";
     return BuiltinStatus::OutOfRange;
   }
   size_t best = 0;
@@ -273,11 +273,19 @@ const Builtin* find_builtin(std::string_view name) {
   return nullptr;
 }
 
+namespace {
+
+// A method of AnyArray is one of every array.
+bool takes(const Builtin& b, Ty receiver) {
+  bool array = receiver == Ty::TextArray || receiver == Ty::NumArray || receiver == Ty::AnyArray;
+  return b.form == Form::Method && (b.params[0] == receiver || (array && b.params[0] == Ty::AnyArray));
+}
+
+}  // namespace
+
 const Builtin* find_method(Ty receiver, std::string_view name) {
   for (const Builtin& b : kBuiltins) {
-    if (b.form == Form::Method && b.name == name && (b.params[0] == receiver || b.params[0] == Ty::AnyArray)) {
-      return &b;
-    }
+    if (b.name == name && takes(b, receiver)) return &b;
   }
   return nullptr;
 }
@@ -285,7 +293,7 @@ const Builtin* find_method(Ty receiver, std::string_view name) {
 std::vector<std::string_view> method_names(Ty receiver) {
   std::vector<std::string_view> names;
   for (const Builtin& b : kBuiltins) {
-    if (b.form == Form::Method && (b.params[0] == receiver || b.params[0] == Ty::AnyArray)) names.push_back(b.name);
+    if (takes(b, receiver)) names.push_back(b.name);
   }
   return names;
 }
