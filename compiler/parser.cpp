@@ -146,6 +146,7 @@ class Parser {
   Expr* parse_not(int min_prec);
   Expr* parse_unary();
   Expr* parse_postfix(Expr* e);
+  Expr* parse_keyword_field();
   Expr* parse_primary();
   Expr* parse_record_lit();
   Expr* parse_object_lit();
@@ -931,6 +932,13 @@ Stmt* Parser::parse_simple() {
 // ---------------------------------------------------------------------------
 // expressions
 
+// A field named by a keyword, as a name (a sort key of `sorted`).
+Expr* Parser::parse_keyword_field() {
+  Expr* n = node(ExprKind::Name, tok());
+  parse_field_name(n->sym, n->pos, "");
+  return n;
+}
+
 Expr* Parser::node(ExprKind kind, const Token& t) {
   Expr* e = ast_.expr();
   e->kind = kind;
@@ -1063,8 +1071,10 @@ Expr* Parser::parse_postfix(Expr* e) {
       call->lhs = e;
       call->start = e->start;
       NewlineMode mode(*this, false);
+      // `rows.sorted(key desc)`: a sort key is a field name, which may be a keyword.
+      bool sort_keys = e->kind == ExprKind::Field && names_.str(e->sym) == "sorted";
       while (!at(Tok::RParen)) {
-        call->args.push_back(parse_expr());
+        call->args.push_back(sort_keys && is_keyword(tok().kind) ? parse_keyword_field() : parse_expr());
         if (panic_) {
           skip_to_closer(Tok::RParen);
           return error_expr();

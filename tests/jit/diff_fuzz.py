@@ -83,6 +83,8 @@ TEXT_LITERALS = ['""', '"a"', '"b"', '"ab"', '"zz"', '"12"', '"-3.5"', '"1e3"',
                  '"1e400"', '" 1"', '".5"', '"日本"', '"k1"', '"7"']
 # Text keys: the fill events use the first ones, lookups use all of them.
 TEXT_KEYS = ["a", "b", "c", "k1", "k2", "", "zz", "é", "ab", "B"]
+# A pad's fill: none (a space), one code point, or two (out_of_range).
+PAD_FILLS = ["", ', "*"', ', "é"', ', "ab"']
 FAIL_TEXTS = ['"stop"', '"no"', '"bad \\"x\\""', '"é!"']
 
 
@@ -408,6 +410,9 @@ class Gen:
             (1, lambda: f"{e(arr(NUM))}[{self.index(fn, d)}]"),
             (0.3, lambda: "now"),
             (0.3, lambda: self.pop_expr(fn, NUM)),
+            # Text and array methods (NaN and -0 flow into min/max/sum).
+            (0.6, lambda: f"{e(TEXT)}.find({e(TEXT)})"),
+            (0.6, lambda: f"{e(arr(NUM))}.{r.choice(['sum', 'sum', 'min', 'max'])}()"),
         ]
 
     def text_opts(self, fn, d, opts):
@@ -426,6 +431,17 @@ class Gen:
             (1, lambda: self.field_of_rec(fn, TEXT, d)),
             (0.7, lambda: f"{e(arr(TEXT))}[{self.index(fn, d)}]"),
             (0.2, lambda: self.pop_expr(fn, TEXT)),
+            # Positions and widths from any number: clamped, or out_of_range
+            # when not whole; repeat's count kept small (% 4, which may be
+            # negative or not whole too).
+            (1, lambda: f"{e()}.slice({e(NUM)}, {e(NUM)})" if r.random() < 0.7 else f"{e()}.slice({e(NUM)})"),
+            (0.5, lambda: f"{e()}.replace({e()}, {e()})"),
+            (0.8, lambda: f"{e()}.{r.choice(['trim', 'upper', 'lower'])}()"),
+            (0.5, lambda: f"{e()}.{r.choice(['pad_left', 'pad_right'])}({self.index(fn, d)}"
+                          f"{r.choice(PAD_FILLS)})"),
+            (0.3, lambda: f"{e()}.repeat({e(NUM)} % 4)"),
+            (0.6, lambda: f"{e(arr(TEXT))}.join({e()})"),
+            (0.3, lambda: f"{e(arr(TEXT))}.{r.choice(['min', 'max'])}()"),
         ]
 
     def bool_opts(self, fn, d, opts):
@@ -450,6 +466,7 @@ class Gen:
             (0.7, lambda: f"{self.view_expr(fn, r.choice(list(self.table_rec)), d - 1)}.empty"),
             (0.7, lambda: self.field_of_row(fn, BOOL, d)),
             (0.4, lambda: self.field_of_rec(fn, BOOL, d)),
+            (0.8, lambda: f"{e(TEXT)}.{r.choice(['contains', 'starts_with', 'ends_with', 'eq_ignore_case'])}({e(TEXT)})"),
         ]
 
     def rec_opts(self, fn, ty, d, opts):
@@ -481,6 +498,15 @@ class Gen:
         opts.append((3, lambda: "[" + ", ".join(self.expr(fn, elem, d - 1) for _ in range(r.randint(1, 3))) + "]"))
         if d > 0 and self.comparable(elem):
             opts.append((1, lambda: f"distinct({self.expr(fn, ty, d - 1)})"))
+        if d > 0 and elem == TEXT:
+            opts.append((1, lambda: f"{self.expr(fn, TEXT, d - 1)}.split({self.expr(fn, TEXT, d - 1)})"))
+        if d > 0 and elem in SCALARS:
+            opts.append((1, lambda: f"{self.expr(fn, ty, d - 1)}.sorted({r.choice(['', 'desc'])})"))
+        if d > 0 and elem[0] == "rec":
+            keys = [f for f, t, _ in self.records[elem[1]] if t in SCALARS]
+            if keys:
+                opts.append((1, lambda: f"{self.expr(fn, ty, d - 1)}.sorted(" + ", ".join(
+                    k + r.choice(["", " desc"]) for k in r.sample(keys, r.randint(1, min(3, len(keys))))) + ")"))
 
     def obj_literal(self, fn, ty, d):
         fields = list(ty[1])
@@ -661,6 +687,7 @@ class Gen:
         if d > 0:
             opts += [
                 (3, lambda: self.s_if(fn, d)),
+                (1.2, lambda: self.s_if_let(fn, d)),
                 (1.2, lambda: self.s_while(fn, d)),
                 (1.2, lambda: self.s_for_range(fn, d)),
                 (1, lambda: self.s_for_array(fn, d)),
@@ -822,6 +849,20 @@ class Gen:
         while self.rng.random() < 0.3:
             lines += [f"}} else if {self.expr(fn, BOOL, d)} {{"] + self.block(fn, self.nstmts(d), d - 1)
         if self.rng.random() < 0.4:
+            lines += ["} else {"] + self.block(fn, self.nstmts(d), d - 1)
+        return lines + ["}"]
+
+    def s_if_let(self, fn, d):
+        """`if let r = t.get(key)`: the row (in its block) or none (else)."""
+        r = self.rng
+        t = r.choice(list(self.table_rec))
+        name = self.fresh("g")
+        fn.scopes.append([])
+        fn.declare(Local(name, row(t), assignable=False, fields_writable=fn.writable))
+        body = self.block(fn, self.nstmts(d), d - 1)
+        fn.scopes.pop()
+        lines = [f"if let {name} = {t}.get({self.key_expr(fn, t, d - 1)}) {{"] + body
+        if r.random() < 0.5:
             lines += ["} else {"] + self.block(fn, self.nstmts(d), d - 1)
         return lines + ["}"]
 
