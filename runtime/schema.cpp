@@ -1,5 +1,7 @@
 #include "runtime/schema.h"
 
+#include <vector>
+
 #include "runtime/json.h"
 
 namespace aup::runtime {
@@ -110,6 +112,32 @@ void append_queries(std::string& out, const vm::Module& m) {
   out += ']';
 }
 
+// `["f","g"]`: the names of fields of `r`, in the order given.
+void append_field_names(std::string& out, const vm::RecordDesc& r, const std::vector<uint32_t>& fields) {
+  out += '[';
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (i) out += ',';
+    json_append_string(out, r.fields[fields[i]].name);
+  }
+  out += ']';
+}
+
+// The indexes of table `t`, in declaration order, each with its fields in
+// index order and whether it is unique.
+void append_indexes(std::string& out, const vm::Module& m, uint32_t t) {
+  const vm::RecordDesc& r = m.records[m.tables[t].record];
+  bool first = true;
+  for (const vm::IndexDesc& x : m.indexes) {
+    if (x.table != t) continue;
+    if (!first) out += ',';
+    first = false;
+    open_named(out, x.name);
+    out += ",\"fields\":";
+    append_field_names(out, r, x.fields);
+    out += x.unique ? ",\"unique\":true}" : ",\"unique\":false}";
+  }
+}
+
 void append_tables(std::string& out, const vm::Module& m) {
   out += "\"tables\":[";
   for (size_t t = 0; t < m.tables.size(); ++t) {
@@ -119,11 +147,10 @@ void append_tables(std::string& out, const vm::Module& m) {
     open_named(out, td.name);
     out += ",\"record\":";
     json_append_string(out, r.name);
-    out += ",\"key\":[";
-    for (size_t k = 0; k < td.key_fields.size(); ++k) {
-      if (k) out += ',';
-      json_append_string(out, r.fields[td.key_fields[k]].name);
-    }
+    out += ",\"key\":";
+    append_field_names(out, r, td.key_fields);
+    out += ",\"indexes\":[";
+    append_indexes(out, m, static_cast<uint32_t>(t));
     out += "]}";
   }
   out += ']';

@@ -23,10 +23,12 @@ std::string type_spelling(const vm::Module& m, uint32_t type);
 //   {"events":[{"name":"transfer","args":[{"name":"from","type":"num"},
 //               {"name":"note","type":"text","default":""}],"result":"num"}],
 //    "queries":[{"name":"balance","args":[{"name":"id","type":"num"}],"result":"num"}],
-//    "tables":[{"name":"accounts","record":"Account","key":["id"]}],
+//    "tables":[{"name":"accounts","record":"Account","key":["id"],
+//               "indexes":[{"name":"by_owner","fields":["owner"],"unique":false}]}],
 //    "records":[{"name":"Account","fields":[{"name":"id","type":"num"}, ...]}]}
 // Events and queries in declaration order; an event without a result has
-// no "result"; "default" only for an argument that has one. Event
+// no "result"; "default" only for an argument that has one; each table's
+// "indexes" in declaration order ([] when it has none). Event
 // argument records are not listed under "records" (they are the events').
 std::string schema_json(const vm::Module& m);
 

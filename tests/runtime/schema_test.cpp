@@ -14,6 +14,10 @@ const char* kSchemaModule = R"(
 record Item { id: num, name: text, done: bool = false }
 record Summary { count: num, names: [text] }
 table items: Item key id
+index by_name on items (name)
+record Tag { item: num, tag: text }
+table tags: Tag key (item, tag)
+unique index by_tag on tags (tag, item)
 event add { id: num, name: text, tags: [text], note: text = "" }
 on add { items.add(Item { id: add.id, name: add.name }) }
 event clear { }
@@ -30,7 +34,7 @@ query summary() {
 TEST_SUITE("schema") {
   // A query's result is described as what its answer holds: a row as its
   // record, a view as the array of its rows (docs/protocol.md, Responses).
-  TEST_CASE("events, queries, tables and records, with every kind of type spelt out") {
+  TEST_CASE("events, queries, tables with their keys and indexes, and records, with every kind of type spelt out") {
     testing::Running r(kSchemaModule);
     CHECK(schema_json(r.module()) ==
           R"({"events":[)"
@@ -41,10 +45,14 @@ TEST_SUITE("schema") {
           R"({"name":"all","args":[],"result":"[Item]"},)"
           R"({"name":"pair","args":[{"name":"a","type":"num"}],"result":"{x: num, names: [text]}"},)"
           R"({"name":"summary","args":[],"result":"Summary"}],)"
-          R"("tables":[{"name":"items","record":"Item","key":["id"]}],)"
+          R"("tables":[{"name":"items","record":"Item","key":["id"],)"
+          R"("indexes":[{"name":"by_name","fields":["name"],"unique":false}]},)"
+          R"({"name":"tags","record":"Tag","key":["item","tag"],)"
+          R"("indexes":[{"name":"by_tag","fields":["tag","item"],"unique":true}]}],)"
           R"("records":[{"name":"Item","fields":[{"name":"id","type":"num"},{"name":"name","type":"text"},)"
           R"({"name":"done","type":"bool","default":false}]},)"
-          R"({"name":"Summary","fields":[{"name":"count","type":"num"},{"name":"names","type":"[text]"}]}]})");
+          R"({"name":"Summary","fields":[{"name":"count","type":"num"},{"name":"names","type":"[text]"}]},)"
+          R"({"name":"Tag","fields":[{"name":"item","type":"num"},{"name":"tag","type":"text"}]}]})");
   }
 
   TEST_CASE("a schema request answers it; anything beside it is refused") {
