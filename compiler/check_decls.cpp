@@ -459,7 +459,7 @@ bool Checker::resolve_field_list(const Decl* d, const RecordInfo& r, const Field
 
 // Names a table already answers to after `.`: an index may not take one.
 constexpr std::string_view kTableMemberNames[] = {"count", "first", "last", "empty", "has", "add",
-                                                  "put",   "remove", "at"};
+                                                  "put",   "remove", "at",   "get"};
 
 // An index names a member of its table (`t.name[...]`), not a global: its
 // name is unique among the table's indexes and members.
