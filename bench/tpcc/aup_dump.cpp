@@ -179,8 +179,6 @@ Row DumpRowReader::read(std::string_view line) {
     if (json_.node(key).str != column.name) json_.fail(fmt::format("expected `{}` here", column.name));
     if (column.kind == ColumnKind::text) {
       row.emplace_back(std::string(json_.text(key + 1)));
-    } else if (column.kind == ColumnKind::flag) {
-      row.emplace_back(int64_t{json_.boolean(key + 1) ? 1 : 0});
     } else {
       row.emplace_back(json_.whole(key + 1));
     }

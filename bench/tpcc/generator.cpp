@@ -192,10 +192,9 @@ Address address(Rng& rng) {
 }
 
 // I_DATA and S_DATA: 26..50 characters, "ORIGINAL" at a random place in 10%.
-std::string data_with_original(Rng& rng, bool& original) {
+std::string data_with_original(Rng& rng) {
   std::string data = a_string(rng, 26, 50);
-  original = rng.uniform(1, 100) <= 10;
-  if (original) {
+  if (rng.uniform(1, 100) <= 10) {
     constexpr std::string_view kOriginal = "ORIGINAL";
     const auto at = static_cast<size_t>(rng.uniform(0, static_cast<int64_t>(data.size() - kOriginal.size())));
     data.replace(at, kOriginal.size(), kOriginal);
@@ -214,8 +213,8 @@ void load_items(const LoadConfig& config, RowSink& sink) {
   for (int64_t i = 1; i <= kItems; ++i) {
     int64_t price = rng.uniform(100, 10'000);  // 1.00..100.00
     int64_t image = rng.uniform(1, 10'000);
-    ItemRow r{i, image, a_string(strings, 14, 24), price, "", false};
-    r.data = data_with_original(strings, r.original);
+    ItemRow r{i, image, a_string(strings, 14, 24), price, ""};
+    r.data = data_with_original(strings);
     out.add(r);
   }
   out.finish();
@@ -360,9 +359,9 @@ void load_stock(const LoadConfig& config, RowSink& sink) {
     Rng rng(derive_seed(config.seed, kPurposeStock, u(w), 0));
     Rng strings(derive_seed(config.seed, kPurposeStockStrings, u(w), 0));
     for (int64_t i = 1; i <= kItems; ++i) {
-      StockRow r{w, i, rng.uniform(10, 100), {}, 0, 0, 0, "", false};
+      StockRow r{w, i, rng.uniform(10, 100), {}, 0, 0, 0, ""};
       for (std::string& dist : r.dist) dist = a_string(strings, 24, 24);
-      r.data = data_with_original(strings, r.original);
+      r.data = data_with_original(strings);
       out.add(r);
     }
   }
@@ -537,10 +536,7 @@ void LoadRequestWriter::stock(std::span<const StockRow> rows) { write("load_stoc
 
 void append_json(std::string& out, const ItemRow& r) {
   ObjectWriter o(out);
-  o.num("id", r.id).num("image", r.image).str("name", r.name).num("price", r.price).str("data", r.data);
-  o.key("original");
-  out += r.original ? "true" : "false";
-  o.close();
+  o.num("id", r.id).num("image", r.image).str("name", r.name).num("price", r.price).str("data", r.data).close();
 }
 
 namespace {
@@ -572,13 +568,7 @@ void append_json(std::string& out, const CustomerRow& r) {
   append_address(o, r.address);
   o.str("phone", r.phone).num("since", r.since).str("credit", r.credit).num("credit_lim", r.credit_lim)
       .num("discount", r.discount).num("balance", r.balance).num("ytd_payment", r.ytd_payment)
-      .num("payment_cnt", r.payment_cnt).num("delivery_cnt", r.delivery_cnt);
-  std::string_view data = r.data;
-  for (size_t piece = 0; piece < kCustomerDataPieces; ++piece) {
-    const size_t from = std::min(data.size(), piece * kCustomerDataPiece);
-    o.str("data_" + std::to_string(piece + 1), data.substr(from, kCustomerDataPiece));
-  }
-  o.close();
+      .num("payment_cnt", r.payment_cnt).num("delivery_cnt", r.delivery_cnt).str("data", r.data).close();
 }
 
 void append_json(std::string& out, const HistoryRow& r) {
@@ -606,22 +596,15 @@ void append_json(std::string& out, const StockRow& r) {
   ObjectWriter o(out);
   o.num("w", r.w).num("item", r.item).num("quantity", r.quantity);
   for (size_t i = 0; i < r.dist.size(); ++i) o.str(fmt_dist(i + 1), r.dist[i]);
-  o.num("ytd", r.ytd).num("order_cnt", r.order_cnt).num("remote_cnt", r.remote_cnt).str("data", r.data);
-  o.key("original");
-  out += r.original ? "true" : "false";
-  o.close();
+  o.num("ytd", r.ytd).num("order_cnt", r.order_cnt).num("remote_cnt", r.remote_cnt).str("data", r.data).close();
 }
 
 std::string payment_entry(int64_t c, int64_t c_d, int64_t c_w, int64_t d, int64_t w, int64_t amount) {
   expects(amount > 0, "a payment is positive");
   std::string cents = std::to_string(amount % 100);
   if (cents.size() < 2) cents.insert(0, "0");
-  std::string out = std::to_string(c) + " " + std::to_string(c_d) + " " + std::to_string(c_w) + " " +
-                    std::to_string(d) + " " + std::to_string(w) + " " + std::to_string(amount / 100) + "." + cents +
-                    " |";
-  expects(out.size() <= kCustomerDataPiece, "a payment entry fits one piece of C_DATA");
-  out.resize(kCustomerDataPiece, ' ');
-  return out;
+  return std::to_string(c) + " " + std::to_string(c_d) + " " + std::to_string(c_w) + " " + std::to_string(d) + " " +
+         std::to_string(w) + " " + std::to_string(amount / 100) + "." + cents + " | ";
 }
 
 // ---- the transactions ---------------------------------------------------------

@@ -108,8 +108,8 @@ std::string last_name(int64_t n);
 
 // The key fields come first, in key order (tpcc.aup's `key (...)`); every
 // column of clause 1.3 follows (money in cents, rates in ten-thousandths,
-// dates in ms). `original`: the data holds "ORIGINAL" (clause 4.3.3.1),
-// which tpcc.aup cannot search a text for, so the row carries it.
+// dates in ms). I_DATA and S_DATA hold "ORIGINAL" in 10% of the rows
+// (clause 4.3.3.1), which New-Order looks for on both sides.
 struct Address {
   std::string street_1, street_2, city, state, zip;
 };
@@ -118,7 +118,6 @@ struct ItemRow {
   std::string name;
   int64_t price;
   std::string data;
-  bool original;
 };
 struct WarehouseRow {
   int64_t id;
@@ -132,12 +131,9 @@ struct DistrictRow {
   Address address;
   int64_t tax, ytd, next_order;
 };
-// C_DATA goes to the module as ten pieces of 50 characters (data_1 ..
-// data_10, the last ones empty when it is shorter): the module keeps it
-// so, because Payment's shift to the right (clause 2.5.2.2) then moves
-// whole pieces, which it can do without cutting a text.
-constexpr size_t kCustomerDataPieces = 10;
-constexpr size_t kCustomerDataPiece = 50;
+// C_DATA: a bad-credit Payment puts its entry at the left and cuts the
+// whole to this many characters (clause 2.5.2.2).
+constexpr size_t kMaxCustomerData = 500;
 struct CustomerRow {
   int64_t w, d, c;
   std::string first, middle, last;
@@ -163,13 +159,11 @@ struct StockRow {
   std::array<std::string, 10> dist;  // S_DIST_01 .. S_DIST_10
   int64_t ytd, order_cnt, remote_cnt;
   std::string data;
-  bool original;
 };
 
 // Payment's entry for a bad-credit customer's C_DATA (clause 2.5.2.2):
-// the ids and the amount, padded with spaces to exactly one piece (50
-// characters), as tpcc.aup's payment_entry builds it:
-// "7 3 1 2 1 123.45 |" and spaces.
+// C_ID, C_D_ID, C_W_ID, D_ID, W_ID and H_AMOUNT, as tpcc.aup's
+// payment_entry builds it: "7 3 1 2 1 123.45 | ".
 std::string payment_entry(int64_t c, int64_t c_d, int64_t c_w, int64_t d, int64_t w, int64_t amount);
 
 struct LoadConfig {

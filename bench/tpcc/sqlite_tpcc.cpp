@@ -562,9 +562,7 @@ void check_warehouse(Db& db, int64_t w, std::vector<std::string>& problems) {
 // ---- reading every row ----------------------------------------------------------------
 
 // How one table is read back: its SQL, which selects the module's record
-// fields in their order (table_specs()), the key's first; C_DATA cut into
-// the module's 50-character pieces and the ORIGINAL flags computed from
-// the data, so that the module's stored flags are checked against it.
+// fields in their order (table_specs()), the key's first.
 struct TableReader {
   const char* table;
   const char* select;
@@ -587,16 +585,14 @@ Row read_row(const TableSpec& spec, const Statement& s) {
 
 const std::array<TableReader, kTables>& table_readers() {
   static const std::array<TableReader, kTables> readers{{
-      {"item", "SELECT id, image, name, price, data, instr(data, 'ORIGINAL') > 0 FROM item ORDER BY id"},
+      {"item", "SELECT id, image, name, price, data FROM item ORDER BY id"},
       {"warehouse", "SELECT id, name, street_1, street_2, city, state, zip, tax, ytd FROM warehouse ORDER BY id"},
       {"district",
        "SELECT w, d, name, street_1, street_2, city, state, zip, tax, ytd, next_order FROM district ORDER BY w, d"},
       {"customer",
        "SELECT w, d, c, first, middle, last, street_1, street_2, city, state, zip, phone, since, credit, "
-       "credit_lim, discount, balance, ytd_payment, payment_cnt, delivery_cnt, substr(data, 1, 50), "
-       "substr(data, 51, 50), substr(data, 101, 50), substr(data, 151, 50), substr(data, 201, 50), "
-       "substr(data, 251, 50), substr(data, 301, 50), substr(data, 351, 50), substr(data, 401, 50), "
-       "substr(data, 451, 50) FROM customer ORDER BY w, d, c"},
+       "credit_lim, discount, balance, ytd_payment, payment_cnt, delivery_cnt, data FROM customer "
+       "ORDER BY w, d, c"},
       {"history", "SELECT id, c, c_d, c_w, d, w, date, amount, data FROM history ORDER BY id"},
       {"orders", "SELECT w, d, o, customer, entry, carrier, lines, all_local FROM orders ORDER BY w, d, o"},
       {"new_order", "SELECT w, d, o FROM new_order ORDER BY w, d, o"},
@@ -605,8 +601,7 @@ const std::array<TableReader, kTables>& table_readers() {
        "ORDER BY w, d, o, number"},
       {"stock",
        "SELECT w, item, quantity, dist_01, dist_02, dist_03, dist_04, dist_05, dist_06, dist_07, dist_08, "
-       "dist_09, dist_10, ytd, order_cnt, remote_cnt, data, instr(data, 'ORIGINAL') > 0 FROM stock "
-       "ORDER BY w, item"},
+       "dist_09, dist_10, ytd, order_cnt, remote_cnt, data FROM stock ORDER BY w, item"},
   }};
   return readers;
 }

@@ -37,7 +37,6 @@ bool same_field(ColumnKind kind, const Value& a, const Value& b) {
     }
     case ColumnKind::number:
     case ColumnKind::text:
-    case ColumnKind::flag:
       return a == b;
   }
   return false;
@@ -87,7 +86,6 @@ const std::array<TableSpec, kTables>& table_specs() {
   // tpcc.aup's records, field for field. The mean length of a text is
   // the middle of the range the generator draws it from (clause 4.3.3.1).
   constexpr ColumnKind T = ColumnKind::text;
-  constexpr ColumnKind F = ColumnKind::flag;
   auto with_address = [](std::vector<ColumnSpec> head, std::vector<ColumnSpec> tail) {
     for (ColumnSpec c : std::vector<ColumnSpec>{
              {"street_1", T, 15}, {"street_2", T, 15}, {"city", T, 15}, {"state", T, 2}, {"zip", T, 9}}) {
@@ -98,16 +96,15 @@ const std::array<TableSpec, kTables>& table_specs() {
   };
   std::vector<ColumnSpec> customer_tail{{"phone", T, 16}, {"since", N}, {"credit", T, 2}, {"credit_lim", N},
                                         {"discount", N}, {"balance", N}, {"ytd_payment", N}, {"payment_cnt", N},
-                                        {"delivery_cnt", N}};
-  for (std::string_view piece : kCustomerDataColumns) customer_tail.push_back({piece, T, 40});  // 400 / 10
+                                        {"delivery_cnt", N}, {"data", T, 400}};
   std::vector<ColumnSpec> stock{{"w", N}, {"item", N}, {"quantity", N}};
   for (std::string_view dist : kStockDistColumns) stock.push_back({dist, T, 24});
   for (ColumnSpec c : std::vector<ColumnSpec>{
-           {"ytd", N}, {"order_cnt", N}, {"remote_cnt", N}, {"data", T, 38}, {"original", F, 1}}) {
+           {"ytd", N}, {"order_cnt", N}, {"remote_cnt", N}, {"data", T, 38}}) {
     stock.push_back(c);
   }
   static const std::array<TableSpec, kTables> specs{{
-      {"items", {{"id", N}, {"image", N}, {"name", T, 19}, {"price", N}, {"data", T, 38}, {"original", F, 1}}, 1},
+      {"items", {{"id", N}, {"image", N}, {"name", T, 19}, {"price", N}, {"data", T, 38}}, 1},
       {"warehouses", with_address({{"id", N}, {"name", T, 8}}, {{"tax", N}, {"ytd", N}}), 1},
       {"districts", with_address({{"w", N}, {"d", N}, {"name", T, 8}}, {{"tax", N}, {"ytd", N}, {"next_order", N}}),
        2},
@@ -145,8 +142,7 @@ uint64_t state_bytes(const TableCounts& counts) {
   const auto& specs = table_specs();
   for (int t = 0; t < kTables; ++t) {
     for (const ColumnSpec& c : specs[t].columns) {
-      bytes += counts.rows[t] * (c.kind == ColumnKind::text || c.kind == ColumnKind::flag ? c.mean_text_bytes
-                                                                                          : kNumberBytes);
+      bytes += counts.rows[t] * (c.kind == ColumnKind::text ? c.mean_text_bytes : kNumberBytes);
     }
   }
   return bytes;

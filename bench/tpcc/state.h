@@ -19,7 +19,6 @@ namespace aup::tpcc {
 enum class ColumnKind : uint8_t {
   number,        // equal values
   text,          // equal texts
-  flag,          // a bool: the module's true/false, SQLite's 0/1 (Item.original, Stock.original)
   time,          // a clock reading (Order.entry, History.date): ignored
   time_or_zero,  // a clock reading or 0 for "not yet" (OrderLine.delivery): only zero/non-zero compared
 };
@@ -27,8 +26,8 @@ enum class ColumnKind : uint8_t {
 struct ColumnSpec {
   std::string_view name;
   ColumnKind kind;
-  // A text's mean length in bytes as the generator draws it, 1 for a flag
-  // (state_bytes); 0 for numbers.
+  // A text's mean length in bytes as the generator draws it (state_bytes);
+  // 0 for numbers.
   uint32_t mean_text_bytes = 0;
 };
 
@@ -40,10 +39,7 @@ struct TableSpec {
 
 constexpr int kTables = 9;
 
-// Customer.data_1 .. data_10 (C_DATA in 50-character pieces, generator.h)
-// and Stock.dist_01 .. dist_10 (S_DIST_xx), as the module names them.
-constexpr std::array<std::string_view, 10> kCustomerDataColumns{
-    "data_1", "data_2", "data_3", "data_4", "data_5", "data_6", "data_7", "data_8", "data_9", "data_10"};
+// Stock.dist_01 .. dist_10 (S_DIST_xx), as the module names them.
 constexpr std::array<std::string_view, 10> kStockDistColumns{
     "dist_01", "dist_02", "dist_03", "dist_04", "dist_05", "dist_06", "dist_07", "dist_08", "dist_09", "dist_10"};
 

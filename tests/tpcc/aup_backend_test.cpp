@@ -252,27 +252,27 @@ TEST_SUITE("aup answers") {
                        R"("street_1":"s1","street_2":"s2","city":"c","state":"ST","zip":"123411111",)"
                        R"("phone":"0123456789012345","since":1700000000000,"credit":"BC","credit_lim":5000000,)"
                        R"("discount":1234,"balance":-1000,"ytd_payment":1000,"payment_cnt":1,"delivery_cnt":0)";
-    for (int piece = 1; piece <= 10; ++piece) line += ",\"data_" + std::to_string(piece) + "\":\"p\"";
-    Row row = reader.read(line + "}");
+    Row row = reader.read(line + R"(,"data":"p"})");
     REQUIRE(row.size() == customers.columns.size());
     CHECK(std::get<int64_t>(row[2]) == 3);
     CHECK(std::get<std::string>(row[3]) == "Xy7");
     CHECK(std::get<std::string>(row[5]) == "BARBARBAR");
     CHECK(std::get<std::string>(row[13]) == "BC");
     CHECK(std::get<int64_t>(row[16]) == -1000);
-    // A flag reads as 0 or 1.
-    const TableSpec& items_spec = table_specs()[table_index("items")];
-    Row item = DumpRowReader(items_spec)
-                   .read(R"({"id":1,"image":2,"name":"n","price":5,"data":"xORIGINALx","original":true})");
-    CHECK(item.back() == Value{int64_t{1}});
+    CHECK(std::get<std::string>(row.back()) == "p");
     const TableSpec& items = table_specs()[table_index("items")];
     DumpRowReader item_reader(items);
-    CHECK_THROWS_WITH_AS(item_reader.read(R"({"id":1,"price":5,"image":0,"name":"n","data":"d","original":false})"),
+    Row item = item_reader.read(R"({"id":1,"image":2,"name":"n","price":5,"data":"xORIGINALx"})");
+    CHECK(item.back() == Value{std::string("xORIGINALx")});
+    CHECK_THROWS_WITH_AS(item_reader.read(R"({"id":1,"price":5,"image":0,"name":"n","data":"d"})"),
                          doctest::Contains("expected `image`"), std::runtime_error);
-    CHECK_THROWS_WITH_AS(item_reader.read(R"({"id":1,"image":5})"), doctest::Contains("2 fields, the table has 6"),
+    CHECK_THROWS_WITH_AS(item_reader.read(R"({"id":1,"image":5})"), doctest::Contains("2 fields, the table has 5"),
                          std::runtime_error);
-    CHECK_THROWS_WITH_AS(item_reader.read(R"({"id":1,"image":5.5,"name":"n","price":5,"data":"d","original":false})"),
+    CHECK_THROWS_WITH_AS(item_reader.read(R"({"id":1,"image":5.5,"name":"n","price":5,"data":"d"})"),
                          doctest::Contains("not a whole number"), std::runtime_error);
+    // The module's rows before ORIGINAL was found in the text: a field too many.
+    CHECK_THROWS_WITH_AS(item_reader.read(R"({"id":1,"image":5,"name":"n","price":5,"data":"d","original":false})"),
+                         doctest::Contains("6 fields, the table has 5"), std::runtime_error);
   }
 }
 
@@ -383,6 +383,27 @@ TEST_SUITE("aup backend") {
     });
     REQUIRE(found != after.end());
     CHECK(std::get<std::string>(found->at(column("last"))) == last_name(0));
+    // A bad-credit customer's Payment puts its entry at the left of C_DATA
+    // and cuts the whole to 500 characters (clause 2.5.2.2): one whose
+    // C_DATA is long enough that its end falls off.
+    auto bad = std::find_if(after.begin(), after.end(), [&](const Row& r) {
+      return r[0] == Value{1} && r[1] == Value{3} && std::get<std::string>(r.at(column("credit"))) == "BC" &&
+             std::get<std::string>(r.at(column("data"))).size() > kMaxCustomerData - 10;
+    });
+    REQUIRE(bad != after.end());
+    const int64_t bad_c = std::get<int64_t>(bad->at(2));
+    const std::string old_data = std::get<std::string>(bad->at(column("data")));
+    TxResult paid = b.terminal(0)->execute(PaymentTx{1, 2, 1, 3, bad_c, 12'345, ""});
+    CHECK(paid.values.at(2) == 1);
+    const State last = b.dump();
+    const std::vector<Row>& now_rows = last.tables[table_index("customers")].rows;
+    auto shifted = std::find_if(now_rows.begin(), now_rows.end(), [&](const Row& r) {
+      return r[0] == Value{1} && r[1] == Value{3} && r[2] == Value{bad_c};
+    });
+    REQUIRE(shifted != now_rows.end());
+    const std::string& new_data = std::get<std::string>(shifted->at(column("data")));
+    CHECK(new_data.size() == kMaxCustomerData);
+    CHECK(new_data == (payment_entry(bad_c, 3, 1, 2, 1, 12'345) + old_data).substr(0, kMaxCustomerData));
   }
 
   TEST_CASE("close, then a new backend on the same directory sees the same rows (durable)") {

@@ -54,8 +54,6 @@ class Model:
     # ---- load events: the rows as given ----------------------------------
 
     def load_row(self, event, r):
-        if event in ("load_items", "load_stock"):
-            assert r["original"] == ("ORIGINAL" in r["data"]), "a row's original flag must match its data"
         if event == "load_items":
             self.items[r["id"]] = r
         elif event == "load_warehouses":
@@ -122,8 +120,7 @@ class Model:
             item = self.items[l["item"]]
             price = item["price"]
             s = self.stock[(l["supply"], l["item"])]
-            # "B" when both data hold ORIGINAL (clause 2.4.2.2), read from
-            # the texts here, not from the rows' flags.
+            # "B" when both data hold ORIGINAL (clause 2.4.2.2).
             brands += "B" if "ORIGINAL" in item["data"] and "ORIGINAL" in s["data"] else "G"
             q = l["quantity"]
             s["quantity"] = s["quantity"] - q if s["quantity"] >= q + 10 else s["quantity"] - q + 91

@@ -181,12 +181,11 @@ const std::string& text_of(const Row& row, int table, std::string_view name) {
   return std::get<std::string>(row.at(col(table, name)));
 }
 
-// A bad-credit Payment's C_DATA, as the module keeps it in pieces: each
-// piece moves one place right, the last falls off, the entry comes first.
+// A bad-credit Payment's C_DATA (clause 2.5.2.2): the entry at the left,
+// the old text shifted right, cut to 500 characters (all ASCII here).
 void shift_data(Row& customer, const std::string& entry) {
-  const size_t first = col(kCustomersTable, "data_1");
-  for (size_t i = first + kCustomerDataPieces - 1; i > first; --i) customer.at(i) = customer.at(i - 1);
-  customer.at(first) = entry;
+  std::string& data = std::get<std::string>(customer.at(col(kCustomersTable, "data")));
+  data = (entry + data).substr(0, kMaxCustomerData);
 }
 
 struct Answer {
@@ -495,10 +494,14 @@ TEST_SUITE("sqlite-backend") {
       TempDir dir;
       auto backend = copy_of_load(kind, dir.path());
       State expected = backend->dump();
-      // A bad-credit customer, whose C_DATA the Payment changes too.
+      // A bad-credit customer, whose C_DATA the Payment changes too: one
+      // with C_DATA long enough that the entry pushes its end past 500.
       int64_t c = 0;
       for (const Row& row : expected.tables[kCustomersTable].rows) {
-        if (!c && has_key(row, {1, 3}) && text_of(row, kCustomersTable, "credit") == "BC") c = number(row, 2);
+        if (!c && has_key(row, {1, 3}) && text_of(row, kCustomersTable, "credit") == "BC" &&
+            text_of(row, kCustomersTable, "data").size() > kMaxCustomerData - 10) {
+          c = number(row, 2);
+        }
       }
       REQUIRE(c != 0);
       const PaymentTx tx{1, 2, 1, 3, c, 12'345, ""};
@@ -513,7 +516,11 @@ TEST_SUITE("sqlite-backend") {
       add(customer, col(kCustomersTable, "balance"), -12'345);
       add(customer, col(kCustomersTable, "ytd_payment"), 12'345);
       add(customer, col(kCustomersTable, "payment_cnt"), 1);
+      const std::string old_data = text_of(customer, kCustomersTable, "data");
       shift_data(customer, payment_entry(c, 3, 1, 2, 1, 12'345));
+      const std::string& new_data = text_of(customer, kCustomersTable, "data");
+      CHECK(new_data.size() == kMaxCustomerData);
+      CHECK(new_data.starts_with(std::to_string(c) + " 3 1 2 1 123.45 | " + old_data.substr(0, 10)));
       const int64_t id = static_cast<int64_t>(expected.tables[kHistoryTable].rows.size()) + 1;
       const std::string names =
           text_of(warehouse, kWarehousesTable, "name") + "    " + text_of(district, kDistrictsTable, "name");
