@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "stdlib/numbers.h"
 #include "vm/text.h"  // vm::kMaxTextBytes
 
 namespace aup {
@@ -260,6 +261,11 @@ void Lexer::lex_number() {
   } else if (ec != std::errc() || end != digits.data() + digits.size()) {
     // The rules only admit well-formed numbers; this is a programmer error.
     error(tok_, 1, "malformed number");
+  } else if (stdlib::integer_rounded(digits, value)) {
+    // As a request's arguments and `num(t)` read it (stdlib/numbers.h).
+    error(tok_, static_cast<uint32_t>(cur_ - tok_),
+          fmt::format("number `{}` is not exactly a binary64 (integers beyond ±2^53 are rounded: it would be {})",
+                      digits, stdlib::exact_integer(value)));
   }
   emit(Tok::Number, 0, value);
 }

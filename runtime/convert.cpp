@@ -8,6 +8,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "stdlib/numbers.h"
+
 namespace aup::runtime {
 
 using vm::TypeCode;
@@ -135,10 +137,10 @@ bool JsonToValue::value_at(uint32_t n, uint32_t type, Value* out) {
 bool JsonToValue::number(const JsonNode& node, Value* out) {
   if (!node.finite) return fail(fmt::format("{} is not a finite number", node.raw));
   // Rounded, it would be another integer: two ids would become one key.
-  if (json_integer_rounded(node.raw, node.num)) {
+  if (stdlib::integer_rounded(node.raw, node.num)) {
     return fail(fmt::format("{} is not exactly a number aup can hold (integers beyond ±2^53 are rounded: "
                             "it would be {}); send it as text",
-                            node.raw, json_exact_integer(node.num)),
+                            node.raw, stdlib::exact_integer(node.num)),
                 Code::BadNumber);
   }
   *out = vm::num_value(node.num);

@@ -4,7 +4,7 @@
 // exactly its fields (a field with a default may be left out); an array is
 // an array; numbers must be finite binary64 (1e400 is refused), and an
 // integer written out that the binary64 does not hold (9007199254740993)
-// is refused too, code bad_number (json_integer_rounded, runtime/json.h);
+// is refused too, code bad_number (stdlib::integer_rounded, stdlib/numbers.h);
 // texts are copied out of the request line into the event's arena. Errors
 // name the path: `lines[3].item: expected number, got string`.
 //

@@ -348,31 +348,6 @@ void json_append_string(std::string& out, std::string_view s) {
   out += '"';
 }
 
-bool json_integer_rounded(std::string_view literal, double value) {
-  if (!(std::fabs(value) >= 0x1p53)) return false;
-  if (literal.find_first_of("eE") != std::string_view::npos) return false;
-  size_t dot = literal.find('.');
-  if (dot != std::string_view::npos &&
-      literal.find_first_not_of('0', dot + 1) != std::string_view::npos) {
-    return false;
-  }
-  // An integer part without leading zeros (the JSON grammar allows none
-  // but `0` itself, which is below 2^53), sign included, against the
-  // binary64's exact digits.
-  return literal.substr(0, dot) != json_exact_integer(value);
-}
-
-std::string json_exact_integer(double value) {
-  assert(std::isfinite(value) && value == std::trunc(value));
-  // Fixed notation with no fraction digits is exact (as printf's %.0f):
-  // std::to_chars prints a binary64's whole decimal value, not a shortest
-  // text. DBL_MAX has 309 digits.
-  char buf[320];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed, 0);
-  assert(ec == std::errc());
-  return std::string(buf, end);
-}
-
 void json_append_number(std::string& out, double d) {
   assert(std::isfinite(d));
   char buf[32];

@@ -52,28 +52,8 @@ class JsonDoc {
   std::string scratch_;
 };
 
-// Whether a request's number is an integer that its binary64 does not hold,
-// so that reading it would silently make it another integer (and two
-// different ids one key). `literal` is the number's text as the parser
-// accepted it, `value` the finite binary64 it was read as. The rule
-// (docs/protocol.md, "Values"), decided on the digits, exactly:
-//   - |value| < 2^53: false. Every integer up to 2^53 is a binary64, and
-//     one beyond it cannot round below it; so ordinary numbers cost this
-//     one comparison and no more.
-//   - an exponent (9.007199254740993e15, 1e308): false. Scientific notation
-//     is how binary64 values are printed (aup's `1e+23`, `%.17g`'s
-//     `9.9999999999999992e+22`), so it is read as the nearest binary64,
-//     as 0.1 is.
-//   - a fraction with a digit other than 0 (9007199254740993.5): false, a
-//     decimal, read as the nearest binary64.
-//   - otherwise the text is an integer written out digit by digit
-//     (9007199254740993, 9007199254740993.0): true unless its digits are
-//     the binary64's exact value (9007199254740994).
-bool json_integer_rounded(std::string_view literal, double value);
-// The exact decimal value of a binary64 that is an integer (every one of
-// magnitude 2^53 or more is): 9007199254740992, -1e22 as
-// -10000000000000000000000; up to 309 digits.
-std::string json_exact_integer(double value);
+// A request's integers beyond 2^53 follow stdlib/numbers.h's rule
+// (integer_rounded), as `num(t)` and source literals do.
 
 // Appends `s` as a JSON string literal (quotes, escapes; UTF-8 kept).
 void json_append_string(std::string& out, std::string_view s);

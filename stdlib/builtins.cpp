@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "stdlib/numbers.h"
 #include "stdlib/texts.h"
 
 namespace aup::stdlib {
@@ -94,6 +95,12 @@ BuiltinStatus impl_num(std::span<const BuiltinArg> a, BuiltinResult& out) {
     v = std::strtod(copy.c_str(), nullptr);
     if (std::isinf(v)) return BuiltinStatus::BadNumber;
   } else if (ec != std::errc()) {
+    return BuiltinStatus::BadNumber;
+  }
+  // As a request's arguments are read: an integer no binary64 holds is
+  // refused, not rounded into another one (stdlib/numbers.h).
+  if (integer_rounded(t, v)) {
+    out.detail = "no binary64 is exactly it (integers beyond ±2^53 are rounded: it would be " + exact_integer(v) + ")";
     return BuiltinStatus::BadNumber;
   }
   out.num = v;

@@ -49,13 +49,9 @@ std::string number_text(double d) {
 }
 
 std::string quoted(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s.substr(0, 64)) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  if (s.size() > 64) out += "...";
-  return out + "\"";
+  std::string out;
+  append_quoted(out, s);
+  return out;
 }
 
 bool is_aggregate_type(const Module& m, uint32_t type) {
@@ -654,7 +650,7 @@ bool Vm::iget(uint32_t index, Value* r) {
   auto [lo, hi] = view_span(v);
   if (lo >= hi) {
     const IndexDesc& d = module_.indexes[index];
-    std::string value = v->lo.text == nan_key() ? std::string("a value that is nan")
+    std::string value = v->lo.text == nan_key() ? std::string("(nan)")
                                                 : describe_key(v->lo.text->view(), static_cast<uint32_t>(d.fields.size()),
                                                                state_->index(index).layout().key.text_mask);
     return fail(ErrorCode::NotFound, fmt::format("{} has no {}", view_name(v), value));
@@ -940,7 +936,8 @@ bool Vm::builtin_failed(const stdlib::Builtin& b, stdlib::BuiltinStatus s, const
                         const stdlib::BuiltinResult& out) {
   switch (s) {
     case stdlib::BuiltinStatus::BadNumber:
-      return fail(ErrorCode::BadNumber, fmt::format("`{}` cannot read {} as a number", b.name, quoted(in[0].text)));
+      return fail(ErrorCode::BadNumber, fmt::format("`{}` cannot read {} as a number{}{}", b.name, quoted(in[0].text),
+                                                    out.detail.empty() ? "" : ": ", out.detail));
     case stdlib::BuiltinStatus::OutOfRange:
       return fail(ErrorCode::OutOfRange, fmt::format("`{}`: {}", b.name, out.detail));
     case stdlib::BuiltinStatus::TooLong:

@@ -150,17 +150,20 @@ size_t read_text(std::string_view encoded, size_t at, std::string& text) {
   return std::string_view::npos;
 }
 
+}  // namespace
+
 void append_quoted(std::string& out, std::string_view s) {
+  // At most 64 bytes, cut where a code point starts: a message is UTF-8.
+  size_t cut = s.size() <= kQuotedBytes ? s.size() : kQuotedBytes;
+  while (cut < s.size() && cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
   out += '"';
-  for (char c : s.substr(0, 64)) {
+  for (char c : s.substr(0, cut)) {
     if (c == '"' || c == '\\') out += '\\';
     out += c;
   }
-  if (s.size() > 64) out += "...";
+  if (cut < s.size()) out += "...";
   out += '"';
 }
-
-}  // namespace
 
 size_t key_bytes(const uint64_t* parts, uint32_t count, uint32_t text_mask) {
   size_t n = 0;

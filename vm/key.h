@@ -143,6 +143,12 @@ bool decode_key(std::string_view encoded, uint32_t count, uint32_t text_mask, st
 // end first (a prefix).
 std::string describe_key(std::string_view encoded, uint32_t count, uint32_t text_mask);
 
+// A text as messages show it: in quotes, `"` and `\` escaped, at most
+// kQuotedBytes of it (cut where a code point starts, so the message stays
+// UTF-8) and `...` after a cut.
+inline constexpr size_t kQuotedBytes = 64;
+void append_quoted(std::string& out, std::string_view s);
+
 // The key KEY makes when a number component is NaN: eight 0xFF bytes, which
 // no key encodes to (no number does, and UTF-8 has no 0xFF), so no row has
 // it; a view with it as a bound is empty. Never reference counted.

@@ -49,14 +49,24 @@ TEST_SUITE("lexer") {
   }
 
   TEST_CASE("numbers are correctly rounded binary64") {
-    Lexed l("12 0.5 1e7 2.5E-3 10_000_000 0.1 5e-324 1.7976931348623157e308 9007199254740993");
+    Lexed l("12 0.5 1e7 2.5E-3 10_000_000 0.1 5e-324 1.7976931348623157e308 9.007199254740993e15 "
+            "9007199254740994");
     double want[] = {12, 0.5, 1e7, 2.5e-3, 1e7, 0.1, 5e-324, 1.7976931348623157e308,
-                     9007199254740992.0};
+                     9007199254740992.0, 9007199254740994.0};
     for (size_t i = 0; i < std::size(want); ++i) {
       CHECK(l.kind(i) == Tok::Number);
       CHECK(std::memcmp(&l.out.tokens[i].number, &want[i], sizeof(double)) == 0);
     }
     CHECK(l.diags.empty());
+  }
+
+  TEST_CASE("an integer written out that no binary64 holds is an error, as in a request's arguments") {
+    Lexed l("9007199254740993 x 123_456_789_012_345_680_000");
+    REQUIRE(l.diags.size() == 2);
+    CHECK(l.diags.list()[0].message ==
+          "number `9007199254740993` is not exactly a binary64 (integers beyond ±2^53 are rounded: it would be "
+          "9007199254740992)");
+    CHECK(l.diags.list()[1].message.find("`123456789012345680000`") != std::string::npos);
   }
 
   TEST_CASE("a number too small rounds to zero; too large is an error") {

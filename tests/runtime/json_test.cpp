@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/json.h"
+#include "stdlib/numbers.h"
 
 namespace aup::runtime {
 namespace {
@@ -129,13 +130,13 @@ TEST_SUITE("json") {
 
   TEST_CASE("an integer written out that its binary64 does not hold is told apart; decimals and exponents are not") {
     // Each literal as the parser reads it, then the rule of
-    // json_integer_rounded (docs/protocol.md, "Values").
+    // stdlib::integer_rounded (docs/protocol.md, "Values").
     auto rounded = [](std::string_view literal) {
       JsonDoc doc;
       std::string error;
       REQUIRE_MESSAGE(doc.parse(literal, error), error);
       REQUIRE(doc.node(0).finite);
-      return json_integer_rounded(doc.node(0).raw, doc.node(0).num);
+      return stdlib::integer_rounded(doc.node(0).raw, doc.node(0).num);
     };
     const std::string dbl_max =
         "17976931348623157081452742373170435679807056752584499659891747680315726078002853876058955"
@@ -177,12 +178,12 @@ TEST_SUITE("json") {
   }
 
   TEST_CASE("a binary64's exact integer digits, checked against long multiplication") {
-    CHECK(json_exact_integer(0x1p53) == "9007199254740992");
-    CHECK(json_exact_integer(-1e22) == "-10000000000000000000000");
-    CHECK(json_exact_integer(1e23) == "99999999999999991611392");
-    CHECK(json_exact_integer(0x1p64) == "18446744073709551616");
-    CHECK(json_exact_integer(-0.0) == "-0");
-    CHECK(json_exact_integer(1e308).size() == 309);
+    CHECK(stdlib::exact_integer(0x1p53) == "9007199254740992");
+    CHECK(stdlib::exact_integer(-1e22) == "-10000000000000000000000");
+    CHECK(stdlib::exact_integer(1e23) == "99999999999999991611392");
+    CHECK(stdlib::exact_integer(0x1p64) == "18446744073709551616");
+    CHECK(stdlib::exact_integer(-0.0) == "-0");
+    CHECK(stdlib::exact_integer(1e308).size() == 309);
     // An independent computation: the 53-bit mantissa times 2^k in base
     // 10^9 limbs, for random binary64 values of magnitude 2^53 or more.
     auto by_hand = [](double d) {
@@ -217,17 +218,17 @@ TEST_SUITE("json") {
       double d = std::bit_cast<double>(rng());
       if (!std::isfinite(d) || std::fabs(d) < 0x1p53) continue;
       ++checked;
-      std::string exact = json_exact_integer(d);
+      std::string exact = stdlib::exact_integer(d);
       REQUIRE(exact == by_hand(d));
       // Its own digits are held; one more in the last (odd) digit is not,
       // since every binary64 from 2^53 on is even.
-      CHECK_FALSE(json_integer_rounded(exact, d));
+      CHECK_FALSE(stdlib::integer_rounded(exact, d));
       std::string odd = exact;
       odd.back() = static_cast<char>(odd.back() + 1);
       JsonDoc doc;
       std::string error;
       REQUIRE(doc.parse(odd, error));
-      CHECK(json_integer_rounded(doc.node(0).raw, doc.node(0).num));
+      CHECK(stdlib::integer_rounded(doc.node(0).raw, doc.node(0).num));
     }
   }
 

@@ -192,6 +192,21 @@ TEST_SUITE("key") {
     std::string biggest = encoded({INFINITY, "\xF4\x8F\xBF\xBF", INFINITY}, 1);
     CHECK(biggest < std::string(k->view()));
   }
+
+  TEST_CASE("a text in a message is cut at 64 bytes where a code point starts, so the message stays UTF-8") {
+    auto q = [](std::string_view t) {
+      std::string out;
+      append_quoted(out, t);
+      return out;
+    };
+    std::string a63(63, 'a');
+    CHECK(q(std::string(64, 'a')) == "\"" + std::string(64, 'a') + "\"");
+    CHECK(q(std::string(65, 'a')) == "\"" + std::string(64, 'a') + "...\"");
+    CHECK(q(a63 + "é") == "\"" + a63 + "...\"");           // é is bytes 63 and 64: not split
+    CHECK(q(a63 + "\U0001F600") == "\"" + a63 + "...\"");  // nor a 4-byte code point
+    CHECK(q(std::string(62, 'a') + "é") == "\"" + std::string(62, 'a') + "é\"");  // 64 bytes whole
+    CHECK(q("say \"hi\" \\") == "\"say \\\"hi\\\" \\\\\"");
+  }
 }
 
 }  // namespace
