@@ -158,7 +158,7 @@ BuiltinStatus impl_find(std::span<const BuiltinArg> a, BuiltinResult& out) {
   return BuiltinStatus::Ok;
 }
 BuiltinStatus impl_contains(std::span<const BuiltinArg> a, BuiltinResult& out) {
-  out.truth = a[0].text.find(a[1].text) != std::string_view::npos;
+  out.truth = text_contains(a[0].text, a[1].text);
   return BuiltinStatus::Ok;
 }
 BuiltinStatus impl_starts_with(std::span<const BuiltinArg> a, BuiltinResult& out) {
@@ -170,7 +170,7 @@ BuiltinStatus impl_ends_with(std::span<const BuiltinArg> a, BuiltinResult& out) 
   return BuiltinStatus::Ok;
 }
 BuiltinStatus impl_replace(std::span<const BuiltinArg> a, BuiltinResult& out) {
-  if (a[1].text.empty() || a[0].text.find(a[1].text) == std::string_view::npos) {
+  if (a[1].text.empty() || !text_contains(a[0].text, a[1].text)) {
     text_or_same(a[0].text, a[0].text, out);
     return BuiltinStatus::Ok;
   }

@@ -1,6 +1,6 @@
 #include "stdlib/texts.h"
 
-#include <bit>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -17,19 +17,42 @@ uint64_t load8(const char* p) {
   return w;
 }
 
-// Bytes of `w` that start a code point: all but the continuation bytes
-// (10xxxxxx).
-int starts_in(uint64_t w) {
-  uint64_t continuation = (w >> 7) & ~(w >> 6) & kLowBits;
-  return 8 - std::popcount(continuation);
-}
+// The continuation bytes (10xxxxxx) of `w`: 1 in the low bit of each
+// such byte lane, 0 elsewhere.
+uint64_t continuations(uint64_t w) { return (w >> 7) & ~(w >> 6) & kLowBits; }
+
+// Bytes of `w` that start a code point. The lanes are summed by a multiply
+// (each is 0 or 1, so the top byte cannot carry), not std::popcount, which
+// without -mpopcnt is a library call.
+int starts_in(uint64_t w) { return 8 - static_cast<int>((continuations(w) * kLowBits) >> 56); }
 
 bool is_start(char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }
 
 bool is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
+// The first `s` (not empty) in t[from..]. memchr for its first byte, then
+// memcmp for the rest: most searches meet few false starts, and glibc's
+// memchr is vectorized. Many false starts (`aaaa...` for `aab`) would make
+// that O(n m), so once they have cost more than the bytes scanned, the
+// rest goes to memmem, glibc's two-way search, linear in the worst case.
 const char* find_bytes(std::string_view t, size_t from, std::string_view s) {
-  return static_cast<const char*>(memmem(t.data() + from, t.size() - from, s.data(), s.size()));
+  if (s.size() > t.size() - from) return nullptr;
+  const char* start = t.data() + from;
+  const char* p = start;
+  const char* last = t.data() + t.size() - s.size();
+  size_t false_starts = 0;
+  while (p <= last) {
+    p = static_cast<const char*>(std::memchr(p, s[0], static_cast<size_t>(last - p) + 1));
+    if (!p) return nullptr;
+    if (std::memcmp(p + 1, s.data() + 1, s.size() - 1) == 0) return p;
+    false_starts += s.size();
+    ++p;
+    if (false_starts > 64 + static_cast<size_t>(p - start)) {
+      size_t rest = static_cast<size_t>(t.data() + t.size() - p);
+      return static_cast<const char*>(memmem(p, rest, s.data(), s.size()));
+    }
+  }
+  return nullptr;
 }
 
 void map_case(std::string_view t, std::string& out, bool* same, char lo, char hi) {
@@ -46,10 +69,20 @@ void map_case(std::string_view t, std::string& out, bool* same, char lo, char hi
 }  // namespace
 
 size_t code_points(std::string_view t) {
-  size_t n = 0;
+  // Every byte less the continuation bytes, counted 8 at a time in byte
+  // lanes; a lane holds at most 255, so the lanes are summed at least
+  // every 255 words (into 16-bit lanes first: 8 of 255 would carry).
+  size_t n = t.size();
   size_t i = 0;
-  for (; i + 8 <= t.size(); i += 8) n += starts_in(load8(t.data() + i));
-  for (; i < t.size(); ++i) n += is_start(t[i]);
+  while (i + 8 <= t.size()) {
+    uint64_t lanes = 0;
+    size_t stop = std::min(t.size() - 7, i + 8 * 255);
+    for (; i < stop; i += 8) lanes += continuations(load8(t.data() + i));
+    constexpr uint64_t kEvenBytes = 0x00FF00FF00FF00FFull;
+    uint64_t pairs = (lanes & kEvenBytes) + ((lanes >> 8) & kEvenBytes);
+    n -= (pairs * 0x0001000100010001ull) >> 48;
+  }
+  for (; i < t.size(); ++i) n -= !is_start(t[i]);
   return n;
 }
 
@@ -92,6 +125,8 @@ TextStatus text_slice(std::string_view t, double a, double b, std::string_view* 
   *out = rest.substr(0, byte_offset(rest, to - from));
   return TextStatus::Ok;
 }
+
+bool text_contains(std::string_view t, std::string_view s) { return s.empty() || find_bytes(t, 0, s) != nullptr; }
 
 double text_find(std::string_view t, std::string_view s) {
   if (s.empty()) return 0;

@@ -42,6 +42,8 @@ TextStatus whole_position(double p, size_t limit, size_t* out);
 
 // Code points a to b (b excluded), both clamped; "" when b <= a.
 TextStatus text_slice(std::string_view t, double a, double b, std::string_view* out);
+// Whether `s` is in `t` ("" is in every text).
+bool text_contains(std::string_view t, std::string_view s);
 // The code-point position of the first `s` in `t`, or -1; "" is at 0.
 double text_find(std::string_view t, std::string_view s);
 // Every `from` replaced by `to`, left to right, without overlaps; an

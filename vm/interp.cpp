@@ -899,7 +899,7 @@ bool Vm::callb(uint32_t id, Value* args, uint32_t argc) {
   const stdlib::Builtin& b = stdlib::builtin(static_cast<stdlib::BuiltinId>(id));
   // Most calls have a few arguments: building all 256 slots each time
   // (24 bytes each) cost more than the built-in itself.
-  std::array<stdlib::BuiltinArg, 8> few;
+  std::array<stdlib::BuiltinArg, 4> few;
   std::vector<stdlib::BuiltinArg> many;
   stdlib::BuiltinArg* in = few.data();
   if (argc > few.size()) {

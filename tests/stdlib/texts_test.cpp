@@ -51,6 +51,19 @@ TEST_SUITE("texts") {
     }
   }
 
+  TEST_CASE("code points of long texts: the byte lanes are summed before they can carry") {
+    std::mt19937 rng(5);
+    for (size_t points : {255u * 8, 3000u, 10000u}) {
+      std::string t = random_text(rng, points);
+      CHECK(code_points(t) == points);
+    }
+    std::string faces;
+    for (int i = 0; i < 5000; ++i) faces += "\U0001F600";  // 3 continuation bytes in every 4
+    CHECK(code_points(faces) == 5000);
+    CHECK(code_points(std::string(100000, 'x')) == 100000);
+    CHECK(byte_offset(faces, 4999) == 4 * 4999);
+  }
+
   TEST_CASE("slice: code points a to b, clamped; b <= a is empty; positions must be whole") {
     CHECK(sliced("héllo", 1, 3) == "él");
     CHECK(sliced("héllo", -10, 2) == "hé");
@@ -79,6 +92,24 @@ TEST_SUITE("texts") {
     CHECK(text_find("abc", "") == 0);
     CHECK(text_find("abc", "abcd") == -1);
     CHECK(text_find("", "a") == -1);
+    CHECK(text_contains("abc", ""));
+    CHECK_FALSE(text_contains("ab", "abc"));
+    // Many false starts (each `a` begins one): found all the same, by the
+    // linear search the first-byte scan hands over to.
+    std::string as(1u << 20, 'a');
+    std::string needle = std::string(1000, 'a') + "b";
+    CHECK(text_find(as + "b", needle) == static_cast<double>(as.size() - 1000));
+    CHECK(text_find(as, needle) == -1);
+    CHECK(text_find("xaab" + as, "aab") == 1);
+    // Against std::string_view::find on random texts of few letters.
+    std::mt19937 rng(3);
+    for (int round = 0; round < 2000; ++round) {
+      std::string t, s;
+      for (size_t i = rng() % 60; i > 0; --i) t += "ab"[rng() % 2];
+      for (size_t i = 1 + rng() % 4; i > 0; --i) s += "ab"[rng() % 2];
+      size_t want = t.find(s);
+      CHECK(text_find(t, s) == (want == std::string::npos ? -1.0 : static_cast<double>(want)));
+    }
   }
 
   TEST_CASE("replace: left to right, no overlaps; an empty `from` changes nothing; bounded") {
