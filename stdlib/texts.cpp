@@ -89,7 +89,13 @@ size_t code_points(std::string_view t) {
 size_t byte_offset(std::string_view t, size_t n) {
   size_t count = 0;
   size_t i = 0;
-  // Whole words while the code point sought lies past them.
+  // ASCII 32 bytes at a time while the code point sought lies past them
+  // (a cut in a long ASCII text costs a few loads and one test each),
+  for (; i + 32 <= t.size() && count + 32 <= n; i += 32, count += 32) {
+    const char* p = t.data() + i;
+    if (((load8(p) | load8(p + 8) | load8(p + 16) | load8(p + 24)) & kHighBits) != 0) break;
+  }
+  // then whole words while it does.
   for (; i + 8 <= t.size(); i += 8) {
     uint64_t w = load8(t.data() + i);
     int starts = (w & kHighBits) == 0 ? 8 : starts_in(w);
