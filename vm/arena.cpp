@@ -16,12 +16,33 @@ void Arena::grow(size_t at_least) {
 }
 
 void Arena::reset() {
+  allocated_ = 0;
   if (blocks_.empty()) return;
-  for (size_t i = 1; i < blocks_.size(); ++i) std::free(blocks_[i].base);
+  // The largest block within the bound (none: a first block made larger
+  // for one big allocation).
+  size_t keep = blocks_.size();
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    bool within = blocks_[i].size <= kKeptBlock;
+    if (within && (keep == blocks_.size() || blocks_[i].size >= blocks_[keep].size)) keep = i;
+  }
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    if (i != keep) std::free(blocks_[i].base);
+  }
+  if (keep == blocks_.size()) {
+    blocks_.clear();
+    cur_ = end_ = nullptr;
+    return;
+  }
+  blocks_[0] = blocks_[keep];
   blocks_.resize(1);
   cur_ = blocks_[0].base;
   end_ = cur_ + blocks_[0].size;
-  allocated_ = 0;
+}
+
+size_t Arena::held() const {
+  size_t n = 0;
+  for (const Block& b : blocks_) n += b.size;
+  return n;
 }
 
 }  // namespace aup::vm

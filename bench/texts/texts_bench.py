@@ -16,8 +16,8 @@ the JIT), Lua as a chunk of `lua5.4` (Debian's); both pinned to one CPU, this
 driver to the other. An aup query's time is its answer's round trip less
 that of the same query with no rounds (taken before each timing); Lua's is
 os.clock() around the loop. Each figure is ns per round, the median of
---reps repetitions (min-max beside it); the ratio is aup's median over
-Lua's. A round's time includes the loop's own step (a counted `for` in
+--reps repetitions (min-max beside it), the repetitions of Lua and of each
+engine taken in turn; the ratio is aup's median over Lua's. A round's time includes the loop's own step (a counted `for` in
 both); the empty loop of each is measured too and reported beside it.
 
 Needs lua5.4 (apt-get install lua5.4); nothing is installed here.
@@ -34,13 +34,16 @@ import time
 
 CASES = ["empty", "slice", "find", "split", "join"]
 LENGTHS = [50, 500]
-# Rounds per timing: about 50-100 ms of work each, and the temporaries
-# an aup query keeps until it ends (its arena) well under 1 GiB.
-ROUNDS = {("empty", 50): 2_000_000, ("empty", 500): 2_000_000,
-          ("slice", 50): 1_000_000, ("slice", 500): 300_000,
-          ("find", 50): 1_000_000, ("find", 500): 500_000,
-          ("split", 50): 300_000, ("split", 500): 40_000,
-          ("join", 50): 500_000, ("join", 500): 100_000}
+# Rounds per timing: the temporaries an aup query makes stay in its arena
+# until it ends, so each query's are kept under about 10 MB, within the
+# block an arena keeps between runs (vm/arena.h, 16 MiB): what is timed is
+# the method, not the kernel faulting in fresh pages (a query making more
+# pays that too; the docs give the figure).
+ROUNDS = {("empty", 50): 1_000_000, ("empty", 500): 1_000_000,
+          ("slice", 50): 150_000, ("slice", 500): 20_000,
+          ("find", 50): 500_000, ("find", 500): 200_000,
+          ("split", 50): 30_000, ("split", 500): 4_000,
+          ("join", 50): 120_000, ("join", 500): 16_000}
 
 AUP_MODULE = """// bench/texts: each query runs one text method n times.
 query empty(t: text, xs: [text], n: num) { let r = 0; for i in 0 .. n { r = i }; return r }
@@ -144,7 +147,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--aup", default="build/cli/aup")
     ap.add_argument("--lua", default="lua5.4")
-    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=11)
     ap.add_argument("--cpus", default="0:1", help="DRIVER:SUBJECT (default 0:1)")
     ap.add_argument("--engines", default="vm,jit")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply every round count (a smoke run: 0.01)")
@@ -169,12 +172,18 @@ def main():
             for case in CASES:
                 n = max(1, int(ROUNDS[(case, length)] * a.scale))
                 row = {"case": case, "length": length, "rounds": n}
-                lua = [lua_time(a.lua, chunk, cpu, case, t, n) * 1e9 / n for _ in range(a.reps)]
-                row["lua"] = summary(lua)
                 for e in engines:
                     servers[e].timed(case, t, xs, n)  # warm-up: the arena's pages, the caches
-                    ns = [servers[e].timed(case, t, xs, n) * 1e9 / n for _ in range(a.reps)]
-                    row[e] = summary(ns)
+                # Repetitions interleaved (Lua, then each engine, then again), so a
+                # slow spell of this shared machine falls on all of them alike.
+                ns = {name: [] for name in ["lua"] + engines}
+                for _ in range(a.reps):
+                    ns["lua"].append(lua_time(a.lua, chunk, cpu, case, t, n) * 1e9 / n)
+                    for e in engines:
+                        ns[e].append(servers[e].timed(case, t, xs, n) * 1e9 / n)
+                for name, times in ns.items():
+                    row[name] = summary(times)
+                for e in engines:
                     row[e + "_ratio"] = row[e]["median"] / row["lua"]["median"]
                 results.append(row)
                 print(f"{case:6} {length:4}  lua {row['lua']['median']:8.1f} ns  " +
