@@ -75,7 +75,7 @@ def view(table):
 # Literals chosen for edges: negative zero, fractions, 2^53 + 1 (rounds),
 # huge values (overflow to inf under *), and `_` separators.
 NUM_LITERALS = ["0", "1", "2", "3", "4", "5", "7", "10", "0.5", "1.5", "0.1",
-                "100", "1e3", "2.5e-3", "9007199254740993", "1e300", "1_000",
+                "100", "1e3", "2.5e-3", "9007199254740992", "1e300", "1_000",
                 "255", "6"]
 NEG_LITERALS = ["1", "2", "0", "0.5", "3", "1e300"]
 TEXT_LITERALS = ['""', '"a"', '"b"', '"ab"', '"zz"', '"12"', '"-3.5"', '"1e3"',
@@ -555,7 +555,7 @@ class Gen:
         if r.random() < 0.05:
             # Edges of the whole-number check: NaN, infinities, -0, huge.
             return r.choice(["(0 / 0)", "(1 / 0)", "(-1 / 0)", "(-0)", "1e300", "4294967296",
-                             "9007199254740993", "(-0.5)", "1e-300"])
+                             "9007199254740992", "(-0.5)", "1e-300"])
         if d <= 1 or r.random() < 0.6:
             return r.choice(["0", "0", "1", "2", "3", "(-1)", "0.5"])
         return self.expr(fn, NUM, d - 2)
