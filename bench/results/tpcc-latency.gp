@@ -3,7 +3,7 @@ set terminal svg size 1280,400 dynamic enhanced font 'sans,11' background rgb 'w
 set output 'tpcc-latency.svg'
 set multiplot layout 1,2 title 'TPC-C: latency of all transactions (CDF)'
 set grid
-set xrange [0.01:10000]
+set xrange [0.001:10000]
 set logscale x 10
 set xlabel 'latency, ms (log scale)'
 set ylabel 'fraction of transactions at or below'

@@ -8,14 +8,17 @@ fresh copy of its build's template, in RAM (/dev/shm) and on disk
 client count, the store on disk. Rounds alternate the builds (and which
 goes first), each run one repetition pinned as the drivers pin (0:1), so
 the machine's drift falls on both alike. The `after` build's drivers
-(aup-tpcc, peers_bench) drive both, so the load is the same. Reports the
-medians over the rounds, after / before, and the spread (min-max).
+(aup-tpcc, peers_bench) drive both, so the load is the same; with
+--own-drivers each build's aup-tpcc drives its own runs, with the module
+it was built with (for a change to tpcc.aup and the rows its loader
+sends, which the other build's module would refuse). Reports the medians
+over the rounds, after / before, and the spread (min-max).
 
 Usage:
   bench/tpcc/before_after.py --before DIR --after DIR [--rounds 5]
       [--terminals 64] [--warehouses 1] [--seconds 10] [--clients 1,16,64]
-      [--peers-seconds 5] [--disk-dir /var/tmp] [--name tpcc-peers-before-after]
-      [--out bench/results]
+      [--peers-seconds 5] [--no-peers] [--own-drivers] [--disk-dir /var/tmp]
+      [--name tpcc-peers-before-after] [--out bench/results]
 DIR is a build directory (DIR/cli/aup).
 """
 import argparse
@@ -89,12 +92,16 @@ def main():
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--clients", default="1,16,64")
     ap.add_argument("--peers-seconds", type=float, default=5)
+    ap.add_argument("--no-peers", action="store_true", help="TPC-C only")
+    ap.add_argument("--own-drivers", action="store_true",
+                    help="each build's aup-tpcc (and the module it was built with) drives its own runs")
     ap.add_argument("--disk-dir", default="/var/tmp")
     ap.add_argument("--name", default="tpcc-peers-before-after")
     ap.add_argument("--out", default="bench/results")
     a = ap.parse_args()
     builds = {w: os.path.join(getattr(a, w), "cli", "aup") for w in ("before", "after")}
-    tpcc = os.path.join(a.after, "bench", "tpcc", "aup-tpcc")
+    drivers = {w: os.path.join(getattr(a, w) if a.own_drivers else a.after, "bench", "tpcc", "aup-tpcc")
+               for w in ("before", "after")}
     peers = os.path.join(a.after, "bench", "peers", "peers_bench")
     places = {"RAM": "/dev/shm", "disk": a.disk_dir}
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -105,7 +112,7 @@ def main():
         for w, aup in builds.items():
             templates[w] = os.path.join("/dev/shm", "aup-tpcc-ab-" + w)
             shutil.rmtree(templates[w], ignore_errors=True)
-            subprocess.run([tpcc, "load", "--aup", aup, "--dir", templates[w], "--warehouses", str(a.warehouses)],
+            subprocess.run([drivers[w], "load", "--aup", aup, "--dir", templates[w], "--warehouses", str(a.warehouses)],
                            check=True, stdout=subprocess.DEVNULL)
         try:
             for r in range(a.rounds):
@@ -114,7 +121,9 @@ def main():
                     for place, where in places.items():
                         label = "TPC-C W=%d, %d terminals, %s" % (a.warehouses, a.terminals, place)
                         figures.setdefault(label, {"before": [], "after": []})[w].append(
-                            tpcc_run(a, tpcc, builds[w], templates[w], where, tmp))
+                            tpcc_run(a, drivers[w], builds[w], templates[w], where, tmp))
+                    if a.no_peers:
+                        continue
                     for clients, f in peers_run(a, peers, builds[w], tmp, "%s-%d" % (w, r)).items():
                         label = "transfers, %d clients, disk" % clients
                         figures.setdefault(label, {"before": [], "after": []})[w].append(f)
@@ -122,10 +131,12 @@ def main():
             for t in templates.values():
                 shutil.rmtree(t, ignore_errors=True)
     rows = [row(label, f) for label, f in figures.items()]
-    md = ["# TPC-C and bench/peers, two builds in one run", "",
-          "%d rounds, the builds alternating; TPC-C %g s after 2 s of warm-up, transfers %g s after 1 s; "
+    md = ["# TPC-C%s, two builds in one run" % ("" if a.no_peers else " and bench/peers"), "",
+          "%d rounds, the builds alternating; TPC-C %g s after 2 s of warm-up%s; "
           "drivers on CPU 0, aup on CPU 1; started %s, load average %.2f. Medians over the rounds; spread min-max."
-          % (a.rounds, a.seconds, a.peers_seconds, started, load), "",
+          % (a.rounds, a.seconds, "" if a.no_peers else ", transfers %g s after 1 s" % a.peers_seconds, started, load),
+          "Each build's own aup-tpcc and tpcc.aup drove its runs." if a.own_drivers else
+          "The after build's drivers drove both.", "",
           "| case | per s before | after | after ÷ before | spread before | spread after | "
           "server CPU µs before | after | after ÷ before |", "|---|---:|---:|---:|---|---|---:|---:|---:|"]
     for x in rows:
