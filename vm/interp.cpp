@@ -438,22 +438,19 @@ bool Vm::stored(uint32_t type, Value v, Value* out, Where where) {
 }
 
 bool Vm::tget(uint32_t table, Value* r) {
-  Key k = key_of(table, *r);
-  BTree::Pos pos;
-  if (!state_->table(table).find(k, &pos)) {
+  Value row = tfind(table, *r);
+  if (!row) {
     return fail(ErrorCode::NotFound, fmt::format("`{}` has no key {}", module_.tables[table].name,
-                                                 key_text(table, k)));
+                                                 key_text(table, key_of(table, *r))));
   }
-  *r = ptr_value(make_row(table, pos, k));
+  *r = row;
   return true;
 }
 
-// TFIND: the row, or none (0) where TGET fails.
-bool Vm::tfind(uint32_t table, Value* r) {
-  Key k = key_of(table, *r);
+Value Vm::tfind(uint32_t table, Value key) {
+  Key k = key_of(table, key);
   BTree::Pos pos;
-  *r = state_->table(table).find(k, &pos) ? ptr_value(make_row(table, pos, k)) : 0;
-  return true;
+  return state_->table(table).find(k, &pos) ? ptr_value(make_row(table, pos, k)) : 0;
 }
 
 bool Vm::tadd(uint32_t table, Value recv, bool replace) {
@@ -646,27 +643,23 @@ bool Vm::view_at(const ViewObj* v, Value position, Value* r) {
 // IGET: the row of a unique index with the values whose entries are in
 // [R[A], R[A+1]) (KEYPFX over all its fields), as `t[k]`.
 bool Vm::iget(uint32_t index, Value* r) {
-  ViewObj* v = make_index_view(index, r[0], r[1], false);
-  auto [lo, hi] = view_span(v);
-  if (lo >= hi) {
-    const IndexDesc& d = module_.indexes[index];
-    std::string value = v->lo.text == nan_key() ? std::string("(nan)")
-                                                : describe_key(v->lo.text->view(), static_cast<uint32_t>(d.fields.size()),
-                                                               state_->index(index).layout().key.text_mask);
-    return fail(ErrorCode::NotFound, fmt::format("{} has no {}", view_name(v), value));
+  if (Value row = ifind(index, r)) {
+    *r = row;
+    return true;
   }
-  assert(hi - lo == 1);  // a unique index
-  *r = ptr_value(tree_row_at(v->table, index, lo));
-  return true;
+  ViewObj* v = make_index_view(index, r[0], r[1], false);
+  const IndexDesc& d = module_.indexes[index];
+  std::string value = v->lo.text == nan_key() ? std::string("(nan)")
+                                              : describe_key(v->lo.text->view(), static_cast<uint32_t>(d.fields.size()),
+                                                             state_->index(index).layout().key.text_mask);
+  return fail(ErrorCode::NotFound, fmt::format("{} has no {}", view_name(v), value));
 }
 
-// IFIND: the row, or none (0) where IGET fails.
-bool Vm::ifind(uint32_t index, Value* r) {
-  ViewObj* v = make_index_view(index, r[0], r[1], false);
+Value Vm::ifind(uint32_t index, const Value* bounds) {
+  ViewObj* v = make_index_view(index, bounds[0], bounds[1], false);
   auto [lo, hi] = view_span(v);
   assert(hi - lo <= 1);  // a unique index
-  *r = lo < hi ? ptr_value(tree_row_at(v->table, index, lo)) : 0;
-  return true;
+  return lo < hi ? ptr_value(tree_row_at(v->table, index, lo)) : 0;
 }
 
 // TITER, VITER and their descending forms (TITERD, VITERD): forward loops
@@ -897,8 +890,8 @@ bool Vm::index_of(const ArrayObj* a, Value iv, uint32_t* out) {
 
 bool Vm::callb(uint32_t id, Value* args, uint32_t argc) {
   const stdlib::Builtin& b = stdlib::builtin(static_cast<stdlib::BuiltinId>(id));
-  // Most calls have a few arguments: building all 256 slots each time
-  // (24 bytes each) cost more than the built-in itself.
+  // Most calls pass a few values: building all 256 slots each time cost
+  // more than the built-in itself.
   std::array<stdlib::BuiltinArg, 4> few;
   std::vector<stdlib::BuiltinArg> many;
   stdlib::BuiltinArg* in = few.data();
@@ -977,9 +970,8 @@ bool Vm::texts_result(const std::vector<std::string_view>& parts, Value* r) {
   size_t bytes = parts.size() * (sizeof(Value) + offsetof(TextObj, bytes) + 1);
   for (std::string_view p : parts) bytes += p.size();
   if (arena_.allocated() + bytes > kMaxTempBytes) return fail(ErrorCode::Budget, temp_bytes_message());
-  if (parts.size() > kMaxArrayItems) {
-    return fail(ErrorCode::Budget, fmt::format("an array would have more than {} items", kMaxArrayItems));
-  }
+  // A text of at most 16 MiB has at most that many pieces: kMaxArrayItems.
+  static_assert(kMaxTextBytes <= kMaxArrayItems);
   ArrayObj* a = sized_array(static_cast<uint32_t>(parts.size()), false);
   for (size_t i = 0; i < parts.size(); ++i) a->items[i] = ptr_value(new_text(parts[i]));
   *r = ptr_value(a);
@@ -1187,9 +1179,9 @@ bool Vm::execute(const Function* fn, Value* R, Value* result) {
   VM_CASE(IVIEW) { R[A] = ptr_value(make_index_view(BX, R[A], R[A + 1], false)); VM_NEXT; }
   VM_CASE(IALL) { R[A] = ptr_value(make_index_view(BX, 0, 0, true)); VM_NEXT; }
   VM_CASE(IGET) { CHECK(iget(BX, &R[A])); VM_NEXT; }
-  VM_CASE(TFIND) { tfind(BX, &R[A]); VM_NEXT; }
-  VM_CASE(IFIND) { ifind(BX, &R[A]); VM_NEXT; }
-  VM_CASE(SORT) { CHECK(sort(as_ptr<ArrayObj>(R[A]), as_ptr<TextObj>(K[BX]), &R[A])); VM_NEXT; }
+  VM_CASE(TFIND) { R[A] = tfind(BX, R[A]); VM_NEXT; }
+  VM_CASE(IFIND) { R[A] = ifind(BX, &R[A]); VM_NEXT; }
+  VM_CASE(SORT) { R[A] = ptr_value(sort(as_ptr<ArrayObj>(R[A]), as_ptr<TextObj>(K[BX]))); VM_NEXT; }
   VM_CASE(TITERD) { R[A] = ptr_value(table_iter(BX, true)); VM_NEXT; }
   VM_CASE(VITERD) { R[A] = ptr_value(view_iter(as_ptr<ViewObj>(R[B]), true)); VM_NEXT; }
 

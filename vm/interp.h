@@ -146,9 +146,10 @@ class Vm {
   bool builtin_result(const stdlib::Builtin& b, Value* args, const stdlib::BuiltinResult& out);
   bool text_result(std::string_view t, Value* r);
   bool texts_result(const std::vector<std::string_view>& parts, Value* r);
-  bool tfind(uint32_t table, Value* r);
-  bool ifind(uint32_t index, Value* r);
-  bool sort(const ArrayObj* a, const TextObj* spec, Value* r);
+  // The row, or none (0): TFIND and IFIND, and under TGET and IGET.
+  Value tfind(uint32_t table, Value key);
+  Value ifind(uint32_t index, const Value* bounds);
+  ArrayObj* sort(const ArrayObj* a, const TextObj* spec);
   bool concat(Value a, Value b, Value* r);
   bool index_of(const ArrayObj* a, Value i, uint32_t* out);
   Value copy_obj(Value v);

@@ -150,19 +150,13 @@ struct NativeAbi {
     Value r[2] = {lo, hi};
     return vm(c).iget(index, r) ? r[0] : 0;
   }
-  static Value tfind(NativeCtx* c, uint32_t table, Value key) {
-    Value r = key;
-    vm(c).tfind(table, &r);
-    return r;
-  }
+  static Value tfind(NativeCtx* c, uint32_t table, Value key) { return vm(c).tfind(table, key); }
   static Value ifind(NativeCtx* c, uint32_t index, Value lo, Value hi) {
-    Value r[2] = {lo, hi};
-    vm(c).ifind(index, r);
-    return r[0];
+    Value bounds[2] = {lo, hi};
+    return vm(c).ifind(index, bounds);
   }
   static Value sort(NativeCtx* c, Value array, Value keys) {
-    Value r = 0;
-    return vm(c).sort(as_ptr<ArrayObj>(array), as_ptr<TextObj>(keys), &r) ? r : 0;
+    return ptr_value(vm(c).sort(as_ptr<ArrayObj>(array), as_ptr<TextObj>(keys)));
   }
   static Value varr(NativeCtx* c, Value view) { return vm(c).varr(as_ptr<ViewObj>(view)); }
 };

@@ -37,7 +37,7 @@ int compare_values(Value a, Value b, ItemKind kind) {
 
 }  // namespace
 
-bool Vm::sort(const ArrayObj* a, const TextObj* spec, Value* r) {
+ArrayObj* Vm::sort(const ArrayObj* a, const TextObj* spec) {
   std::string_view keys = spec->view();
   assert(!keys.empty() && keys.size() % 2 == 0);  // the verifier checked the constant
   auto before = [&](uint32_t x, uint32_t y) {
@@ -64,8 +64,7 @@ bool Vm::sort(const ArrayObj* a, const TextObj* spec, Value* r) {
     // Each item is held by both arrays now.
     if (out->aggregate_items) as_ptr<ObjHeader>(out->items[i])->shared = true;
   }
-  *r = ptr_value(out);
-  return true;
+  return out;
 }
 
 }  // namespace aup::vm

@@ -398,7 +398,7 @@ class Translator {
       case Op::TITERD: set(A, call("titerd", i64_, {ctx_, u32(BX)})); break;
       case Op::TFIND: set(A, call("tfind", i64_, {ctx_, u32(BX), reg(A)})); break;
       case Op::IFIND: set(A, call("ifind", i64_, {ctx_, u32(BX), reg(A), reg(A + 1)})); break;
-      case Op::SORT: set(A, checked(call("sort", i64_, {ctx_, reg(A), text_constant(BX)}), pc)); break;
+      case Op::SORT: set(A, call("sort", i64_, {ctx_, reg(A), text_constant(BX)})); break;
       case Op::VITERD: set(A, call("viterd", i64_, {ctx_, reg(B)})); break;
 
       case Op::NEWREC: set(A, call("newrec", i64_, {ctx_, u32(BX)})); break;
