@@ -1199,20 +1199,9 @@ const Type* Checker::check_builtin_call(Expr* e, const stdlib::Builtin& b) {
   e->ref = Ref::CallBuiltin;
   e->index = static_cast<uint32_t>(b.id);
   e->lhs->ref = Ref::None;
-  if (!check_arg_count(e, b.name, b.min_args, b.max_args)) {
-    return b.result == stdlib::Ty::SameArray ? types_.error()
-           : b.result == stdlib::Ty::Text    ? types_.text()
-           : b.result == stdlib::Ty::Bool    ? types_.boolean()
-                                             : types_.num();
-  }
-  auto basic = [&](stdlib::Ty t) -> const Type* {
-    switch (t) {
-      case stdlib::Ty::Num: return types_.num();
-      case stdlib::Ty::Text: return types_.text();
-      case stdlib::Ty::Bool: return types_.boolean();
-      default: return nullptr;
-    }
-  };
+  if (!check_arg_count(e, b.name, b.min_args, b.max_args)) return builtin_type(b.result, types_.error());
+  // A function's parameters are num, text or bool, or any array (no expected type).
+  auto basic = [&](stdlib::Ty t) { return builtin_type(t, nullptr); };
   const Type* same = types_.error();
   for (size_t i = 0; i < e->args.size(); ++i) {
     Expr* a = e->args[i];
