@@ -43,8 +43,17 @@ bool Client::spawn(const std::vector<std::string>& argv, std::string& error) {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, in[0], 0);
   posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  // A process group of its own: a Ctrl-C at the terminal signals the
+  // terminal's foreground group, and the child (which holds a --memory
+  // shell's whole state) must not die of a key meant for the shell. It
+  // ends when its stdin closes, whatever ends the shell.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid = 0;
-  int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  int rc = posix_spawn(&pid, args[0], &actions, &attr, args.data(), environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   ::close(in[0]);
   ::close(out[1]);
@@ -59,6 +68,22 @@ bool Client::spawn(const std::vector<std::string>& argv, std::string& error) {
   read_fd_ = out[0];
   address_ = "aup run";
   return true;
+}
+
+int Client::child_exit_status() {
+  if (child_ <= 0) return -1;
+  // Its stdout closed: it is exiting, if it has not yet; a second at most.
+  for (int tries = 0; tries < 100; ++tries) {
+    int status = 0;
+    pid_t got = ::waitpid(child_, &status, WNOHANG);
+    if (got == child_) {
+      child_ = -1;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    if (got < 0) return -1;
+    ::usleep(10'000);
+  }
+  return -1;
 }
 
 bool Client::connect(const std::string& addresses, std::string& error) {

@@ -34,7 +34,13 @@ class Client {
   // Starts `argv` (an `aup run` on stdin) as a child and talks to it over
   // its stdin and stdout; its stderr is ours. The child ends when this
   // does (its stdin closes: it commits, answers and exits).
+  // The child runs in a process group of its own (a Ctrl-C typed at the
+  // shell's terminal does not reach it).
   bool spawn(const std::vector<std::string>& argv, std::string& error);
+  bool spawned() const { return child_ > 0; }
+  // Once the child has closed its stdout: its exit status (128 + the
+  // signal that ended it), reaped; -1 if it is still running.
+  int child_exit_status();
   // Sends `line` (a newline is added) and reads its answer line (without
   // the newline); false with a message when the connection fails, closes
   // before the answer, or `timeout` passes without one. An answer

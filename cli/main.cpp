@@ -355,10 +355,13 @@ CLI::App* add_shell_command(CLI::App& app, ShellOptions& o) {
       "shell", "Type requests by hand: against a running server (ADDRESS), or a store the shell opens\n"
                "itself (MODULE --data DIR, MODULE --memory). Requests as `aup call` takes them (NAME\n"
                "ARG ...) or as JSON lines; tab completes names and arguments; history is kept across\n"
-               "sessions; .help lists the dot commands. Without a terminal it reads the same lines from\n"
+               "sessions; rows print as a table (.mode table|line|json); .help lists the dot commands.\n"
+               "Ctrl-C drops the line; Ctrl-C twice on an empty line, Ctrl-D or .quit leaves (a --memory\n"
+               "shell whose state changed asks first). Without a terminal it reads the same lines from\n"
                "stdin and prints one answer a line.\n"
-               "Exit status: 0 every request ok, 1 some request failed or was refused, 2 usage or\n"
-               "connection problems.");
+               "Exit status: 0 every request ok, 1 some request failed or was refused (an `unavailable`\n"
+               "answer too: nothing was committed), 2 usage or connection problems, or a store it cannot\n"
+               "open (one a server holds: use `aup shell ADDRESS`).");
   cmd->add_option("target", o.target,
                   "unix:PATH, HOST:PORT, :PORT or http://HOST:PORT, or several with a comma between (the\n"
                   "first that answers; events a replica refuses go to the primary it names); or an\n"
@@ -372,6 +375,8 @@ CLI::App* add_shell_command(CLI::App& app, ShellOptions& o) {
   cmd->add_option("--timeout", o.timeout_seconds, "seconds to wait for each answer")
       ->capture_default_str()
       ->check(CLI::Range(0.001, 86400.0));
+  cmd->add_flag("--bail", o.bail,
+                "without a terminal: stop at the first request that fails (or line refused), exit 1");
   return cmd;
 }
 

@@ -54,6 +54,27 @@ bool read_list(const JsonDoc& doc, std::string_view key, bool event, Schema& out
   return true;
 }
 
+// A list of names (a key's or an index's fields); none when it is not one.
+std::vector<std::string> string_list(const JsonDoc& doc, uint32_t list) {
+  std::vector<std::string> out;
+  if (!list || doc.node(list).kind != JsonNode::Kind::Array) return out;
+  for (uint32_t n = list + 1; n < doc.node(list).next; n = doc.after(n)) out.emplace_back(doc.node(n).str);
+  return out;
+}
+
+// One entry of "tables": its name, key and indexes.
+TableSpec read_table(const JsonDoc& doc, uint32_t node) {
+  TableSpec t{string_member(doc, node, "name"), string_list(doc, doc.member(node, "key")), {}};
+  uint32_t indexes = doc.member(node, "indexes");
+  if (!indexes || doc.node(indexes).kind != JsonNode::Kind::Array) return t;
+  for (uint32_t x = indexes + 1; x < doc.node(indexes).next; x = doc.after(x)) {
+    uint32_t unique = doc.member(x, "unique");
+    t.indexes.push_back({string_member(doc, x, "name"), string_list(doc, doc.member(x, "fields")),
+                         unique && doc.node(unique).kind == JsonNode::Kind::True});
+  }
+  return t;
+}
+
 }  // namespace
 
 bool parse_schema(std::string_view result_json, Schema& out, std::string& error) {
@@ -67,7 +88,8 @@ bool parse_schema(std::string_view result_json, Schema& out, std::string& error)
   }
   if (uint32_t tables = doc.member(doc.root(), "tables")) {
     for (uint32_t n = tables + 1; n < doc.node(tables).next; n = doc.after(n)) {
-      out.tables.push_back(string_member(doc, n, "name"));
+      out.table_specs.push_back(read_table(doc, n));
+      out.tables.push_back(out.table_specs.back().name);
     }
   }
   return true;

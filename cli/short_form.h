@@ -35,9 +35,22 @@ struct RequestSpec {
   std::string result;  // the result's type; empty when there is none
 };
 
+struct IndexSpec {
+  std::string name;
+  std::vector<std::string> fields;  // in index order
+  bool unique = false;
+};
+
+struct TableSpec {
+  std::string name;
+  std::vector<std::string> key;  // the key's fields, in key order
+  std::vector<IndexSpec> indexes;  // in declaration order
+};
+
 struct Schema {
   std::vector<RequestSpec> requests;  // events, then queries
-  std::vector<std::string> tables;
+  std::vector<std::string> tables;    // the names of table_specs, for lookups by name
+  std::vector<TableSpec> table_specs;
   const RequestSpec* find(std::string_view name) const;
 };
 

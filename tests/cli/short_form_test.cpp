@@ -16,6 +16,8 @@ namespace {
 const char* kModule = R"(
 record Account { id: num, owner: text, vip: bool, tags: num }
 table accounts: Account key id
+index by_tags on accounts (tags, owner)
+unique index by_owner on accounts (owner)
 event open { id: num, owner: text, vip: bool = false, tags: [text] = [] }
 on open { accounts.add(Account { id: open.id, owner: open.owner, vip: open.vip, tags: open.tags.count }) }
 query owner(id: num) { return accounts[id].owner }
@@ -49,6 +51,20 @@ TEST_SUITE("short_form") {
     CHECK_FALSE(f.schema.find("owner")->event);
     CHECK(usage(*f.schema.find("open")) == "open id=num owner=text [vip=bool] [tags=[text]]");
     CHECK(f.schema.tables == std::vector<std::string>{"accounts"});
+  }
+
+  TEST_CASE("the schema gives each table's key and indexes, in declaration order") {
+    Fixture f;
+    REQUIRE(f.schema.table_specs.size() == 1);
+    const TableSpec& t = f.schema.table_specs[0];
+    CHECK(t.name == "accounts");
+    CHECK(t.key == std::vector<std::string>{"id"});
+    REQUIRE(t.indexes.size() == 2);
+    CHECK(t.indexes[0].name == "by_tags");
+    CHECK(t.indexes[0].fields == std::vector<std::string>{"tags", "owner"});
+    CHECK_FALSE(t.indexes[0].unique);
+    CHECK(t.indexes[1].name == "by_owner");
+    CHECK(t.indexes[1].unique);
   }
 
   TEST_CASE("by name, in order, bare texts, quoted texts and JSON values") {
