@@ -157,6 +157,16 @@ char* next_match(const char*, int state) {
   return at < g_matches.size() ? strdup(g_matches[at++].c_str()) : nullptr;
 }
 
+std::string_view common_prefix(const std::vector<std::string>& words) {
+  std::string_view common = words[0];
+  for (const std::string& w : words) {
+    size_t n = 0;
+    while (n < common.size() && n < w.size() && common[n] == w[n]) ++n;
+    common = common.substr(0, n);
+  }
+  return common;
+}
+
 char** complete(const char* text, int start, int) {
   rl_attempted_completion_over = 1;  // never fall back to file names
   g_matches.clear();
@@ -179,8 +189,19 @@ char** complete(const char* text, int start, int) {
       if (!given(a)) offer(a.name + "=");
     }
   }
-  if (g_matches.size() == 1 && g_matches[0].back() == '=') rl_completion_append_character = '\0';
-  else rl_completion_append_character = ' ';
+  if (g_matches.size() > 1 && common_prefix(g_matches).size() == prefix.size()) {
+    // Nothing to add: libedit would list the choices sorted; the shell
+    // lists them in order itself, and leaves the word as it is.
+    fmt::print("\n{}\n", fmt::join(g_matches, "  "));
+    std::fflush(stdout);
+    rl_forced_update_display();
+    g_matches = {std::string(prefix)};
+  }
+  if (g_matches.size() == 1 && (g_matches[0].empty() || g_matches[0].back() == '=' || g_matches[0] == prefix)) {
+    rl_completion_append_character = '\0';
+  } else {
+    rl_completion_append_character = ' ';
+  }
   return g_matches.empty() ? nullptr : rl_completion_matches(text, next_match);
 }
 
@@ -327,8 +348,10 @@ void start_editing() {
   sigaction(SIGINT, &sa, nullptr);
   rl_catch_signals = 0;
   rl_getc_function = read_key;
-  rl_sort_completion_matches = 0;
   rl_attempted_completion_function = complete;
+  // A word is what split_words makes one: `id=1` whole, so a value typed
+  // after `=` is never taken for an argument's name.
+  rl_basic_word_break_characters = " \t\n";
   using_history();
 }
 
