@@ -86,14 +86,16 @@ void on_interrupt(int) {
   g_interrupted = 1;
 }
 
-// One byte of the terminal: -2 when a Ctrl-C came first, -1 at the end.
+// One byte of the terminal: -2 when a Ctrl-C came first (also one that
+// came while libedit was busy between reads), -1 at the end.
 int read_byte() {
   for (;;) {
+    if (g_interrupted) return -2;
     unsigned char c;
     ssize_t n = ::read(0, &c, 1);
     if (n == 1) return c;
-    if (n < 0 && errno == EINTR && !g_interrupted) continue;
-    return n < 0 && errno == EINTR ? -2 : -1;
+    if (n < 0 && errno == EINTR) continue;  // the check above tells a Ctrl-C from other signals
+    return -1;
   }
 }
 
