@@ -11,7 +11,7 @@ the up arrow finds them again. Ctrl-C drops the line being typed and
 leaves the --memory state alone; Ctrl-C twice on an empty line, Ctrl-D and
 .quit leave, a --memory shell whose state changed asking first; Ctrl-C
 while an answer is awaited says so and the answer still comes. .tables
-shows keys and indexes. The exit status is the session's (1: a request
+shows keys and indexes. A non-ASCII letter is typed whole. The exit status is the session's (1: a request
 failed).
 """
 import json
@@ -37,7 +37,7 @@ ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[=>]|[\r\x07\x08]")
 
 class Shell:
     def __init__(self, *target):
-        env = dict(os.environ, TERM="xterm", AUP_HISTORY=history, AUP_ENGINE="vm")
+        env = dict(os.environ, TERM="xterm", AUP_HISTORY=history, AUP_ENGINE="vm", LC_ALL="C.UTF-8")
         self.pid, self.fd = pty.fork()
         if self.pid == 0:
             os.execve(aup, [aup, "shell"] + list(target or (bank, "--memory")), env)
@@ -133,7 +133,11 @@ s.expect("\x15deposit 1 50\x03", "aup> ", "Ctrl-C gives a new prompt")
 s.expect("balance 1\r", "100", "after Ctrl-C the shell and its state are there")
 if b"150" in s.screen[mark:]:
     failures.append("Ctrl-C ran the line it should have dropped")
+# A letter beyond ASCII is typed whole (libedit reads it as one character).
+s.expect("open 2 Zoë\r", "ok", "a text with a non-ASCII letter")
 s.expect("accounts_all\r", "| id | owner | balance |", "rows print as a table")
+if "|  2 | Zoë   |".encode() not in ANSI.sub(b"", s.screen):
+    failures.append("a non-ASCII text arrives whole, and its column is aligned by characters")
 s.expect(".mode line\r", "aup> ", ".mode line")
 s.expect("accounts_all\r", "  owner = ann", ".mode line: field = value")
 s.expect(".mode json\r", "aup> ", ".mode json")
@@ -143,7 +147,7 @@ s.expect(".mode table\r", "aup> ", ".mode table")
 s.expect(".tables\r", "accounts   key (id)", ".tables shows each table's key")
 # Leaving a --memory shell whose state changed asks, whichever way.
 s.expect("\x03", "(Ctrl-C again, Ctrl-D or .quit leaves)", "Ctrl-C on an empty line says how to leave")
-s.expect("\x03", "(2 events applied) ends with it. Leave? (y/N)", "Ctrl-C twice asks before leaving")
+s.expect("\x03", "(3 events applied) ends with it. Leave? (y/N)", "Ctrl-C twice asks before leaving")
 s.expect("n\r", "aup> ", "no: the shell stays")
 s.expect(".quit\r", "Leave? (y/N)", ".quit asks too")
 s.expect("\r", "aup> ", "no by default")
