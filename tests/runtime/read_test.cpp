@@ -107,7 +107,9 @@ TEST_SUITE("read") {
 
   TEST_CASE("limit: the default, the most, and past it") {
     Filled f;
-    for (int i = 6; i <= kReadRowsDefault + 10; ++i) f.r.call(R"({"event":"open","args":{"id":)" + std::to_string(i) + R"(,"owner":"x"}})");
+    for (uint32_t i = 6; i <= kReadRowsDefault + 10; ++i) {
+      f.r.call(R"({"event":"open","args":{"id":)" + std::to_string(i) + R"(,"owner":"x"}})");
+    }
     std::string page = f.read(R"({"table":"accounts"})");
     CHECK(page.find(R"("next":[)" + std::to_string(kReadRowsDefault + 1) + "]") != std::string::npos);
     CHECK(f.read(R"({"table":"accounts","limit":10000})").find("\"next\"") == std::string::npos);
