@@ -13,6 +13,7 @@
 #include "cli/call.h"
 #include "cli/client.h"
 #include "cli/pretty_json.h"
+#include "cli/rows.h"
 #include "cli/short_form.h"
 
 namespace aup::cli {
@@ -26,6 +27,7 @@ constexpr const char* kDotHelp =
     "  .queries          the queries and their arguments\n"
     "  .tables           the tables and their keys\n"
     "  .schema           the module's whole description, as the server gives it\n"
+    "  .get TABLE KEY... the row with that key; .scan TABLE [from=V] [to=V] [index=NAME] [limit=N] rows\n"
     "  .timing on|off    print how long each answer took\n"
     "  .help             this\n"
     "  .quit             leave (so does end of input)\n";
@@ -71,7 +73,9 @@ char** complete(const char* text, int start, int) {
   };
   if (words.empty()) {
     for (const RequestSpec& r : g_session->schema.requests) offer(r.name);
-    for (const char* d : {".events", ".queries", ".tables", ".schema", ".timing", ".help", ".quit"}) offer(d);
+    for (const char* d : {".events", ".queries", ".tables", ".get", ".scan", ".schema", ".timing", ".help", ".quit"}) {
+      offer(d);
+    }
   } else if (const RequestSpec* r = g_session->schema.find(words[0])) {
     for (const ArgSpec& a : r->args) offer(a.name + "=");
   }
@@ -112,6 +116,18 @@ void list_requests(const Session& s, bool events) {
   }
 }
 
+bool exchange_and_show(Session& s, const std::string& request);
+
+// `.get` and `.scan`: a read request (cli/rows.h), answered as a query's;
+// false when the connection is gone.
+bool read_rows(Session& s, const std::vector<std::string>& words) {
+  std::string line, error;
+  std::vector<std::string> rest(words.begin() + 1, words.end());
+  if (shell_read_line(s.schema_json, words[0] == ".scan", rest, line, error)) return exchange_and_show(s, line);
+  refused(s, error);
+  return true;
+}
+
 // False when the session should end.
 bool dot_command(Session& s, const std::vector<std::string>& words) {
   const std::string& c = words[0];
@@ -122,6 +138,8 @@ bool dot_command(Session& s, const std::vector<std::string>& words) {
     list_requests(s, c == ".events");
   } else if (c == ".tables") {
     for (const std::string& t : s.schema.tables) fmt::print("{}\n", t);
+  } else if (c == ".get" || c == ".scan") {
+    return read_rows(s, words);
   } else if (c == ".schema") {
     fmt::print("{}\n", s.tty ? pretty_json(s.schema_json) : s.schema_json);
   } else if (c == ".timing" && words.size() == 2 && (words[1] == "on" || words[1] == "off")) {
@@ -135,7 +153,7 @@ bool dot_command(Session& s, const std::vector<std::string>& words) {
 // One line typed or read: false when the session should end.
 bool handle_line(Session& s, const std::string& line) {
   std::vector<std::string> words;
-  std::string error, request, answer;
+  std::string error, request;
   if (!split_words(line, words, error)) {
     refused(s, error);
     return true;
@@ -148,6 +166,12 @@ bool handle_line(Session& s, const std::string& line) {
     refused(s, error);
     return true;
   }
+  return exchange_and_show(s, request);
+}
+
+// Sends a request and shows its answer: false when the connection is gone.
+bool exchange_and_show(Session& s, const std::string& request) {
+  std::string answer, error;
   auto start = std::chrono::steady_clock::now();
   if (!s.client.exchange(request, timeout_ms(s), answer, error)) {
     refused(s, error);
