@@ -59,7 +59,7 @@ class LoadProgress {
 // The store at `dir`, opened (created if absent, migrated to `m`) into
 // `state`, its indexes built. 0, or the exit status after saying why not.
 int open_for_load(const LoadOptions& o, const vm::Module& m, storage::Io& fs, runtime::StateTables& tables,
-                  vm::State& state, std::unique_ptr<storage::Store>& store) {
+                  vm::State& state, std::unique_ptr<storage::Store>& store, bool& created) {
   std::string primary;
   if (storage::read_replica_of(fs, o.data, primary).ok()) {
     fmt::print(stderr, "aup load: the store {} is a replica of {}: load into its primary\n", o.data, primary);
@@ -74,6 +74,7 @@ int open_for_load(const LoadOptions& o, const vm::Module& m, storage::Io& fs, ru
                        st.err == EDQUOT || st.err == EPERM || st.err == EIO || st.err == ENOTDIR;
     return environment ? kExitUsage : kExitErrors;
   }
+  created = report.created;
   if (report.created) fmt::print(stderr, "aup load: created the store {}\n", o.data);
   for (const std::string& change : report.migrated) fmt::print(stderr, "aup load: migrated {}: {}\n", o.data, change);
   std::string error;
@@ -140,7 +141,7 @@ bool add_rows(std::istream& in, vm::Vm& vm, std::map<std::string, uint64_t>& add
     }
     if (!problem.empty()) {
       progress.done();
-      fmt::print(stderr, "aup load: line {}: {}; nothing was loaded\n", line, problem);
+      fmt::print(stderr, "aup load: nothing was loaded: line {}: {}\n", line, problem);
       return false;
     }
     ++added[m.tables[table].name];
@@ -175,11 +176,13 @@ int load(const LoadOptions& o, std::FILE* err) {
   vm::State state(*m);
   runtime::StateTables tables(state);
   std::unique_ptr<storage::Store> store;
-  if (int opened = open_for_load(o, *m, *fs, tables, state, store); opened != kExitOk) return opened;
+  bool created = false;
+  if (int opened = open_for_load(o, *m, *fs, tables, state, store, created); opened != kExitOk) return opened;
   vm::Vm vm(*m, state);
   std::map<std::string, uint64_t> added;
   if (!add_rows(o.input == "-" ? std::cin : file, vm, added)) {
     state.rollback(0);
+    if (created) fmt::print(err, "aup load: the store {} was created, and is empty\n", o.data);
     return kExitErrors;
   }
   runtime::StoreDurability durable(state, *store);
@@ -197,7 +200,7 @@ int load(const LoadOptions& o, std::FILE* err) {
     total += n;
     counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", name, n);
   }
-  fmt::print(err, "aup load: loaded {} row{} into {}{} (save {})\n", total, total == 1 ? "" : "s", o.data,
+  fmt::print(err, "aup load: loaded {} row{} into {}{}, save {}\n", total, total == 1 ? "" : "s", o.data,
              counts.empty() ? "" : " (" + counts + ")", store->last_seq());
   return kExitOk;
 }

@@ -126,25 +126,25 @@ class Printer : public storage::RecoveryReporter {
 // the images are read (storage/live.h). 0, or the exit status after saying
 // why not.
 int cut_if_served(storage::ReadAccess& access, storage::Recovery& recovery, const std::string& dir,
-                  std::FILE* err) {
+                  std::FILE* err, std::string_view command = "replay") {
   if (!access.live()) return 0;
   storage::LiveMark m;
   if (Status cut = access.cut(m); !cut.ok()) {
-    fmt::print(err, "aup replay: {}\n", cut.message);
+    fmt::print(err, "aup {}: {}\n", command, cut.message);
     return 2;
   }
   recovery.cut_log_at(m.segment, m.end);
-  fmt::print(err, "aup replay: the store {} is served by aup{}: read as of save {}, its newest durable one\n", dir,
-             access.by(), m.seq);
+  fmt::print(err, "aup {}: the store {} is served by aup{}: read as of save {}, its newest durable one\n", command,
+             dir, access.by(), m.seq);
   return 0;
 }
 
 // A step of recovery that did not finish: damage (reported already) exits
 // 1; a read that failed (an errno: the environment, not the store) says so
 // and exits 2, as `aup run` does.
-int stopped(const Status& st, std::FILE* err) {
+int stopped(const Status& st, std::FILE* err, std::string_view command = "replay") {
   if (st.err == 0) return 1;
-  fmt::print(err, "aup replay: {}\n", st.message);
+  fmt::print(err, "aup {}: {}\n", command, st.message);
   return 2;
 }
 
@@ -337,9 +337,9 @@ int dump_store(storage::Io& io, const std::string& dir, const std::vector<std::s
   if (st.ok()) printer.begin(schema);
   storage::MemoryTables rows(schema);
   if (st.ok()) st = recovery.load_images(schema, schema, rows);
-  if (!st.ok()) return stopped(st, err);
-  if (int rc = cut_if_served(access, recovery, dir, err)) return rc;
-  if (st = recovery.read_log(); !st.ok()) return stopped(st, err);
+  if (!st.ok()) return stopped(st, err, "dump");
+  if (int rc = cut_if_served(access, recovery, dir, err, "dump")) return rc;
+  if (st = recovery.read_log(); !st.ok()) return stopped(st, err, "dump");
   if (tables.empty()) {
     for (size_t t = 0; t < schema.tables.size(); ++t) {
       if (!storage::is_key_table(schema.tables[t].name)) dumped.push_back(static_cast<int>(t));
