@@ -289,6 +289,7 @@ int scan(const ScanOptions& o, std::FILE* out, std::FILE* err) {
     for (const std::string& row : page.rows) fmt::print(out, "{}\n", row);
     if (page.next.empty()) return kExitOk;
     if (!o.all) {
+      std::fflush(out);  // the rows before the note, also when both go to one pipe
       fmt::print(err, "aup scan: more rows follow: continue with {}\n", from_flags(page.next));
       return kExitOk;
     }
