@@ -379,8 +379,8 @@ CLI::App* add_shell_command(CLI::App& app, ShellOptions& o) {
 // ---- rows by hand (cli/rows.h)
 
 constexpr const char* kRowsAddress =
-    "where the server listens: unix:PATH, HOST:PORT, :PORT or http://HOST:PORT; or several,\n"
-    "a comma between (a cluster's nodes; a replica answers reads too)";
+    "where the server listens: unix:PATH, HOST:PORT or :PORT (a line-protocol address); or\n"
+    "several, a comma between (a cluster's nodes; a replica answers reads too)";
 
 void add_timeout(CLI::App& cmd, double& seconds) {
   cmd.add_option("--timeout", seconds, "seconds to wait for each answer")
@@ -466,6 +466,33 @@ CLI::App* add_load_command(CLI::App& app, aup::cli::LoadOptions& o) {
   return cmd;
 }
 
+struct RowsCommands {
+  aup::cli::GetOptions get;
+  aup::cli::ScanOptions scan;
+  aup::cli::DumpOptions dump;
+  aup::cli::LoadOptions load;
+  CLI::App* get_cmd = nullptr;
+  CLI::App* scan_cmd = nullptr;
+  CLI::App* dump_cmd = nullptr;
+  CLI::App* load_cmd = nullptr;
+};
+
+void add_rows_commands(CLI::App& app, RowsCommands& r) {
+  r.get_cmd = add_get_command(app, r.get);
+  r.scan_cmd = add_scan_command(app, r.scan);
+  r.dump_cmd = add_dump_command(app, r.dump);
+  r.load_cmd = add_load_command(app, r.load);
+}
+
+// The exit status of the rows command given, or -1 when none was.
+int run_rows_command(const RowsCommands& r) {
+  if (r.get_cmd->parsed()) return aup::cli::get(r.get, stdout, stderr);
+  if (r.scan_cmd->parsed()) return aup::cli::scan(r.scan, stdout, stderr);
+  if (r.dump_cmd->parsed()) return aup::cli::dump(r.dump, stdout, stderr);
+  if (r.load_cmd->parsed()) return aup::cli::load(r.load, stderr);
+  return -1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -500,14 +527,8 @@ int main(int argc, char** argv) {
   PromoteOptions promote;
   CLI::App* promote_cmd = add_promote_command(app, promote);
 
-  aup::cli::GetOptions get;
-  CLI::App* get_cmd = add_get_command(app, get);
-  aup::cli::ScanOptions scan;
-  CLI::App* scan_cmd = add_scan_command(app, scan);
-  aup::cli::DumpOptions dump;
-  CLI::App* dump_cmd = add_dump_command(app, dump);
-  aup::cli::LoadOptions load;
-  CLI::App* load_cmd = add_load_command(app, load);
+  RowsCommands rows;
+  add_rows_commands(app, rows);
 
   if (int rc = aup::missing_command(app, argc, argv); rc >= 0) return rc;
   try {
@@ -529,10 +550,7 @@ int main(int argc, char** argv) {
   if (shell_cmd->parsed()) return aup::cli::shell(shell, "/proc/self/exe");
   if (backup_cmd->parsed()) return aup::cli::backup(backup);
   if (promote_cmd->parsed()) return aup::cli::promote(promote);
-  if (get_cmd->parsed()) return aup::cli::get(get, stdout, stderr);
-  if (scan_cmd->parsed()) return aup::cli::scan(scan, stdout, stderr);
-  if (dump_cmd->parsed()) return aup::cli::dump(dump, stdout, stderr);
-  if (load_cmd->parsed()) return aup::cli::load(load, stderr);
+  if (int rc = run_rows_command(rows); rc >= 0) return rc;
   if (replay_cmd->parsed()) {
     if (int rc = aup::cli::refuse_data_file("replay", replay.data); rc >= 0) return rc;
     std::string faults;

@@ -27,7 +27,9 @@ constexpr const char* kDotHelp =
     "  .queries          the queries and their arguments\n"
     "  .tables           the tables and their keys\n"
     "  .schema           the module's whole description, as the server gives it\n"
-    "  .get TABLE KEY... the row with that key; .scan TABLE [from=V] [to=V] [index=NAME] [limit=N] rows\n"
+    "  .get TABLE KEY... the row with that key (the key's values in order)\n"
+    "  .scan TABLE [from=V] [to=V] [index=NAME] [limit=N]\n"
+    "                    rows in key (or index) order, from and to inclusive\n"
     "  .timing on|off    print how long each answer took\n"
     "  .help             this\n"
     "  .quit             leave (so does end of input)\n";

@@ -6,6 +6,7 @@
 
 #include "runtime/metrics.h"
 #include "runtime/read.h"
+#include "runtime/snapshots.h"
 #include "tests/runtime/harness.h"
 
 namespace aup::runtime {
@@ -176,6 +177,31 @@ TEST_SUITE("read") {
                                  "`args`, `key`, `schema` or `stats`"));
     CHECK(f.r.call(R"({"read":{"table":"accounts","key":[1]},"after":0,"id":1})").find("\"ok\":true") !=
           std::string::npos);
+  }
+
+  TEST_CASE("a read from a snapshot sees the rows as they were published, in key and index order") {
+    Filled f;
+    Snapshots snaps(f.r.state());
+    snaps.publish();
+    Snapshot* held = snaps.lease();
+    Service reader(f.r.module(), *held->view, ServiceOptions{});
+    auto read = [&](const std::string& body) {
+      std::string out;
+      testing::apply_line(reader, R"({"read":)" + body + "}", 0, &out);
+      return out;
+    };
+    std::string before = read(R"({"table":"accounts","index":"by_owner"})");
+    for (int i = 6; i <= 40; ++i) f.r.call(R"({"event":"open","args":{"id":)" + std::to_string(i) + R"(,"owner":"a"}})");
+    snaps.publish();
+    CHECK(read(R"({"table":"accounts","index":"by_owner"})") == before);
+    CHECK(read(R"({"table":"accounts","key":[6]})") == "{\"ok\":true,\"result\":{\"rows\":[]}}\n");
+    Snapshot* newest = snaps.lease();
+    reader.rebind(*newest->view);
+    CHECK(read(R"({"table":"accounts","key":[6]})") ==
+          R"({"ok":true,"result":{"rows":[{"id":6,"owner":"a","balance":0}]}})" "\n");
+    Snapshots::give_back(newest);
+    Snapshots::give_back(held);
+    snaps.reclaim();
   }
 
   TEST_CASE("reads are counted as reads; refused ones as invalid requests") {
