@@ -151,6 +151,7 @@ struct ReadWanted {
   bool get = false;
   std::vector<std::string> key, from, to;
   std::optional<uint32_t> limit;
+  std::optional<uint32_t> bytes;
 };
 
 // The read request line for `w`, typed by `tables`.
@@ -179,6 +180,7 @@ bool read_line(const std::vector<TableInfo>& tables, const ReadWanted& w, std::s
     if (!values_json(order, *words, fmt::format("`{}`", what), line, error)) return false;
   }
   if (w.limit) line += fmt::format(",\"limit\":{}", *w.limit);
+  if (w.bytes) line += fmt::format(",\"bytes\":{}", *w.bytes);
   line += "}}";
   return true;
 }
@@ -277,7 +279,7 @@ int scan(const ScanOptions& o, std::FILE* out, std::FILE* err) {
   Client client;
   std::vector<TableInfo> tables;
   if (int rc = open_reading(client, o.address, o.timeout_seconds, tables, "scan", err)) return rc;
-  ReadWanted w{o.table, o.index, false, {}, o.from, o.to, o.limit};
+  ReadWanted w{o.table, o.index, false, {}, o.from, o.to, o.limit, {}};
   std::string line, error;
   if (!read_line(tables, w, line, error)) {
     fmt::print(err, "aup scan: {}\n", error);
@@ -339,6 +341,7 @@ int dump_table(Client& client, const std::vector<TableInfo>& tables, const std::
   ReadWanted w;
   w.table = table;
   w.limit = runtime::kReadRowsMax;
+  w.bytes = runtime::kReadBytesMax;  // fewer round trips for a table of long rows
   std::string line, error, prefix = "{\"table\":";
   runtime::json_append_string(prefix, table);
   prefix += ",\"row\":";

@@ -71,11 +71,11 @@ std::string hint(std::string_view wrong, const std::vector<std::string_view>& na
 // problem found.
 struct ReadMembers {
   static constexpr uint32_t kNone = ReadSpec::kNone;
-  uint32_t table = kNone, key = kNone, from = kNone, to = kNone, index = kNone, limit = kNone;
+  uint32_t table = kNone, key = kNone, from = kNone, to = kNone, index = kNone, limit = kNone, bytes = kNone;
   std::string problem;
 
   void read(const JsonDoc& doc, uint32_t n) {
-    static const std::vector<std::string_view> kNames = {"table", "key", "from", "to", "index", "limit"};
+    static const std::vector<std::string_view> kNames = {"table", "key", "from", "to", "index", "limit", "bytes"};
     uint32_t k = doc.first_child(n);
     for (uint32_t i = 0; i < doc.node(n).count; ++i, k = doc.after(k + 1)) {
       std::string_view name = doc.node(k).str;
@@ -85,11 +85,13 @@ struct ReadMembers {
                        : name == "to" ? &to
                        : name == "index" ? &index
                        : name == "limit" ? &limit
+                       : name == "bytes" ? &bytes
                                          : nullptr;
       if (!slot) {
         std::string close = did_you_mean(name, kNames);
         note(fmt::format("unknown member `{}` of `read`{}", name,
-                         close.empty() ? "; it has `table`, and `key`, or `from`, `to`, `index` and `limit`" : close));
+                         close.empty() ? "; it has `table`, and `key`, or `from`, `to`, `index`, `limit` and `bytes`"
+                                       : close));
       } else if (*slot != kNone) {
         note(fmt::format("member `{}` of `read` appears twice", name));
       } else {
@@ -134,19 +136,22 @@ std::string resolve_index(const vm::Module& m, const JsonDoc& doc, uint32_t node
   return fmt::format("`{}` has no index `{}`{}", tn, n.str, hint(n.str, names, "its indexes"));
 }
 
-// `limit`: a whole number of rows, 1 to kReadRowsMax.
-std::string resolve_limit(const JsonDoc& doc, uint32_t node, uint32_t& limit) {
-  limit = kReadRowsDefault;
+// `limit` (rows) or `bytes`: a whole number, 1 to `most`; `fallback`
+// when not given.
+std::string resolve_count(const JsonDoc& doc, uint32_t node, std::string_view what, std::string_view unit,
+                          uint32_t fallback, uint32_t most, uint32_t& out) {
+  out = fallback;
   if (node == ReadMembers::kNone) return "";
   const JsonNode& n = doc.node(node);
-  if (n.kind != JsonNode::Kind::Number || !(n.num >= 1) || n.num != static_cast<double>(static_cast<uint64_t>(n.num))) {
-    return fmt::format("`limit` must be a whole number of rows, 1 to {}", kReadRowsMax);
+  if (n.kind != JsonNode::Kind::Number || !(n.num >= 1) || n.num > 9007199254740992.0 ||
+      n.num != static_cast<double>(static_cast<uint64_t>(n.num))) {
+    return fmt::format("`{}` must be a whole number of {}, 1 to {}", what, unit, most);
   }
-  if (n.num > kReadRowsMax) {
-    return fmt::format("`limit` {} is over {}, the most rows one read answers: page on with `next`", n.raw,
-                       kReadRowsMax);
+  if (n.num > most) {
+    return fmt::format("`{}` {} is over {}, the most {} one read answers: page on with `next`", what, n.raw, most,
+                       unit);
   }
-  limit = static_cast<uint32_t>(n.num);
+  out = static_cast<uint32_t>(n.num);
   return "";
 }
 
@@ -178,13 +183,20 @@ std::string check_read(const vm::Module& m, const JsonDoc& doc, const ReadMember
   ReadSpec& s = r.read;
   if (rm.key != ReadMembers::kNone &&
       (rm.from != ReadMembers::kNone || rm.to != ReadMembers::kNone || rm.index != ReadMembers::kNone ||
-       rm.limit != ReadMembers::kNone)) {
-    return "`key` reads the one row with that key: no `from`, `to`, `index` or `limit` beside it";
+       rm.limit != ReadMembers::kNone || rm.bytes != ReadMembers::kNone)) {
+    return "`key` reads the one row with that key: no `from`, `to`, `index`, `limit` or `bytes` beside it";
   }
   if (rm.index != ReadMembers::kNone) {
     if (std::string p = resolve_index(m, doc, rm.index, r.target, s.index); !p.empty()) return p;
   }
-  if (std::string p = resolve_limit(doc, rm.limit, s.limit); !p.empty()) return p;
+  if (std::string p = resolve_count(doc, rm.limit, "limit", "rows", kReadRowsDefault, kReadRowsMax, s.limit);
+      !p.empty()) {
+    return p;
+  }
+  if (std::string p = resolve_count(doc, rm.bytes, "bytes", "bytes of rows", kReadBytesDefault, kReadBytesMax, s.bytes);
+      !p.empty()) {
+    return p;
+  }
   Order o = order_of(m, r.target, s.index);
   for (auto [node, what] : {std::pair{rm.key, "key"}, {rm.from, "from"}, {rm.to, "to"}}) {
     if (std::string p = check_bound(m, doc, node, what, r.target, o, node == rm.key); !p.empty()) return p;
@@ -293,7 +305,7 @@ bool Reader::add(const vm::Value* row) {
   size_t start = rows_.size();
   ValueToJson(vm_).row(row, r_.target, rows_);
   size_t bytes = rows_.size() - start;
-  if (count_ && bytes_ + bytes > kReadBytesMax) {
+  if (count_ && bytes_ + bytes > r_.read.bytes) {
     rows_.resize(before);
     return false;
   }

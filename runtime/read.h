@@ -2,7 +2,7 @@
 // query (docs/protocol.md, "The read request"):
 //
 //   {"read": {"table": "accounts", "key": [3]}}                      a get: 0 or 1 row
-//   {"read": {"table": "accounts", "from": [3], "to": [10], "limit": 50}}
+//   {"read": {"table": "accounts", "from": [3], "to": [10], "limit": 50, "bytes": 65536}}
 //   {"read": {"table": "accounts", "index": "by_owner", "from": ["ann"]}}
 //
 // answered {"rows": [ROW, ...], "next": [KEY...]}, each row its record's
@@ -34,11 +34,14 @@ namespace aup::runtime {
 // `next`.
 inline constexpr uint32_t kReadRowsDefault = 100;
 inline constexpr uint32_t kReadRowsMax = 10000;
-// The bytes of the rows' JSON one answer holds at most, counting each row
-// object: a row that would pass it is left for `next`, unless it is the
-// answer's first, which is sent whole (a row's texts may hold up to 16 MiB
-// each, and a read must always move on).
-inline constexpr size_t kReadBytesMax = size_t{1} << 20;
+// The bytes of the rows' JSON one answer holds (counting each row object):
+// `bytes` when the request gives none, and the most it may ask for. A row
+// that would pass it is left for `next`, unless it is the answer's first,
+// which is sent whole (a row's texts may hold up to 16 MiB each, and a
+// read must always move on). The most is the longest text a row can
+// hold: a page of rows as large as a query's result may be.
+inline constexpr uint32_t kReadBytesDefault = uint32_t{1} << 20;
+inline constexpr uint32_t kReadBytesMax = uint32_t{16} << 20;
 
 // Checks the shape of the read object `n` of `doc` against `m`, into r
 // (r.kind Read, r.target the table, r.read), or refuses r (`bad_request`

@@ -42,6 +42,7 @@ struct ReadSpec {
   uint32_t from = kNone;
   uint32_t to = kNone;
   uint32_t limit = 0;  // rows at most (the default when not given)
+  uint32_t bytes = 0;  // bytes of rows at most (the default when not given)
 };
 
 struct RequestText {

@@ -141,6 +141,10 @@ def refusals(aup, addr):
     refused({"table": "accounts", "limit": 0}, "bad_request", "`limit` must be a whole number of rows, 1 to 10000")
     refused({"table": "accounts", "limit": 10001}, "bad_request",
             "`limit` 10001 is over 10000, the most rows one read answers: page on with `next`")
+    refused({"table": "accounts", "bytes": 16777217}, "bad_request",
+            "`bytes` 16777217 is over 16777216, the most bytes of rows one read answers: page on with `next`")
+    refused({"table": "accounts", "key": [1], "bytes": 10}, "bad_request",
+            "`key` reads the one row with that key: no `from`, `to`, `index`, `limit` or `bytes` beside it")
 
 
 def limits(aup, addr):
@@ -152,6 +156,15 @@ def limits(aup, addr):
     r = run(aup, "call", addr, json.dumps({"read": {"table": "accounts", "from": [100], "limit": 10000}}))
     res = json.loads(r.stdout)["result"]
     check(len(res["rows"]) == 10000 and res["next"] == [10100], f"limit 10000: {len(res['rows'])}, {res.get('next')}")
+    r = run(aup, "call", addr, json.dumps({"read": {"table": "accounts", "bytes": 16777216, "limit": 10000}}))
+    check(len(json.loads(r.stdout)["result"]["rows"]) == 10000, "bytes 16777216: not 10000 rows")
+    one = len(row(100, "m"))
+    r = run(aup, "call", addr, json.dumps({"read": {"table": "accounts", "from": [100], "bytes": 2 * one}}))
+    res = json.loads(r.stdout)["result"]
+    check(len(res["rows"]) == 2 and res["next"] == [102], f"bytes at two rows: {res}")
+    r = run(aup, "call", addr, json.dumps({"read": {"table": "accounts", "from": [100], "bytes": 2 * one - 1}}))
+    res = json.loads(r.stdout)["result"]
+    check(len(res["rows"]) == 1 and res["next"] == [101], f"bytes past one row: {res}")
     r = run(aup, "scan", addr, "accounts", "--from", "100", "--all")
     check(r.returncode == 0 and len(r.stdout.splitlines()) == 10100, f"--all: {len(r.stdout.splitlines())} rows")
 

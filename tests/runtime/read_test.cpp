@@ -125,17 +125,40 @@ TEST_SUITE("read") {
   TEST_CASE("the byte limit: rows up to it in one answer, the row past it left for next; a first row goes whole") {
     Filled f;
     // Each row's JSON is {"k":"a","body":"..."}: 20 bytes and the body.
-    std::string half(kReadBytesMax / 2 - 20, 'x');
+    std::string half(kReadBytesDefault / 2 - 20, 'x');
     for (const char* k : {"a", "b", "c"}) {
       f.r.call(std::string(R"({"event":"note","args":{"k":")") + k + R"(","body":")" + half + "\"}}");
     }
     std::string at = f.read(R"({"table":"notes"})");
-    CHECK(at.size() > kReadBytesMax);
-    CHECK(at.find(R"("next":["c"])") != std::string::npos);  // a and b are exactly kReadBytesMax
-    f.r.call(R"({"event":"note","args":{"k":"big","body":")" + std::string(kReadBytesMax + 1, 'y') + "\"}}");
+    CHECK(at.size() > kReadBytesDefault);
+    CHECK(at.find(R"("next":["c"])") != std::string::npos);  // a and b are exactly kReadBytesDefault
+    f.r.call(R"({"event":"note","args":{"k":"big","body":")" + std::string(kReadBytesDefault + 1, 'y') + "\"}}");
     std::string whole = f.read(R"({"table":"notes","from":["big"]})");
     CHECK(whole.find(R"("next":["c"])") != std::string::npos);  // big is over it alone, and sent
-    CHECK(whole.find(std::string(kReadBytesMax + 1, 'y')) != std::string::npos);
+    CHECK(whole.find(std::string(kReadBytesDefault + 1, 'y')) != std::string::npos);
+    // Up to the most a request may ask for, all four at once.
+    std::string most = f.read(R"({"table":"notes","bytes":16777216})");
+    CHECK(most.find("\"next\"") == std::string::npos);
+    CHECK(most.size() > 2 * kReadBytesDefault);
+  }
+
+  TEST_CASE("bytes: a request's own byte limit, at it and past it; the most, and past it") {
+    Filled f;
+    size_t two = row(1, "ann").size() + row(2, "bo").size();
+    CHECK(f.read(R"({"table":"accounts","bytes":)" + std::to_string(two) + "}") ==
+          R"({"id":1,"ok":true,"result":{"rows":[)" + row(1, "ann") + "," + row(2, "bo") + R"(],"next":[3]}})");
+    CHECK(f.read(R"({"table":"accounts","bytes":)" + std::to_string(two - 1) + "}") ==
+          R"({"id":1,"ok":true,"result":{"rows":[)" + row(1, "ann") + R"(],"next":[2]}})");
+    CHECK(f.read(R"({"table":"accounts","bytes":1})") ==
+          R"({"id":1,"ok":true,"result":{"rows":[)" + row(1, "ann") + R"(],"next":[2]}})");
+    CHECK(f.read(R"({"table":"accounts","bytes":16777216})").find(R"("ok":true)") != std::string::npos);
+    CHECK(f.read(R"({"table":"accounts","bytes":16777217})") ==
+          refusal("bad_request",
+                  "`bytes` 16777217 is over 16777216, the most bytes of rows one read answers: page on with `next`"));
+    for (const char* bad : {"0", "2.5", "1e300", "true"}) {
+      CHECK(f.read(std::string(R"({"table":"accounts","bytes":)") + bad + "}") ==
+            refusal("bad_request", "`bytes` must be a whole number of bytes of rows, 1 to 16777216"));
+    }
   }
 
   TEST_CASE("each refusal says what is wrong, with its code") {
@@ -148,7 +171,7 @@ TEST_SUITE("read") {
           refusal("bad_request", "unknown member `kye` of `read`; did you mean `key`?"));
     CHECK(f.read(R"({"table":"accounts","rows":1})") ==
           refusal("bad_request", "unknown member `rows` of `read`; it has `table`, and `key`, or `from`, `to`, "
-                                 "`index` and `limit`"));
+                                 "`index`, `limit` and `bytes`"));
     CHECK(f.read(R"({"table":"accounts","key":[1,2]})") ==
           refusal("bad_request", "`key` has 2 values; the key of `accounts` is (id): one value each"));
     CHECK(f.read(R"({"table":"lines","key":[1]})") ==
@@ -170,7 +193,8 @@ TEST_SUITE("read") {
     CHECK(f.read(R"({"table":"lines","index":"by_w"})") ==
           refusal("bad_request", "`lines` has no index `by_w`: it has no indexes"));
     CHECK(f.read(R"({"table":"accounts","key":[1],"limit":1})") ==
-          refusal("bad_request", "`key` reads the one row with that key: no `from`, `to`, `index` or `limit` beside it"));
+          refusal("bad_request",
+                  "`key` reads the one row with that key: no `from`, `to`, `index`, `limit` or `bytes` beside it"));
     CHECK(f.read(R"("accounts")").find("`read` must be an object") != std::string::npos);
     CHECK(f.r.call(R"({"read":{"table":"accounts"},"args":{},"id":1})") ==
           refusal("bad_request", "a `read` request has `read`, and perhaps `id` and `after`: no `event`, `query`, "
