@@ -379,8 +379,8 @@ CLI::App* add_shell_command(CLI::App& app, ShellOptions& o) {
 // ---- rows by hand (cli/rows.h)
 
 constexpr const char* kRowsAddress =
-    "where the server listens: unix:PATH, HOST:PORT or :PORT (a line-protocol address); or\n"
-    "several, a comma between (a cluster's nodes; a replica answers reads too)";
+    "where the server listens on the line protocol: unix:PATH, HOST:PORT or :PORT; or\n"
+    "several, a comma between (a cluster's nodes: a replica answers reads too)";
 
 void add_timeout(CLI::App& cmd, double& seconds) {
   cmd.add_option("--timeout", seconds, "seconds to wait for each answer")

@@ -2,7 +2,8 @@
 """Rows by hand (cli/rows.h, runtime/read.h): `aup get` and `aup scan`
 against a served store (from, to, index, limit, next, --all), each refusal
 of the read request with its code, the limits at and past them, the
-shell's `.get` and `.scan`, the reads counted in the stats, and `aup dump`
+shell's `.get` and `.scan`, the reads counted in the stats, reads on a
+replica, and `aup dump`
 from a server and from a store directory loaded with `aup load` into a
 store of another module: a success, and rows that do not fit, reported by
 line, table and field, with nothing loaded.
@@ -226,6 +227,26 @@ def dump_and_load(aup, tmp, addr, data):
            "line 2: table `lines`: `lines` already has key (1, \"a\")")
 
 
+def replica(aup, tmp, module, addr):
+    """A replica answers reads as it answers queries, `after` a save too."""
+    sock = os.path.join(tmp, "r.sock")
+    p = subprocess.Popen([aup, "run", module, "--data", os.path.join(tmp, "replica"), "--listen", "unix:" + sock,
+                          "--replica-of", addr], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.05)
+        save = json.loads(run(aup, "stats", addr, "--json").stdout)["result"]["replication_save"]
+        r = run(aup, "call", "unix:" + sock,
+                json.dumps({"read": {"table": "accounts", "key": [3]}, "after": int(save)}))
+        expect(r, 0, '{"ok":true,"result":{"rows":[' + row(3, "ann") + ']}}\n', what="read on a replica")
+        expect(run(aup, "scan", "unix:" + sock, "lines", "--from", "3"), 0, '{"w":3,"o":"c","qty":8}\n')
+    finally:
+        p.terminate()
+        p.wait(timeout=10)
+
+
 def main():
     aup = sys.argv[1]
     with tempfile.TemporaryDirectory() as tmp:
@@ -245,6 +266,7 @@ def main():
             shell(aup, addr)
             stats(aup, addr)
             dump_and_load(aup, tmp, addr, data)
+            replica(aup, tmp, module, addr)
             limits(aup, addr)
         finally:
             server.terminate()
