@@ -73,7 +73,7 @@ std::string after_problem(RequestKind kind, const JsonNode& n, uint64_t& after) 
 // The members of a request object, by name; the first problem found.
 struct Members {
   static constexpr uint32_t kNone = kNoArgs;
-  uint32_t event = kNone, query = kNone, schema = kNone, stats = kNone, replicate = kNone, read_ = kNone,
+  uint32_t event = kNone, query = kNone, schema = kNone, stats = kNone, replicate = kNone, read_body = kNone,
            args = kNone, id = kNone, key = kNone, after = kNone;
   std::string problem;
 
@@ -87,7 +87,7 @@ struct Members {
                        : name == "schema" ? &schema
                        : name == "stats"  ? &stats
                        : name == "replicate" ? &replicate
-                       : name == "read"   ? &read_
+                       : name == "read"   ? &read_body
                        : name == "args"   ? &args
                        : name == "id"     ? &id
                        : name == "key"    ? &key
@@ -158,7 +158,7 @@ void prepare_read_line(const vm::Module& module, const JsonDoc& doc, Members& m,
     r.refuse(Code::BadRequest, std::move(m.problem));
     return;
   }
-  prepare_read(module, doc, m.read_, r);
+  prepare_read(module, doc, m.read_body, r);
 }
 
 }  // namespace
@@ -203,7 +203,7 @@ Request Service::prepare_line(std::string_view line, JsonDoc& doc) const {
       r.id = doc.node(m.id).raw;
     }
   }
-  if (m.read_ != Members::kNone) {
+  if (m.read_body != Members::kNone) {
     prepare_read_line(module_, doc, m, r);
     return r;
   }
