@@ -220,6 +220,8 @@ def dump_and_load(aup, tmp, addr, data):
     expect(run(aup, "load", new, "--data", other, input="\n".join(broken) + "\n"), 1, "",
            "nothing was loaded: line 4: table `accounts`: unknown field `ownr`; did you mean `owner`?")
     expect(run(aup, "dump", "--data", other), 0, "")  # nothing of the first three lines
+    # A served store is held by its server: load into it after it stops.
+    expect(run(aup, "load", new, "--data", data, dump_file), 2, "", f"the store {data} is in use by another aup")
     expect(run(aup, "load", new, "--data", other, input='{"table":"acount","row":{}}\n'), 1, "",
            "line 1: the module has no table `acount`; did you mean `accounts`?")
     expect(run(aup, "load", new, "--data", other, input='{"table":"lines","row":{"w":1,"o":"a","qty":5}}\n'
