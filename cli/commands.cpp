@@ -57,6 +57,8 @@ std::unique_ptr<vm::Module> load(const std::string& path, int& exit_code) {
 
 }  // namespace
 
+std::unique_ptr<vm::Module> load_module(const std::string& path, int& exit_code) { return load(path, exit_code); }
+
 int refuse_data_file(std::string_view command, const std::string& dir) {
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) return -1;

@@ -6,10 +6,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 #include <string_view>
+
+namespace aup::vm {
+struct Module;
+}
 
 namespace aup::cli {
 
@@ -87,5 +92,10 @@ int backup(const BackupOptions& o);
 // regular file) is the caller's mistake: said for `aup COMMAND`, exit 2.
 // -1 when `dir` is a directory or nothing yet.
 int refuse_data_file(std::string_view command, const std::string& dir);
+
+// A module from an .aup source (compiled now, diagnostics on stderr) or an
+// .aupm file, as `aup run` loads it; null with the exit code set when it
+// cannot be had.
+std::unique_ptr<vm::Module> load_module(const std::string& path, int& exit_code);
 
 }  // namespace aup::cli

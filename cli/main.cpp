@@ -18,6 +18,7 @@
 #include "cli/cluster_status.h"
 #include "cli/commands.h"
 #include "cli/huge_pages.h"
+#include "cli/rows.h"
 #include "cli/shell.h"
 #include "compiler/check_cli.h"
 #include "runtime/replay.h"
@@ -380,6 +381,123 @@ CLI::App* add_shell_command(CLI::App& app, ShellOptions& o) {
   return cmd;
 }
 
+// ---- rows by hand (cli/rows.h)
+
+constexpr const char* kRowsAddress =
+    "where the server listens on the line protocol: unix:PATH, HOST:PORT or :PORT; or\n"
+    "several, a comma between (a cluster's nodes: a replica answers reads too)";
+
+void add_timeout(CLI::App& cmd, double& seconds) {
+  cmd.add_option("--timeout", seconds, "seconds to wait for each answer")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 86400.0));
+}
+
+CLI::App* add_get_command(CLI::App& app, aup::cli::GetOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "get", "Print the row of TABLE with the key KEY... (one value for each key field, in key order),\n"
+             "as one JSON line, or nothing when there is none: a `read` request, answered as a query\n"
+             "is (docs/protocol.md, \"The read request\"). Values are typed as `aup call` types them.\n"
+             "Exit status: 0 answered, 1 the server refused the read, 2 usage or connection problems.");
+  cmd->add_option("address", o.address, kRowsAddress)->required()->type_name("ADDRESS");
+  cmd->add_option("table", o.table, "the table")->required()->type_name("TABLE");
+  cmd->add_option("key", o.key, "the key's values, in key order (or one JSON array of them)")
+      ->required()
+      ->type_name("KEY...");
+  add_timeout(*cmd, o.timeout_seconds);
+  return cmd;
+}
+
+CLI::App* add_scan_command(CLI::App& app, aup::cli::ScanOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "scan", "Print TABLE's rows in key order (or an index's), one JSON line each: those from --from\n"
+              "to --to (inclusive; each the first values of the order's fields), at most --limit of\n"
+              "them; when more follow, how to continue is said on stderr (--all reads on to the end).\n"
+              "Exit status: 0 answered, 1 the server refused the read, 2 usage or connection problems.");
+  cmd->add_option("address", o.address, kRowsAddress)->required()->type_name("ADDRESS");
+  cmd->add_option("table", o.table, "the table")->required()->type_name("TABLE");
+  cmd->add_option("--from", o.from,
+                  "the first rows' values, one a flag in the order's field order (--from 1 --from a),\n"
+                  "or one JSON array of them ('[1,\"a\"]')")
+      ->type_name("VALUE")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--to", o.to, "the last rows' values, as --from's (inclusive: --to 5 ends after every row with 5)")
+      ->type_name("VALUE")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--index", o.index, "read in this index's order (its fields, then the key's)")->type_name("NAME");
+  cmd->add_option_function<uint32_t>(
+         "--limit", [&o](const uint32_t& n) { o.limit = n; }, "rows at most (default 100, at most 10000)")
+      ->type_name("N")
+      ->check(CLI::Range(1u, 10000u));
+  cmd->add_flag("--all", o.all, "read on, page after page, to the end of the range");
+  add_timeout(*cmd, o.timeout_seconds);
+  return cmd;
+}
+
+CLI::App* add_dump_command(CLI::App& app, aup::cli::DumpOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "dump", "Print the rows of a store's tables as NDJSON, {\"table\":NAME,\"row\":{...}} a line, each\n"
+              "table in key order, for `aup load` into another store (docs/operations.md, \"Moving rows\n"
+              "between stores\"). From a served store (ADDRESS: read page by page), or from a store\n"
+              "directory (--data DIR: as of its newest durable save, also while it is served).\n"
+              "Exit status: 0 dumped, 1 the server refused or the store is damaged, 2 usage or environment.");
+  CLI::Option* address = cmd->add_option("address", o.address, kRowsAddress)->type_name("ADDRESS");
+  cmd->add_option("--data", o.data, "a store directory to read instead of a server")
+      ->type_name("DIR")
+      ->excludes(address);
+  cmd->add_option("--table", o.tables, "only this table (may be given more than once; default: every table)")
+      ->type_name("NAME")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  add_timeout(*cmd, o.timeout_seconds);
+  return cmd;
+}
+
+CLI::App* add_load_command(CLI::App& app, aup::cli::LoadOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "load", "Add the rows of `aup dump` lines (FILE, or stdin) to the store --data DIR, opened with\n"
+              "MODULE (created if absent), which may differ from the module they were dumped with: each\n"
+              "row is checked against MODULE's record of its table (field names and types, defaults for\n"
+              "fields left out, keys and unique indexes unique). The first that does not fit is said\n"
+              "with its line, table and field, and nothing is loaded; else all are one log entry.\n"
+              "Exit status: 0 loaded, 1 a row that does not fit or a damaged store, 2 usage or environment.");
+  cmd->add_option("module", o.module, "the store's module: an .aup source or an .aupm file")
+      ->required()
+      ->type_name("MODULE");
+  cmd->add_option("input", o.input, "the dump lines (default: standard input)")->type_name("FILE");
+  cmd->add_option("--data", o.data, "the store directory")->capture_default_str()->type_name("DIR");
+  return cmd;
+}
+
+struct RowsCommands {
+  aup::cli::GetOptions get;
+  aup::cli::ScanOptions scan;
+  aup::cli::DumpOptions dump;
+  aup::cli::LoadOptions load;
+  CLI::App* get_cmd = nullptr;
+  CLI::App* scan_cmd = nullptr;
+  CLI::App* dump_cmd = nullptr;
+  CLI::App* load_cmd = nullptr;
+};
+
+void add_rows_commands(CLI::App& app, RowsCommands& r) {
+  r.get_cmd = add_get_command(app, r.get);
+  r.scan_cmd = add_scan_command(app, r.scan);
+  r.dump_cmd = add_dump_command(app, r.dump);
+  r.load_cmd = add_load_command(app, r.load);
+}
+
+// The exit status of the rows command given, or -1 when none was.
+int run_rows_command(const RowsCommands& r) {
+  if (r.get_cmd->parsed()) return aup::cli::get(r.get, stdout, stderr);
+  if (r.scan_cmd->parsed()) return aup::cli::scan(r.scan, stdout, stderr);
+  if (r.dump_cmd->parsed()) return aup::cli::dump(r.dump, stdout, stderr);
+  if (r.load_cmd->parsed()) return aup::cli::load(r.load, stderr);
+  return -1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -414,6 +532,9 @@ int main(int argc, char** argv) {
   PromoteOptions promote;
   CLI::App* promote_cmd = add_promote_command(app, promote);
 
+  RowsCommands rows;
+  add_rows_commands(app, rows);
+
   if (int rc = aup::missing_command(app, argc, argv); rc >= 0) return rc;
   try {
     app.parse(argc, argv);
@@ -434,6 +555,7 @@ int main(int argc, char** argv) {
   if (shell_cmd->parsed()) return aup::cli::shell(shell, "/proc/self/exe");
   if (backup_cmd->parsed()) return aup::cli::backup(backup);
   if (promote_cmd->parsed()) return aup::cli::promote(promote);
+  if (int rc = run_rows_command(rows); rc >= 0) return rc;
   if (replay_cmd->parsed()) {
     if (int rc = aup::cli::refuse_data_file("replay", replay.data); rc >= 0) return rc;
     std::string faults;

@@ -17,6 +17,7 @@
 
 #include "cli/call.h"
 #include "cli/client.h"
+#include "cli/rows.h"
 #include "cli/short_form.h"
 #include "cli/table_format.h"
 #include "runtime/json.h"
@@ -34,12 +35,15 @@ constexpr const char* kDotHelp =
     "  .tables           the tables, each with its key and indexes\n"
     "  .schema           the module's whole description, as the server gives it\n"
     "  .mode table|line|json  how rows print: an aligned table, field = value lines, or JSON\n"
+    "  .get TABLE KEY... the row with that key (the key's values in order)\n"
+    "  .scan TABLE [from=V] [to=V] [index=NAME] [limit=N]\n"
+    "                    rows in key (or index) order, from and to inclusive\n"
     "  .timing on|off    print how long each answer took\n"
     "  .help             this\n"
     "  .quit             leave (so do Ctrl-D, and Ctrl-C twice on an empty line)\n";
 
-constexpr const char* kDotCommands[] = {".events", ".queries", ".tables", ".schema", ".mode",
-                                        ".timing", ".help",    ".quit"};
+constexpr const char* kDotCommands[] = {".events", ".queries", ".tables", ".get",  ".scan",
+                                        ".schema", ".mode",    ".timing", ".help", ".quit"};
 
 // What the session knows and has seen.
 struct Session {
@@ -266,6 +270,18 @@ void set_mode(Session& s, const std::vector<std::string>& words) {
   }
 }
 
+bool exchange_and_show(Session& s, const std::string& request);
+
+// `.get` and `.scan`: a read request (cli/rows.h), answered as a query's;
+// false when the connection is gone.
+bool read_rows(Session& s, const std::vector<std::string>& words) {
+  std::string line, error;
+  std::vector<std::string> rest(words.begin() + 1, words.end());
+  if (shell_read_line(s.schema_json, words[0] == ".scan", rest, line, error)) return exchange_and_show(s, line);
+  refused(s, error);
+  return true;
+}
+
 // False when the session should end.
 bool dot_command(Session& s, const std::vector<std::string>& words) {
   const std::string& c = words[0];
@@ -276,6 +292,8 @@ bool dot_command(Session& s, const std::vector<std::string>& words) {
     list_requests(s, c == ".events");
   } else if (c == ".tables") {
     list_tables(s);
+  } else if (c == ".get" || c == ".scan") {
+    return read_rows(s, words);
   } else if (c == ".schema") {
     fmt::print("{}\n", s.tty ? format_result(s.schema_json, RowsMode::Json) : s.schema_json);
   } else if (c == ".mode") {
@@ -298,7 +316,7 @@ bool raw_event(const std::string& line) {
 // One line typed or read: false when the session should end.
 bool handle_line(Session& s, const std::string& line) {
   std::vector<std::string> words;
-  std::string error, request, answer;
+  std::string error, request;
   if (!split_words(line, words, error)) {
     refused(s, error);
     return true;
@@ -315,6 +333,12 @@ bool handle_line(Session& s, const std::string& line) {
   } else {
     event = s.schema.find(words[0])->event;
   }
+  return exchange_and_show(s, request);
+}
+
+// Sends a request and shows its answer: false when the connection is gone.
+bool exchange_and_show(Session& s, const std::string& request) {
+  std::string answer, error;
   auto start = std::chrono::steady_clock::now();
   g_waiting = 1;
   bool answered = s.client.exchange(request, timeout_ms(s), answer, error);

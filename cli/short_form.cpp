@@ -113,8 +113,8 @@ std::string_view expected_kind(std::string_view type) {
   return type == "num" ? "number" : type == "text" ? "string" : type == "bool" ? "bool" : "";
 }
 
-// `word` as the JSON of a value of type `type`, or false with why not, in
-// the server's words where the server would see the same value.
+}  // namespace
+
 bool value_json(const ArgSpec& a, std::string_view word, std::string& out, std::string& error) {
   bool quoted = !word.empty() && word.front() == '"';
   if (a.type == "text" && !quoted) {
@@ -140,6 +140,8 @@ bool value_json(const ArgSpec& a, std::string_view word, std::string& out, std::
   out += word;
   return true;
 }
+
+namespace {
 
 // Which argument a word gives: `name=value` when `name` is one of r's
 // arguments, else the next one in order not given yet. -1: none left.

@@ -68,6 +68,12 @@ std::string usage(const RequestSpec& r);
 // quote or bracket is left open.
 bool split_words(std::string_view line, std::vector<std::string>& words, std::string& error);
 
+// `word` as the JSON of a value of argument `a`'s type (appended to
+// `out`), or false with why not, in the server's words where the server
+// would see the same value: a bare word is a text for `text`, anything
+// else must be JSON of the type's kind.
+bool value_json(const ArgSpec& a, std::string_view word, std::string& out, std::string& error);
+
 // The request line (no newline) for `words` (the name, then its
 // arguments); false with a message saying what is wrong and how the
 // request is written.

@@ -29,7 +29,7 @@ size_t Committer::take(uint64_t to, const Request& r, const RequestText& text, d
   // Behind a parked query of its destination, or a query after a save the
   // state does not hold yet: parked.
   if ((!parked_.empty() && parked_.count(to)) ||
-      (r.kind == RequestKind::Query && r.after > durability_.applied_save())) {
+      (reads_state(r.kind) && r.after > durability_.applied_save())) {
     park(to, r, text, now);
     return 0;
   }
@@ -48,7 +48,7 @@ size_t Committer::run(Entry& e, const Request& r, const RequestText& text, doubl
   if (o == Outcome::EventApplied) {
     e.applied = true;
     ++events_;
-  } else if (o == Outcome::Query && r.kind == RequestKind::Query && events_ > 0) {
+  } else if (o == Outcome::Query && reads_state(r.kind) && events_ > 0) {
     // It read events whose commit may still fail.
     e.rerun = true;
     if (!e.held) e.held = std::make_unique<HeldRequest>();
@@ -71,7 +71,7 @@ void Committer::park(uint64_t to, const Request& r, const RequestText& text, dou
   Parked& p = parked_[to].emplace_back();
   p.request = std::make_unique<HeldRequest>(text);
   p.now = now;
-  p.after = r.kind == RequestKind::Query ? r.after : 0;
+  p.after = reads_state(r.kind) ? r.after : 0;
   p.deadline = std::chrono::steady_clock::now() + durability_.after_timeout();
 }
 
@@ -185,7 +185,7 @@ void Committer::rerun_queries() {
     Entry& e = entries_[i];
     if (!e.rerun) continue;
     const Request& r = e.held->prepare(service_);
-    assert(r.kind == RequestKind::Query && r.id == e.answer.id);  // the same request again
+    assert(reads_state(r.kind) && r.id == e.answer.id);  // the same request again
     service_.run(r, e.now, e.answer);
   }
 }

@@ -77,6 +77,13 @@ class ValueToJson {
   // Appends `v` (of type `type`) to out; false with failure() set when the
   // value cannot be sent (a number that is not finite, a removed row).
   bool write(vm::Value v, uint32_t type, std::string& out);
+  // Appends a stored row (table `table`'s slots) as a query returning it
+  // writes it: its record's fields in order. A stored row holds only
+  // finite numbers, texts and bools, so this cannot fail.
+  void row(const vm::Value* slots, uint32_t table, std::string& out) {
+    bool written = record(slots, vm_.module().tables[table].record, out, 0);
+    (void)written;
+  }
   vm::ErrorCode code() const { return code_; }
   const std::string& error() const { return error_; }
 

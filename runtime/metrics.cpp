@@ -33,6 +33,7 @@ const std::vector<MetricDesc> kMetrics = {
     {"events_failed", K::Counter, "events", "Events that failed and were undone, or were refused, by error code.",
      true},
     {"queries", K::Counter, "queries", "Queries and schema requests answered (stats requests are not counted)."},
+    {"reads", K::Counter, "reads", "Read requests answered: rows by key or range, without a query."},
     {"requests_invalid", K::Counter, "requests",
      "Requests answered bad_request, unknown_event, unknown_query or bad_args by the request decoder."},
     {"commits", K::Counter, "commits", "Batches with at least one applied event that were committed or tried."},
@@ -252,11 +253,12 @@ MetricSample Metrics::sample() const {
   // Held for about a merge of the window's 60 histograms (tens of
   // microseconds), once per stats request.
   std::lock_guard<std::mutex> lock(mu_);
-  uint64_t applied = 0, replayed = 0, queries = 0, invalid = 0;
+  uint64_t applied = 0, replayed = 0, queries = 0, reads = 0, invalid = 0;
   for (const ServiceCounters* c : services_) {
     applied += c->events_ok.get();
     replayed += c->events_replayed.get();
     queries += c->queries.get();
+    reads += c->reads.get();
     invalid += c->bad_requests.get();
     for (size_t i = 0; i < kFailCodes; ++i) s.by_code[i] += static_cast<double>(c->failed_by_code[i].get());
   }
@@ -268,6 +270,7 @@ MetricSample Metrics::sample() const {
   set("events_applied", static_cast<double>(applied));
   set("events_replayed", static_cast<double>(replayed));
   set("queries", static_cast<double>(queries));
+  set("reads", static_cast<double>(reads));
   set("requests_invalid", static_cast<double>(invalid));
   set("commits", static_cast<double>(commits_));
   set("commit_failures", static_cast<double>(commit_failures_));

@@ -127,6 +127,7 @@ struct ServiceCounters {
   OwnedCounter events_failed;
   std::array<OwnedCounter, kFailCodes> failed_by_code;
   OwnedCounter queries;
+  OwnedCounter reads;  // read requests answered (runtime/read.h)
   OwnedCounter bad_requests;
 };
 

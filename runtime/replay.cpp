@@ -1,6 +1,7 @@
 #include "runtime/replay.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <bit>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/suggest.h"
 #include "runtime/json.h"
 #include "storage/key_tables.h"
 #include "storage/memory_tables.h"
@@ -124,33 +126,36 @@ class Printer : public storage::RecoveryReporter {
 // the images are read (storage/live.h). 0, or the exit status after saying
 // why not.
 int cut_if_served(storage::ReadAccess& access, storage::Recovery& recovery, const std::string& dir,
-                  std::FILE* err) {
+                  std::FILE* err, std::string_view command = "replay") {
   if (!access.live()) return 0;
   storage::LiveMark m;
   if (Status cut = access.cut(m); !cut.ok()) {
-    fmt::print(err, "aup replay: {}\n", cut.message);
+    fmt::print(err, "aup {}: {}\n", command, cut.message);
     return 2;
   }
   recovery.cut_log_at(m.segment, m.end);
-  fmt::print(err, "aup replay: the store {} is served by aup{}: read as of save {}, its newest durable one\n", dir,
-             access.by(), m.seq);
+  fmt::print(err, "aup {}: the store {} is served by aup{}: read as of save {}, its newest durable one\n", command,
+             dir, access.by(), m.seq);
   return 0;
 }
 
 // A step of recovery that did not finish: damage (reported already) exits
 // 1; a read that failed (an errno: the environment, not the store) says so
 // and exits 2, as `aup run` does.
-int stopped(const Status& st, std::FILE* err) {
+int stopped(const Status& st, std::FILE* err, std::string_view command = "replay") {
   if (st.err == 0) return 1;
-  fmt::print(err, "aup replay: {}\n", st.message);
+  fmt::print(err, "aup {}: {}\n", command, st.message);
   return 2;
 }
 
-// --dump TABLE: its rows as JSON lines, in key order.
-void print_rows(const storage::TableSchema& ts, vm::BTree& tree, std::FILE* out) {
+// --dump TABLE: its rows as JSON lines, in key order; each line after
+// `prefix` and followed by `suffix` (aup dump's {"table":..,"row":ROW}).
+void print_rows(const storage::TableSchema& ts, vm::BTree& tree, std::FILE* out, std::string_view prefix = {},
+                std::string_view suffix = {}) {
   std::string line;
   tree.for_each(tree.root(), [&](const vm::Key&, const uint64_t* row) {
     line.clear();  // (= "{" trips GCC 12 -Wrestrict)
+    line += prefix;
     line += '{';
     for (uint32_t f = 0; f < ts.fields.size(); ++f) {
       if (f) line += ',';
@@ -158,7 +163,9 @@ void print_rows(const storage::TableSchema& ts, vm::BTree& tree, std::FILE* out)
       line += ':';
       append_value(line, ts.fields[f].type, row[f]);
     }
-    line += "}\n";
+    line += '}';
+    line += suffix;
+    line += '\n';
     std::fputs(line.c_str(), out);
   });
 }
@@ -296,6 +303,54 @@ int replay(storage::Io& io, const ReplayOptions& o, std::FILE* out, std::FILE* e
     print_summary(dir, schema, tables, printer, replica_of, out);
   }
   if (o.verify) print_verified(dir, schema, tables, printer, out, err);
+  return printer.damaged ? 1 : 0;
+}
+
+int dump_store(storage::Io& io, const std::string& dir, const std::vector<std::string>& tables, std::FILE* out,
+               std::FILE* err) {
+  storage::ReadAccess access(io);
+  if (Status took = access.take(dir); !took.ok()) {
+    fmt::print(err, "aup dump: {}\n", took.message);
+    return 2;
+  }
+  Printer printer(out, err);
+  storage::RecoveryOptions ro;
+  ro.log.read_only = true;
+  storage::Recovery recovery(io, dir, ro, printer);
+  storage::Schema schema;
+  Status st = recovery.read_schema(schema);
+  std::vector<int> dumped;
+  for (const std::string& name : tables) {
+    int t = st.ok() ? schema.table_index(name) : 0;
+    if (t < 0 || storage::is_key_table(name)) {
+      std::vector<std::string_view> names;
+      for (const auto& ts : schema.tables) {
+        if (!storage::is_key_table(ts.name)) names.push_back(ts.name);
+      }
+      std::string close = did_you_mean(name, names);
+      fmt::print(err, "aup dump: no table `{}` in the store{}\n", name,
+                 close.empty() ? fmt::format("; tables: {}", fmt::join(names, ", ")) : close);
+      return 2;
+    }
+    dumped.push_back(t);
+  }
+  if (st.ok()) printer.begin(schema);
+  storage::MemoryTables rows(schema);
+  if (st.ok()) st = recovery.load_images(schema, schema, rows);
+  if (!st.ok()) return stopped(st, err, "dump");
+  if (int rc = cut_if_served(access, recovery, dir, err, "dump")) return rc;
+  if (st = recovery.read_log(); !st.ok()) return stopped(st, err, "dump");
+  if (tables.empty()) {
+    for (size_t t = 0; t < schema.tables.size(); ++t) {
+      if (!storage::is_key_table(schema.tables[t].name)) dumped.push_back(static_cast<int>(t));
+    }
+  }
+  for (int t : dumped) {
+    std::string prefix = "{\"table\":";
+    json_append_string(prefix, schema.tables[static_cast<size_t>(t)].name);
+    prefix += ",\"row\":";
+    print_rows(schema.tables[static_cast<size_t>(t)], rows.table(static_cast<uint32_t>(t)), out, prefix, "}");
+  }
   return printer.damaged ? 1 : 0;
 }
 

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "storage/io.h"
 
@@ -35,5 +36,13 @@ struct ReplayOptions {
 // Every file operation goes through `io` (the CLI's comes from AUP_FAULTS,
 // storage/io.h), so the fault suites reach replay too.
 int replay(storage::Io& io, const ReplayOptions& o, std::FILE* out, std::FILE* err);
+
+// `aup dump --data DIR` (cli/rows.h): the rows of `tables` (none: every
+// table of the module, not the store's own) as dump lines,
+// {"table":NAME,"row":{...}}, each table in key order, as of the store's
+// newest durable save (read as replay reads it, also while it is served).
+// Exit status as replay's; an unknown table is 2.
+int dump_store(storage::Io& io, const std::string& dir, const std::vector<std::string>& tables, std::FILE* out,
+               std::FILE* err);
 
 }  // namespace aup::runtime

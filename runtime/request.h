@@ -24,8 +24,26 @@
 namespace aup::runtime {
 
 // Replicate: a replica's first request (runtime/replication_stream.h),
-// which hands its connection to the primary's shipper.
-enum class RequestKind : uint8_t { Event, Query, Schema, Stats, Replicate, Refused };
+// which hands its connection to the primary's shipper. Read: rows by key
+// or by range, without a query (runtime/read.h).
+enum class RequestKind : uint8_t { Event, Query, Schema, Stats, Replicate, Read, Refused };
+
+// Whether a request reads the state: answered where queries are, run again
+// after a failed commit of events it may have read, and waiting for its
+// `after` save.
+constexpr bool reads_state(RequestKind k) { return k == RequestKind::Query || k == RequestKind::Read; }
+
+// A read request, resolved (runtime/read.h): what Service::prepare checked
+// of its shape; the key values are read when it runs.
+struct ReadSpec {
+  static constexpr uint32_t kNone = UINT32_MAX;
+  uint32_t index = kNone;  // the index scanned, or kNone: the table's key order
+  uint32_t key = kNone;    // nodes of the request: `key` (a get), `from`, `to` (arrays)
+  uint32_t from = kNone;
+  uint32_t to = kNone;
+  uint32_t limit = 0;  // rows at most (the default when not given)
+  uint32_t bytes = 0;  // bytes of rows at most (the default when not given)
+};
 
 struct RequestText {
   enum class Form : uint8_t { Line, Route };
@@ -51,12 +69,13 @@ inline constexpr uint32_t kNoArgs = UINT32_MAX;
 
 struct Request {
   RequestKind kind = RequestKind::Refused;
-  uint32_t target = 0;  // Event: the event's number; Query: the query's function
+  uint32_t target = 0;  // Event: the event's number; Query: the query's function; Read: the table
   const JsonDoc* doc = nullptr;
   uint32_t args = kNoArgs;  // Event, Query: the arguments' object node; Replicate: its object
   std::string_view id;      // the id as written (raw JSON), or ""
   std::string_view key;     // Event: the idempotency key, or "" (none)
-  uint64_t after = 0;       // Query: run once the state holds this save (0: at once)
+  uint64_t after = 0;       // Query, Read: run once the state holds this save (0: at once)
+  ReadSpec read;            // Read
   // Refused: its code and why.
   Code refusal = Code::BadRequest;
   std::string why;

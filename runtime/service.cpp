@@ -4,6 +4,7 @@
 
 #include "runtime/convert.h"
 #include "runtime/keys.h"
+#include "runtime/read.h"
 #include "runtime/schema.h"
 
 namespace aup::runtime {
@@ -60,7 +61,7 @@ std::string key_problem(RequestKind kind, const JsonNode* n, std::string_view ke
 
 // `after` (docs/protocol.md, "Saves"): a query's, a whole save number.
 std::string after_problem(RequestKind kind, const JsonNode& n, uint64_t& after) {
-  if (kind != RequestKind::Query) return "`after` is a query's: the save it must read";
+  if (!reads_state(kind)) return "`after` is a query's or a read's: the save it must read";
   if (n.kind != JsonNode::Kind::Number || n.num < 0 || n.num > 9007199254740992.0 ||
       n.num != static_cast<double>(static_cast<uint64_t>(n.num))) {
     return "`after` must be a save number: a whole number, 0 or more";
@@ -72,8 +73,8 @@ std::string after_problem(RequestKind kind, const JsonNode& n, uint64_t& after) 
 // The members of a request object, by name; the first problem found.
 struct Members {
   static constexpr uint32_t kNone = kNoArgs;
-  uint32_t event = kNone, query = kNone, schema = kNone, stats = kNone, replicate = kNone, args = kNone, id = kNone,
-           key = kNone, after = kNone;
+  uint32_t event = kNone, query = kNone, schema = kNone, stats = kNone, replicate = kNone, read_body = kNone,
+           args = kNone, id = kNone, key = kNone, after = kNone;
   std::string problem;
 
   void read(const JsonDoc& doc) {
@@ -86,6 +87,7 @@ struct Members {
                        : name == "schema" ? &schema
                        : name == "stats"  ? &stats
                        : name == "replicate" ? &replicate
+                       : name == "read"   ? &read_body
                        : name == "args"   ? &args
                        : name == "id"     ? &id
                        : name == "key"    ? &key
@@ -127,6 +129,14 @@ struct Members {
       note(fmt::format("`{}` must be the empty object {{}}", what));
     }
   }
+  // `{"read": {...}}` (runtime/read.h): an id and `after` beside it, nothing else.
+  void check_read() {
+    if (event != kNone || query != kNone || args != kNone || schema != kNone || stats != kNone ||
+        replicate != kNone || key != kNone) {
+      note("a `read` request has `read`, and perhaps `id` and `after`: no `event`, `query`, `args`, `key`, `schema` "
+           "or `stats`");
+    }
+  }
   void check_target(const JsonDoc& doc) {
     if (event != kNone && query != kNone) {
       note("a request has `event` or `query`, not both");
@@ -137,6 +147,19 @@ struct Members {
     }
   }
 };
+
+// `{"read": {...}}`: its members checked, then the read itself (runtime/read.h).
+void prepare_read_line(const vm::Module& module, const JsonDoc& doc, Members& m, Request& r) {
+  if (m.problem.empty()) m.check_read();
+  if (m.problem.empty() && m.after != Members::kNone) {
+    m.note(after_problem(RequestKind::Read, doc.node(m.after), r.after));
+  }
+  if (!m.problem.empty()) {
+    r.refuse(Code::BadRequest, std::move(m.problem));
+    return;
+  }
+  prepare_read(module, doc, m.read_body, r);
+}
 
 }  // namespace
 
@@ -179,6 +202,10 @@ Request Service::prepare_line(std::string_view line, JsonDoc& doc) const {
     } else {
       r.id = doc.node(m.id).raw;
     }
+  }
+  if (m.read_body != Members::kNone) {
+    prepare_read_line(module_, doc, m, r);
+    return r;
   }
   bool special = m.special() != Members::kNone;
   if (m.problem.empty()) special ? m.check_special(doc) : m.check_target(doc);
@@ -302,6 +329,7 @@ Outcome Service::run(const Request& r, double now, Answer& out) {
                      out);
     case RequestKind::Event: o = event(r, now, out); break;
     case RequestKind::Query: o = query(r, now, out); break;
+    case RequestKind::Read: o = read(r, out); break;
   }
   vm_.reset_arena();
   return o;
@@ -437,6 +465,16 @@ bool Service::query_params(const Request& r, const vm::Function& f, std::vector<
     }
   }
   return true;
+}
+
+// A read (runtime/read.h): answered as a query is, counted as a read.
+Outcome Service::read(const Request& r, Answer& out) {
+  if (!answer_read(r, vm_, out)) {
+    counters_.bad_requests.inc();
+    return Outcome::Invalid;
+  }
+  counters_.reads.inc();
+  return Outcome::Query;
 }
 
 Outcome Service::query(const Request& r, double now, Answer& out) {

@@ -7,6 +7,7 @@
 //   {"schema": {}}   (the module's events, queries and tables: runtime/schema.h)
 //   {"event": "transfer", "args": {...}, "key": "t-81"}   (at most once: runtime/keys.h)
 //   {"stats": {}}    (the server's counters and gauges: runtime/metrics.h)
+//   {"read": {"table": "accounts", "key": [1]}}   (rows without a query: runtime/read.h)
 //
 // or the same over HTTP, where the route says what the request is and the
 // body holds the arguments (runtime/http.h). `id` is optional, any JSON
@@ -51,7 +52,7 @@ class KeyTable;
 enum class Outcome : uint8_t {
   EventApplied,  // changed the state: its answer waits for the batch's fate
   EventFailed,   // rolled back, or refused
-  Query,         // a query, schema or stats request: answered
+  Query,         // a query, read, schema or stats request: answered
   Invalid,       // answered bad_request, unknown_*, bad_args
 };
 
@@ -104,6 +105,7 @@ class Service {
   Outcome keyed_event(const Request& r, vm::Value rec, double now, Answer& out);
   Outcome apply(const vm::EventDesc& ed, vm::Value rec, double now, Answer& out, size_t max_answer = SIZE_MAX);
   Outcome query(const Request& r, double now, Answer& out);
+  Outcome read(const Request& r, Answer& out);
   bool query_params(const Request& r, const vm::Function& f, std::vector<vm::Value>& params, Answer& out);
   Outcome stats(Answer& out);
   // A result `writer` could not write, answered with where `f` returns.

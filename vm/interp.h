@@ -82,6 +82,12 @@ class Vm {
   ArrayObj* sized_array(uint32_t n, bool aggregate_items);  // n items, for the caller to fill
   TextObj* new_text(std::string_view s) { return arena_text(arena_, s); }
 
+  // Adds record `rec` (table `table`'s record, in the arena) as a row, as
+  // `t.add` does: finite numbers, texts moved to the heap, -0 keys made
+  // 0, the key and every unique index checked (`duplicate`), the change
+  // journaled. False with failure() set. `aup load` adds its rows so
+  // (cli/rows.h), the one way rows enter a table.
+  bool add_row(uint32_t table, Value rec) { return tadd(table, rec, false); }
   // A row's values, or null if the row was removed.
   const Value* row_values(RowRef* r);
   // Every row of a view, in key order.

@@ -30,6 +30,7 @@ std::string as_line(const RequestText& r) {
     case RequestKind::Event: line = R"({"event":")"; break;
     case RequestKind::Query: line = R"({"query":")"; break;
     case RequestKind::Replicate:  // no route makes one
+    case RequestKind::Read:
     case RequestKind::Refused: return "<refused>";
   }
   line += std::string(r.name) + "\",\"args\":";
