@@ -270,14 +270,14 @@ void set_mode(Session& s, const std::vector<std::string>& words) {
   }
 }
 
-bool exchange_and_show(Session& s, const std::string& request);
+bool exchange_and_show(Session& s, const std::string& request, bool event);
 
 // `.get` and `.scan`: a read request (cli/rows.h), answered as a query's;
 // false when the connection is gone.
 bool read_rows(Session& s, const std::vector<std::string>& words) {
   std::string line, error;
   std::vector<std::string> rest(words.begin() + 1, words.end());
-  if (shell_read_line(s.schema_json, words[0] == ".scan", rest, line, error)) return exchange_and_show(s, line);
+  if (shell_read_line(s.schema_json, words[0] == ".scan", rest, line, error)) return exchange_and_show(s, line, false);
   refused(s, error);
   return true;
 }
@@ -333,11 +333,13 @@ bool handle_line(Session& s, const std::string& line) {
   } else {
     event = s.schema.find(words[0])->event;
   }
-  return exchange_and_show(s, request);
+  return exchange_and_show(s, request, event);
 }
 
 // Sends a request and shows its answer: false when the connection is gone.
-bool exchange_and_show(Session& s, const std::string& request) {
+// An event answered ok counts as a change (a --memory shell asks before
+// leaving with changes).
+bool exchange_and_show(Session& s, const std::string& request, bool event) {
   std::string answer, error;
   auto start = std::chrono::steady_clock::now();
   g_waiting = 1;
