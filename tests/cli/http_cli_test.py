@@ -354,10 +354,11 @@ def run_head_and_health(aup, bank, work, io_threads):
     where = "--io-threads %d" % io_threads
     try:
         for path in ("/queries/total", "/schema", "/stats", "/metrics", "/health", "/queries/balance?id=1"):
-            head = subprocess.run(["curl", "-s", "-S", "-I", srv.url + path], capture_output=True, text=True,
-                                  timeout=60).stdout.split("\r\n\r\n", 1)[0]
-            get = subprocess.run(["curl", "-s", "-S", "-i", srv.url + path], capture_output=True, text=True,
-                                 timeout=60).stdout
+            # Bytes, not text: the CRLFs stay as sent.
+            head = subprocess.run(["curl", "-s", "-S", "-I", srv.url + path], capture_output=True,
+                                  timeout=60).stdout.decode().split("\r\n\r\n", 1)[0]
+            get = subprocess.run(["curl", "-s", "-S", "-i", srv.url + path], capture_output=True,
+                                 timeout=60).stdout.decode()
             get_head, get_body = get.split("\r\n\r\n", 1) if "\r\n\r\n" in get else (get, "")
             # The figures move between the two requests (uptime): their
             # length may too; anything else is the same bytes.
@@ -426,7 +427,7 @@ def run_body_errors(aup, bank, work):
         for body, status, message in (
                 ('{"id":1', 400, "the body is not JSON: expected `,` or `}` at byte 7"),
                 ("[1]", 400, "the body must be a JSON object of arguments"),
-                ('{\n "id": 1,\n}', 400, "at byte 13 (line 3, column 1)")):
+                ('{\n "id": 1,\n}', 400, "at byte 12 (line 3, column 1)")):
             got, got_status = curl_status("--data-binary", body, srv.url + "/queries/balance")
             if got_status != status or message not in got or "`args`" in got:
                 fail("body %r: %d %s; want %d with %r" % (body, got_status, got, status, message))
