@@ -128,6 +128,9 @@ class HttpFramer {
   bool take_interim(std::string& out);
   // Whether the response frame() writes next is the last (close after it).
   bool closing_next() const { return !owed_.empty() && owed_.front().close; }
+  // Whether it is a HEAD's: its head alone (the HTTP fuzz target reads
+  // the others back; a client reads a HEAD's knowing it sent one).
+  bool head_only_next() const { return !owed_.empty() && owed_.front().head_only; }
   // How many requests were made from a head seen before (see above).
   uint64_t heads_reused() const { return heads_reused_; }
 
