@@ -1,19 +1,24 @@
 // What `{"stats":{}}` answers and `GET /metrics` exposes (docs/protocol.md,
-// docs/operations.md "Monitoring"): counters and gauges of a running
-// `aup run`, from one table of descriptors (kMetrics), so the JSON answer
-// and the Prometheus text can never disagree: both are written from one
-// MetricSample (stats_json, prometheus_text).
+// docs/operations.md "Monitoring"): counters, gauges and duration
+// histograms of a running `aup run`, and the process's own figures, from
+// one table of descriptors (kMetrics), so the JSON answer, the Prometheus
+// text, `aup stats`' lines and GET /health can never disagree: all are
+// written from one MetricSample (stats_json, prometheus_text, stats_text,
+// health_json).
 //
 // Threads. The stats request is answered wherever it is read: on the owner
 // (stdin, --io-threads 0) or on an I/O thread. So every figure is one that
 // any thread may read:
-//   - the Services' counters (ServiceCounters) are single-writer relaxed
-//     atomics: each Service is used by one thread, which increments with a
-//     plain load and store (no locked instruction on the hot path);
+//   - the Services' counters and duration histograms (ServiceCounters)
+//     are single-writer relaxed atomics: each Service is used by one
+//     thread, which increments with a plain load and store (no locked
+//     instruction on the hot path);
 //   - the owner publishes what only it may read (the store's figures, the
-//     state's bytes, the commit latency) once per batch with events, into
-//     one mutex-guarded block: one uncontended lock a batch, against tens
-//     of microseconds a transaction;
+//     state's bytes, the commit latency and its histogram) once per batch
+//     with events, into one mutex-guarded block: one uncontended lock a
+//     batch, against tens of microseconds a transaction;
+//   - the process_* figures are read from /proc and getrlimit when a
+//     sample is taken, outside the lock;
 //   - the servers keep their gauges (connections, events queued, answer
 //     bytes waiting) in relaxed atomics; answer bytes in one per serving
 //     thread, written by it alone.
