@@ -419,6 +419,56 @@ def run_health_failed_store(aup, bank, work):
         p.wait(timeout=60)
 
 
+def start(aup, args, err_path, wait_for):
+    """`aup run ARGS` in the background, once its stderr matches every
+    pattern of `wait_for` (the first group of the first: a port)."""
+    err = open(err_path, "wb")
+    p = subprocess.Popen([aup, "run"] + args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and p.poll() is None:
+        text = open(err_path).read()
+        found = [re.search(w, text) for w in wait_for]
+        if all(found):
+            return p, int(found[0].group(1))
+        time.sleep(0.02)
+    p.kill()
+    p.wait()
+    raise RuntimeError("aup run %s did not start: %s" % (args, open(err_path).read()))
+
+
+def run_health_replication(aup, bank, work):
+    """/health after replication: a replica says `replica` and the save it
+    holds; the primary it serves says `primary`. Both are ready."""
+    sock = os.path.join(work, "p.sock")
+    primary, pport = start(aup, [bank, "--data", os.path.join(work, "primary"), "--listen", "unix:" + sock,
+                                 "--listen", "http://:0"], os.path.join(work, "primary.err"),
+                           [r"listening on http://127\.0\.0\.1:(\d+)", r"listening on unix:"])
+    replica = None
+    try:
+        curl_status("--data-binary", '{"id":1,"owner":"ann"}', "http://127.0.0.1:%d/events/open" % pport)
+        replica, rport = start(aup, [bank, "--data", os.path.join(work, "replica"), "--listen", "http://:0",
+                                     "--replica-of", "unix:" + sock], os.path.join(work, "replica.err"),
+                               [r"listening on http://127\.0\.0\.1:(\d+)", r"caught up with the primary at save 1"])
+        body, status = curl_status("http://127.0.0.1:%d/health" % rport)
+        health = json.loads(body) if body.startswith("{") else {}
+        if status != 200 or health.get("ready") is not True or health.get("role") != "replica" or \
+                health.get("save") != 1:
+            fail("a replica's /health: %d %s" % (status, body))
+        deadline = time.monotonic() + 10
+        while True:  # the primary counts its replica once the replica's feed is up
+            body, status = curl_status("http://127.0.0.1:%d/health" % pport)
+            if '"role":"primary"' in body or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        if status != 200 or json.loads(body).get("role") != "primary" or json.loads(body).get("save") != 1:
+            fail("a primary's /health: %d %s" % (status, body))
+    finally:
+        for p in (replica, primary):
+            if p:
+                p.send_signal(signal.SIGTERM)
+                p.wait(timeout=60)
+
+
 def run_body_errors(aup, bank, work):
     """An error in the body is placed in the body the client sent, and
     worded for HTTP."""
@@ -469,6 +519,7 @@ def main():
             run_query_strings(aup, bank, work, io_threads)
             run_head_and_health(aup, bank, work, io_threads)
         run_health_failed_store(aup, bank, work)
+        run_health_replication(aup, bank, work)
         run_body_errors(aup, bank, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
