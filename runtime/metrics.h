@@ -155,9 +155,10 @@ void prometheus_text(const MetricSample& s, std::string& out);
 // neither leads nor follows yet); save the last one the state holds (0
 // in memory). Not ready, with "why": a joining node (it answers no event
 // and has no primary to name), or a store that refuses every event as
-// unavailable (a failed write or sync: until it is started again; a
-// cluster's node while its cluster has no primary, once a batch since
-// has told the figures). True when ready.
+// unavailable after a failed write or sync (until it is started again).
+// The figures are the owner's as of its last batch with events, so a
+// cluster's replica whose primary is gone (events refused, no batch)
+// stays ready. True when ready.
 bool health_json(const MetricSample& s, std::string& out);
 // For people (`aup stats`): a metric a line, each value in its unit
 // (µs, ms or s; B, KiB, MiB or GiB; a histogram's count, mean and the
