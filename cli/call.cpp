@@ -8,6 +8,7 @@
 #include "cli/pretty_json.h"
 #include "compiler/driver.h"
 #include "runtime/json.h"
+#include "runtime/metrics.h"
 
 namespace aup::cli {
 
@@ -99,7 +100,17 @@ int stats(const StatsOptions& o, std::FILE* out, std::FILE* err) {
     fmt::print(err, "aup stats: {}\n", a.error);
     return a.parsed ? kExitErrors : kExitUsage;
   }
-  if (!o.json) fmt::print(out, "{}\n", pretty_json(a.result));
+  if (o.json) return kExitOk;
+  // Each value in its unit; a result this build cannot read (a server of
+  // another version) laid out as JSON instead.
+  runtime::MetricSample sample;
+  std::string text, why;
+  if (runtime::sample_from_json(a.result, sample, why)) {
+    runtime::stats_text(sample, text);
+    fmt::print(out, "{}", text);
+  } else {
+    fmt::print(out, "{}\n", pretty_json(a.result));
+  }
   return kExitOk;
 }
 

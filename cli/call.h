@@ -28,8 +28,9 @@ struct CallOptions {
 int call(const CallOptions& o, std::FILE* out, std::FILE* err);
 
 // `aup stats ADDRESS`: one `{"stats":{}}` request (docs/protocol.md); its
-// result printed laid out for people (pretty_json.h), or with --json the
-// answer line as the server wrote it. Exit status as `aup call`'s.
+// result printed for people, a metric a line in its unit
+// (runtime::stats_text), or with --json the answer line as the server
+// wrote it. Exit status as `aup call`'s.
 struct StatsOptions {
   std::string address;
   bool json = false;

@@ -586,6 +586,7 @@ int run(const RunOptions& o) {
   // The stats request's figures (runtime/metrics.h): made before the store
   // opens, so uptime and checkpoint age count from the start.
   runtime::Metrics metrics;
+  metrics.set_build(AUP_VERSION, native ? "jit" : "vm");
   runtime::ServiceOptions so;
   if (o.step_budget) so.step_budget = o.step_budget;
   so.native = native.get();

@@ -338,8 +338,8 @@ CLI::App* add_stats_command(CLI::App& app, StatsOptions& o) {
       "stats", "Ask a running `aup run --listen` server for its counters and gauges (events applied and\n"
                "failed by code, commits and their latency over the last minute, log and image bytes,\n"
                "checkpoint age, connections, memory: docs/operations.md, \"Monitoring\") and print them\n"
-               "a member a line, or with --json the answer line. The request is not an event: it does not\n"
-               "wait for a commit and is not logged.\n"
+               "a metric a line in its unit (µs/ms/s, KiB/MiB, %), or with --json the answer line. The\n"
+               "request is not an event: it does not wait for a commit and is not logged.\n"
                "Exit status: 0 answered, 1 the server refused the request, 2 usage or connection problems.");
   cmd->add_option("address", o.address, "where the server listens: unix:PATH, HOST:PORT, :PORT or http://HOST:PORT")
       ->required()

@@ -176,7 +176,7 @@ bool unknown_name(const RequestSpec& r, std::string_view word, std::string& erro
     if (a.name == name) return false;
     names.push_back(a.name);
   }
-  error = runtime::unknown_field_message(name) + did_you_mean(name, names);
+  error = runtime::unknown_field_message(name, names);
   return true;
 }
 

@@ -1,6 +1,7 @@
 #include "runtime/convert.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <bitset>
@@ -8,6 +9,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "compiler/suggest.h"
 #include "stdlib/numbers.h"
 
 namespace aup::runtime {
@@ -31,7 +33,9 @@ std::string path_text(const std::vector<std::string>& path) {
 std::string expected_message(std::string_view what, std::string_view got) {
   return fmt::format("expected {}, got {}", what, got);
 }
-std::string unknown_field_message(std::string_view name) { return fmt::format("unknown field `{}`", name); }
+std::string unknown_field_message(std::string_view name, const std::vector<std::string_view>& known) {
+  return fmt::format("unknown field `{}`{}", name, did_you_mean(name, known));
+}
 std::string missing_field_message(std::string_view name) { return fmt::format("missing field `{}`", name); }
 std::string twice_field_message(std::string_view name) { return fmt::format("field `{}` appears twice", name); }
 
@@ -46,6 +50,131 @@ std::string_view json_kind_name(const JsonNode& n) {
     case JsonNode::Kind::Object: return "object";
   }
   return "?";
+}
+
+// ---- query strings --------------------------------------------------------------
+
+namespace {
+
+// A value as a message shows it: printable ASCII as it is, any other byte
+// as \xNN (an answer stays UTF-8), at most 40 bytes of it.
+std::string shown_value(std::string_view v) {
+  constexpr size_t kShown = 40;
+  std::string out;
+  for (size_t i = 0; i < v.size() && i < kShown; ++i) {
+    auto c = static_cast<unsigned char>(v[i]);
+    out += c >= 0x20 && c < 0x7f ? std::string(1, static_cast<char>(c)) : fmt::format("\\x{:02x}", c);
+  }
+  return v.size() > kShown ? out + "..." : out;
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// application/x-www-form-urlencoded's decoding: %XX a byte, + a space.
+bool percent_decode(std::string_view in, std::string& out, std::string& error) {
+  out.clear();
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '+') {
+      out += ' ';
+    } else if (in[i] != '%') {
+      out += in[i];
+    } else if (i + 2 < in.size() && hex_digit(in[i + 1]) >= 0 && hex_digit(in[i + 2]) >= 0) {
+      out += static_cast<char>(hex_digit(in[i + 1]) * 16 + hex_digit(in[i + 2]));
+      i += 2;
+    } else {
+      error = fmt::format("bad percent-encoding `{}` in the query string (`%` and two hex digits is a byte: "
+                          "%25 is `%` itself)",
+                          shown_value(in.substr(i, 3)));
+      return false;
+    }
+  }
+  return true;
+}
+
+// One argument's value, decoded, as JSON of its parameter's type.
+bool query_value_json(std::string_view name, std::string_view v, vm::TypeCode type, std::string& json,
+                      std::string& error) {
+  JsonDoc doc;
+  std::string why;
+  auto not_a = [&](std::string_view what) {
+    error = fmt::format("{}: {}", name, expected_message(what, "`" + shown_value(v) + "`"));
+    return false;
+  };
+  switch (type) {
+    case vm::TypeCode::Num:
+      // One JSON number, nothing around it; its range is checked as a body's.
+      if (v.empty() || v.front() == ' ' || v.back() == ' ' || !doc.parse(v, why) ||
+          doc.node(doc.root()).kind != JsonNode::Kind::Number) {
+        return not_a("number");
+      }
+      json += v;
+      return true;
+    case vm::TypeCode::Bool:
+      if (v != "true" && v != "false") return not_a("bool (true or false)");
+      json += v;
+      return true;
+    case vm::TypeCode::Text: {
+      size_t at = json.size();
+      json_append_string(json, v);
+      // The JSON reader checks UTF-8; a string it reads back is a text.
+      if (!doc.parse(std::string_view(json).substr(at), why)) {
+        error = fmt::format("{}: the value is not UTF-8 once percent-decoded", name);
+        return false;
+      }
+      return true;
+    }
+    default:
+      if (!doc.parse(v, why)) {
+        error = fmt::format("{}: not JSON (an array, record or object argument is its JSON): {}", name, why);
+        return false;
+      }
+      json += v;
+      return true;
+  }
+}
+
+}  // namespace
+
+bool query_string_args(std::string_view query, const vm::Module& m, const vm::Function& f, std::string& json,
+                       std::string& error) {
+  std::vector<bool> seen(f.param_names.size(), false);
+  std::string name, value;
+  json = "{";
+  while (!query.empty()) {
+    size_t amp = query.find('&');
+    std::string_view piece = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    if (piece.empty()) continue;  // `a=1&&b=2`, a trailing `&`: nothing between
+    size_t eq = piece.find('=');
+    if (!percent_decode(piece.substr(0, eq), name, error) ||
+        !percent_decode(eq == std::string_view::npos ? std::string_view{} : piece.substr(eq + 1), value, error)) {
+      return false;
+    }
+    size_t p = 0;
+    while (p < f.param_names.size() && f.param_names[p] != name) ++p;
+    if (p == f.param_names.size()) {
+      error = fmt::format("unknown argument `{}`{}; `{}` takes {}", shown_value(name),
+                          did_you_mean(name, {f.param_names.begin(), f.param_names.end()}), f.name,
+                          f.param_names.empty() ? std::string("none") : fmt::format("{}", fmt::join(f.param_names, ", ")));
+      return false;
+    }
+    if (seen[p]) {
+      error = fmt::format("argument `{}` appears twice in the query string", name);
+      return false;
+    }
+    seen[p] = true;
+    if (json.size() > 1) json += ',';
+    json_append_string(json, name);
+    json += ':';
+    if (!query_value_json(name, value, m.types[f.param_types[p]].code, json, error)) return false;
+  }
+  json += '}';
+  return true;
 }
 
 bool JsonToValue::fail(std::string what, Code code) {
@@ -178,7 +307,11 @@ bool JsonToValue::fields_at(uint32_t n, size_t count, Field field, vm::RecObj* o
       uint32_t val = key + 1;
       size_t f = 0;
       while (f < count && field.name(f) != kn.str) ++f;
-      if (f == count) return fail(unknown_field_message(kn.str));
+      if (f == count) {
+        std::vector<std::string_view> known;
+        for (size_t i = 0; i < count; ++i) known.push_back(field.name(i));
+        return fail(unknown_field_message(kn.str, known));
+      }
       if (seen[f]) return fail(twice_field_message(kn.str));
       seen[f] = true;
       if (!value_at(val, field.type(f), &out->fields[f])) {

@@ -28,12 +28,26 @@ namespace aup::runtime {
 // which checks a typed request before sending it, say the same thing.
 // `what`: number, string, bool, object or array; `got`: json_kind_name's word.
 std::string expected_message(std::string_view what, std::string_view got);
-std::string unknown_field_message(std::string_view name);
+// An unknown field or argument says the closest known one when one is
+// close (compiler/suggest.h): `unknown field `idd`; did you mean `id`?`.
+std::string unknown_field_message(std::string_view name, const std::vector<std::string_view>& known = {});
 std::string missing_field_message(std::string_view name);
 std::string twice_field_message(std::string_view name);
 // A JSON value's kind as the messages name it: number, string, bool,
 // null, array, object.
 std::string_view json_kind_name(const JsonNode& n);
+
+// GET /queries/NAME?id=3&owner=Ann+Lee (runtime/http.h): query `f`'s
+// arguments from a query string, as the JSON object a body would hold
+// (`{"id":3,"owner":"Ann Lee"}`), each value read as its parameter's type
+// says: a num a JSON number, a text the text itself, a bool `true` or
+// `false`, any other type its JSON. Names and values are percent-decoded
+// (`+` is a space, as HTML forms send it). False with the refusal
+// (bad_args): an unknown argument (with the closest known name), a name
+// given twice, bad percent-encoding, a value not of its type. Whether every
+// argument is there is left to the reading of the object, as for a body.
+bool query_string_args(std::string_view query, const vm::Module& m, const vm::Function& f, std::string& json,
+                       std::string& error);
 
 class JsonToValue {
  public:

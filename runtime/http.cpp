@@ -212,6 +212,7 @@ HttpFramer::Piece HttpFramer::next(RequestText& request, Answer& refusal) {
   request.kind = handed.kind;
   request.name = handed.name;
   request.body = handed.body;
+  request.query = handed.query;
   request.has_key = handed.has_key;
   request.key = key_value(handed.key);
   return Piece::Request;
@@ -229,26 +230,31 @@ void HttpFramer::frame(const Answer& a, std::string& out) {
     constexpr size_t kOk = std::string_view("{\"ok\":true}\n").size(), kResult = std::string_view(",\"result\":").size();
     size_t bytes = kOk + (a.has_result ? kResult + a.text.size() : 0);
     append_http_head(out, head, bytes);
-    size_t before = out.size();
-    append_answer(out, a, false);
-    out += '\n';
-    assert(out.size() - before == bytes);
-    (void)before;
+    if (!head.head_only) {
+      size_t before = out.size();
+      append_answer(out, a, false);
+      out += '\n';
+      assert(out.size() - before == bytes);
+      (void)before;
+    }
     take_interim(out);
     return;
   }
   body_text_.clear();
-  // The figures as Prometheus text; an answer that is not the figures (a
-  // server without them) goes as it is.
+  // The figures as Prometheus text, or the health they say; an answer that
+  // is not the figures (a server without them) goes as it is.
   head.prometheus = head.prometheus && a.ok() && a.stats;
   if (head.prometheus) {
     prometheus_text(*a.stats, body_text_);
+  } else if (head.health && a.ok() && a.stats) {
+    if (!health_json(*a.stats, body_text_)) head.status = 503;
+    body_text_ += '\n';
   } else {
     append_answer(body_text_, a, false);
     body_text_ += '\n';
   }
   append_http_head(out, head, body_text_.size());
-  out += body_text_;
+  if (!head.head_only) out += body_text_;
   take_interim(out);
 }
 
@@ -304,9 +310,11 @@ int HttpFramer::on_message_begin(http_parser* p) {
   f->next_piece().body.clear();
   f->next_piece().has_key = false;
   f->next_piece().key.clear();
+  f->next_piece().query.clear();
   f->refuse_status_ = 0;
   f->keep_body_ = false;
   f->prometheus_ = false;
+  f->health_ = false;
   f->header_name_size_ = 0;
   f->in_value_ = false;
   f->expect_.clear();
@@ -428,12 +436,26 @@ void HttpFramer::headers_done() {
     refuse_message_ = fmt::format("`{}` is not a path", shown(url_));
     return;
   }
+  std::string_view path = std::string_view(url_).substr(u.field_data[UF_PATH].off, u.field_data[UF_PATH].len);
+  route(path);
   if (u.field_set & (1 << UF_QUERY)) {
-    refuse_status_ = 400;
-    refuse_message_ = "arguments go in the body, as a JSON object, not in the query string";
+    take_query_string(path, std::string_view(url_).substr(u.field_data[UF_QUERY].off, u.field_data[UF_QUERY].len));
+  }
+}
+
+// A query's arguments may come in the query string (the Service reads
+// them by the query's types: runtime/convert.h); no other route takes one.
+void HttpFramer::take_query_string(std::string_view path, std::string_view query) {
+  if (refuse_status_ != 0) return;  // refused already (no route, a method it does not take)
+  if (keep_body_ && next_piece().kind == RequestKind::Query) {
+    next_piece().query.assign(query);
+    last_url_.clear();  // routed again each time: the query string is the request's own
     return;
   }
-  route(std::string_view(url_).substr(u.field_data[UF_PATH].off, u.field_data[UF_PATH].len));
+  refuse_status_ = 400;
+  refuse_message_ = keep_body_ ? "an event's arguments go in the body, as a JSON object, not in the query string"
+                               : fmt::format("{} takes no query string (only a query's arguments come in one)",
+                                             shown(path));
 }
 
 // POST /events/NAME, GET|POST /queries/NAME, GET /schema, /stats and
@@ -450,22 +472,25 @@ void HttpFramer::route(std::string_view path) {
   std::string_view name;
   bool event = name_after("/events/", name);
   bool query = !event && name_after("/queries/", name);
-  bool schema = path == "/schema", stats = path == "/stats", metrics = path == "/metrics";
-  allow_ = event ? "POST" : query ? "GET, POST" : "GET";
-  bool allowed = event ? method == HTTP_POST : query ? method == HTTP_GET || method == HTTP_POST : method == HTTP_GET;
-  if (!event && !query && !schema && !stats && !metrics) {
+  bool schema = path == "/schema", stats = path == "/stats", metrics = path == "/metrics", health = path == "/health";
+  // HEAD wherever GET (RFC 9110, 9.3.2): the same request, answered without a body.
+  bool get = method == HTTP_GET || method == HTTP_HEAD;
+  allow_ = event ? "POST" : query ? "GET, HEAD, POST" : "GET, HEAD";
+  bool allowed = event ? method == HTTP_POST : query ? get || method == HTTP_POST : get;
+  if (!event && !query && !schema && !stats && !metrics && !health) {
     refuse_status_ = 404;
     refuse_message_ = fmt::format("no route {} {}: the routes are POST /events/NAME, GET or POST /queries/NAME, "
-                                  "GET /schema, GET /stats and GET /metrics",
+                                  "GET /schema, GET /stats, GET /metrics and GET /health (HEAD wherever GET)",
                                   http_method_str(method), shown(path));
   } else if (!allowed) {
     refuse_status_ = 405;
     refuse_message_ = fmt::format("{} takes {}, not {}", shown(path), allow_, http_method_str(method));
   } else if (schema) {
     next_piece().kind = RequestKind::Schema;
-  } else if (stats || metrics) {
+  } else if (stats || metrics || health) {
     next_piece().kind = RequestKind::Stats;
     prometheus_ = metrics;
+    health_ = health;
   } else {
     next_piece().kind = event ? RequestKind::Event : RequestKind::Query;
     next_piece().name.assign(name);
@@ -493,9 +518,11 @@ void HttpFramer::message_done() {
   in_message_ = false;
   continue_owed_ = false;  // the body is here: nothing to wait for
   bool keep_alive = http_should_keep_alive(&parser_) != 0 && !parser_.upgrade;
+  bool head_only = parser_.method == HTTP_HEAD;
   if (refuse_status_ != 0) {
     refuse(refuse_status_, refuse_message_, !keep_alive);
     if (refuse_status_ == 405) next_piece().head.allow = allow_;
+    next_piece().head.head_only = head_only;
     return;
   }
   if (!keep_body_) {  // the schema and stats routes take no arguments, nor a key
@@ -507,6 +534,8 @@ void HttpFramer::message_done() {
   next_piece().head.close = !keep_alive;
   next_piece().head.keep_alive_header = keep_alive && parser_.http_major == 1 && parser_.http_minor == 0;
   next_piece().head.prometheus = prometheus_;
+  next_piece().head.health = health_;
+  next_piece().head.head_only = head_only;
   have_ = true;
   stop_ = !keep_alive;
   remember_head();
@@ -517,7 +546,8 @@ void HttpFramer::message_done() {
 // (the class comment says which), replacing the oldest kept.
 void HttpFramer::remember_head() {
   const Pending& made = next_piece();
-  bool plain = keep_body_ && !made.head.close && !made.head.keep_alive_header && !made.head.prometheus &&
+  bool plain = keep_body_ && made.query.empty() && !made.head.head_only && !made.head.close &&
+               !made.head.keep_alive_header && !made.head.prometheus &&
                parser_.http_major == 1 && parser_.http_minor == 1 && (parser_.flags & F_CONTENTLENGTH) &&
                expect_.empty() && body_bytes_ > 0;  // (no chunked body: http-parser refuses one with a length)
   if (!reuse_heads_ || !plain || message_at_ == kNowhere || body_at_ == kNowhere) return;
@@ -552,6 +582,7 @@ bool HttpFramer::take_seen_head() {
     next.has_key = s.has_key;
     next.key = s.key;
     next.body.assign(ahead.substr(s.bytes.size(), s.body_bytes));
+    next.query.clear();
     next.head = HttpResponseHead{};
     begin_ += s.bytes.size() + s.body_bytes;
     have_ = true;

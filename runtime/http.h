@@ -4,10 +4,13 @@
 //
 //   POST /events/NAME          body: the event's args (JSON; empty: {});
 //                              an Idempotency-Key header is its `key`
-//   GET|POST /queries/NAME     body: the query's args (JSON; empty: {})
+//   GET|POST /queries/NAME     body: the query's args (JSON; empty: {}),
+//                              or ?id=3&owner=ann (runtime/convert.h)
 //   GET /schema
 //   GET /stats                 the stats request's JSON answer (runtime/metrics.h)
 //   GET /metrics               the same figures as Prometheus text
+//   GET /health                whether the node is ready, its role and save
+//   HEAD wherever GET          the same response's head, without its body (RFC 9110, 9.3.2)
 //
 // Each complete HTTP request becomes a RequestText of the route's form
 // (runtime/request.h): the kind and name its method and path say, its body
@@ -65,6 +68,11 @@ struct HttpResponseHead {
   // GET /metrics: the body is the stats answer's figures as Prometheus
   // text (Content-Type text/plain; version=0.0.4), not the answer.
   bool prometheus = false;
+  // GET /health: the body is what health_json makes of the figures, and
+  // 503 when the node is not ready.
+  bool health = false;
+  // HEAD: the head GET would have, Content-Length included, and no body.
+  bool head_only = false;
 };
 inline constexpr std::string_view kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
 // The head of a response of `body_bytes`: JSON, or with head.prometheus the
@@ -120,6 +128,9 @@ class HttpFramer {
   bool take_interim(std::string& out);
   // Whether the response frame() writes next is the last (close after it).
   bool closing_next() const { return !owed_.empty() && owed_.front().close; }
+  // Whether it is a HEAD's: its head alone (the HTTP fuzz target reads
+  // the others back; a client reads a HEAD's knowing it sent one).
+  bool head_only_next() const { return !owed_.empty() && owed_.front().head_only; }
   // How many requests were made from a head seen before (see above).
   uint64_t heads_reused() const { return heads_reused_; }
 
@@ -132,7 +143,7 @@ class HttpFramer {
     bool answer = false;  // a refusal: `refusal` is its answer
     Answer refusal;
     RequestKind kind = RequestKind::Event;  // a request: what its route says
-    std::string name, body, key;
+    std::string name, body, key, query;
     bool has_key = false;
     HttpResponseHead head;
   };
@@ -147,6 +158,7 @@ class HttpFramer {
   void headers_done();
   void message_done();
   void route(std::string_view path);
+  void take_query_string(std::string_view path, std::string_view query);
   bool route_again();
   void refuse(int status, std::string_view message, bool close);
   void make_room();
@@ -166,6 +178,7 @@ class HttpFramer {
   bool in_message_ = false;
   bool keep_body_ = false;  // the body is the request's args (an event's or a query's)
   bool prometheus_ = false;  // GET /metrics
+  bool health_ = false;      // GET /health
   // The header being read (its name as sent, its first
   // kMaxHeaderName bytes: enough to tell the names read here from any
   // longer one), and which of the headers read here it is.

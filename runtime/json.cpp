@@ -31,11 +31,13 @@ class JsonParser {
     skip_ws();
     if (!value(0)) {
       error = error_;
+      doc_.error_at_ = error_at_;
       return false;
     }
     skip_ws();
     if (i_ != s_.size()) {
       error = fmt::format("unexpected {} after the value at byte {}", shown(s_[i_]), i_);
+      doc_.error_at_ = i_;
       return false;
     }
     return true;
@@ -43,7 +45,10 @@ class JsonParser {
 
  private:
   bool bad(std::string what) {
-    if (error_.empty()) error_ = fmt::format("{} at byte {}", what, i_);
+    if (error_.empty()) {
+      error_ = fmt::format("{} at byte {}", what, i_);
+      error_at_ = i_;
+    }
     return false;
   }
   void skip_ws() {
@@ -316,11 +321,17 @@ class JsonParser {
   std::string_view s_;
   size_t i_ = 0;
   std::string error_;
+  size_t error_at_ = 0;
 };
 
 bool JsonDoc::parse(std::string_view text, std::string& error) {
   JsonParser p(*this, text);
   return p.run(error);
+}
+
+bool JsonDoc::parse_copy(std::string_view text, std::string& error) {
+  copy_.assign(text);
+  return parse(copy_, error);
 }
 
 void json_append_string(std::string& out, std::string_view s) {

@@ -36,6 +36,11 @@ class JsonDoc {
  public:
   // Parses `text`; false with a message (and byte offset) on bad JSON.
   bool parse(std::string_view text, std::string& error);
+  // The same of a copy of `text` the document keeps (text made for the
+  // parse: a query string's arguments as JSON, runtime/convert.h).
+  bool parse_copy(std::string_view text, std::string& error);
+  // Where the last parse that failed stopped: a byte offset into its text.
+  size_t error_at() const { return error_at_; }
   const JsonNode& node(uint32_t i) const { return nodes_[i]; }
   uint32_t root() const { return 0; }
   // Object members: the key node is at i, the value at i + 1; the next
@@ -50,6 +55,8 @@ class JsonDoc {
   friend class JsonParser;
   std::vector<JsonNode> nodes_;
   std::string scratch_;
+  std::string copy_;
+  size_t error_at_ = 0;
 };
 
 // A request's integers beyond 2^53 follow stdlib/numbers.h's rule

@@ -1,19 +1,24 @@
 // What `{"stats":{}}` answers and `GET /metrics` exposes (docs/protocol.md,
-// docs/operations.md "Monitoring"): counters and gauges of a running
-// `aup run`, from one table of descriptors (kMetrics), so the JSON answer
-// and the Prometheus text can never disagree: both are written from one
-// MetricSample (stats_json, prometheus_text).
+// docs/operations.md "Monitoring"): counters, gauges and duration
+// histograms of a running `aup run`, and the process's own figures, from
+// one table of descriptors (kMetrics), so the JSON answer, the Prometheus
+// text, `aup stats`' lines and GET /health can never disagree: all are
+// written from one MetricSample (stats_json, prometheus_text, stats_text,
+// health_json).
 //
 // Threads. The stats request is answered wherever it is read: on the owner
 // (stdin, --io-threads 0) or on an I/O thread. So every figure is one that
 // any thread may read:
-//   - the Services' counters (ServiceCounters) are single-writer relaxed
-//     atomics: each Service is used by one thread, which increments with a
-//     plain load and store (no locked instruction on the hot path);
+//   - the Services' counters and duration histograms (ServiceCounters)
+//     are single-writer relaxed atomics: each Service is used by one
+//     thread, which increments with a plain load and store (no locked
+//     instruction on the hot path);
 //   - the owner publishes what only it may read (the store's figures, the
-//     state's bytes, the commit latency) once per batch with events, into
-//     one mutex-guarded block: one uncontended lock a batch, against tens
-//     of microseconds a transaction;
+//     state's bytes, the commit latency and its histogram) once per batch
+//     with events, into one mutex-guarded block: one uncontended lock a
+//     batch, against tens of microseconds a transaction;
+//   - the process_* figures are read from /proc and getrlimit when a
+//     sample is taken, outside the lock;
 //   - the servers keep their gauges (connections, events queued, answer
 //     bytes waiting) in relaxed atomics; answer bytes in one per serving
 //     thread, written by it alone.
@@ -57,9 +62,47 @@ inline constexpr size_t kFailCodes = kEventFailCodes;
 inline constexpr size_t kUnavailableCode = static_cast<size_t>(Code::Unavailable);
 std::string_view fail_code_name(size_t i);
 
+// ---- latency histograms ----------------------------------------------------------------
+
+// The bucket bounds of every latency histogram, in seconds: 1, 2.5 and 5
+// of each decade from a microsecond (a point query's run) to 10 s (a
+// commit on a disk that stalls), then +Inf. Fixed, so that histograms of
+// any number of servers add up bucket by bucket (Prometheus's
+// histogram_quantile over sum by (le)).
+inline constexpr std::array<double, 22> kLatencyBoundsSeconds = {
+    1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3,
+    5e-3, 1e-2, 2.5e-2, 5e-2, 0.1,    0.25,   0.5,  1,    2.5,    5,    10};
+inline constexpr size_t kLatencyBuckets = kLatencyBoundsSeconds.size() + 1;  // the last is +Inf
+// The bucket a duration falls in: the first whose bound it is at or under.
+size_t latency_bucket(uint64_t ns);
+
+// Durations one thread adds and any thread reads (a Service's requests).
+class OwnedHistogram {
+ public:
+  void add(uint64_t ns) {
+    buckets_[latency_bucket(ns)].inc();
+    sum_ns_.store(sum_ns_.load(std::memory_order_relaxed) + ns, std::memory_order_relaxed);
+  }
+  uint64_t bucket(size_t i) const { return buckets_[i].get(); }
+  uint64_t sum_ns() const { return sum_ns_.load(std::memory_order_relaxed); }
+
+ private:
+  std::array<OwnedCounter, kLatencyBuckets> buckets_;
+  std::atomic<uint64_t> sum_ns_{0};
+};
+
+// One reading of a histogram: the count at or under each bound
+// (cumulative, as Prometheus has it; the last is every one), and the sum.
+struct HistogramSample {
+  std::array<double, kLatencyBuckets> cumulative{};
+  double sum_seconds = 0;
+  double count() const { return cumulative.back(); }
+};
+
 // ---- the table ------------------------------------------------------------------------
 
-enum class MetricKind : uint8_t { Counter, Gauge };
+// Info: the build's labels, always 1 (aup_build_info).
+enum class MetricKind : uint8_t { Counter, Gauge, Histogram, Info };
 
 struct MetricDesc {
   std::string_view name;  // the JSON key; Prometheus: aup_NAME, `_total` after a counter's
@@ -67,6 +110,9 @@ struct MetricDesc {
   std::string_view unit;  // what one of it is: "events", "bytes", "seconds", ...
   std::string_view help;  // one line, as `# HELP` and docs/operations.md give it
   bool per_code = false;  // one value per fail code: a JSON object, the label `code`
+  // A process_* metric: Prometheus has it under the name every client
+  // library gives it (no aup_), so dashboards made for any process work.
+  bool process = false;
 };
 
 // Every metric, in the order both answers list them. docs/operations.md
@@ -74,14 +120,26 @@ struct MetricDesc {
 extern const std::vector<MetricDesc> kMetrics;
 // kMetrics' index of `name`, or -1.
 int metric_index(std::string_view name);
-// The Prometheus name: aup_NAME, and `_total` after a counter's.
+// The Prometheus name: aup_NAME (NAME for a process_* one), and `_total`
+// after a counter's.
 std::string prometheus_name(const MetricDesc& d);
 
+// The histograms of kMetrics, in its order: a sample's histograms[i] is
+// the i-th of them.
+inline constexpr size_t kHistograms = 3;
+enum class Latency : uint8_t { Commit, Event, Query };
+
 // One reading of every metric: values[i] for kMetrics[i], by_code for the
-// one per-code metric (whose values[i] stays 0).
+// one per-code metric (whose values[i] stays 0), the histograms, and the
+// build's labels.
 struct MetricSample {
   std::vector<double> values = std::vector<double>(kMetrics.size(), 0.0);
   std::array<double, kFailCodes> by_code{};
+  std::array<HistogramSample, kHistograms> histograms{};
+  std::string version, engine;
+  // Why the store refuses every event (store_unavailable 1), for
+  // /health; not in the stats answer, whose gauge says that it does.
+  std::string unavailable_why;
 };
 
 // The stats answer's result: one JSON object, kMetrics' order.
@@ -91,6 +149,21 @@ void stats_json(const MetricSample& s, std::string& out);
 bool sample_from_json(std::string_view result, MetricSample& s, std::string& error);
 // The Prometheus text exposition format (version 0.0.4).
 void prometheus_text(const MetricSample& s, std::string& out);
+// GET /health (runtime/http.h), from the same figures:
+//   {"ready":true,"role":"standalone","save":12,"uptime_seconds":3.2}
+// role standalone, primary, replica, or joining (a cluster's node that
+// neither leads nor follows yet); save the last one the state holds (0
+// in memory). Not ready, with "why": a joining node (it answers no event
+// and has no primary to name), or a store that refuses every event as
+// unavailable after a failed write or sync (until it is started again).
+// The figures are the owner's as of its last batch with events, so a
+// cluster's replica whose primary is gone (events refused, no batch)
+// stays ready. True when ready.
+bool health_json(const MetricSample& s, std::string& out);
+// For people (`aup stats`): a metric a line, each value in its unit
+// (µs, ms or s; B, KiB, MiB or GiB; a histogram's count, mean and the
+// bounds its median and 99th percentile fall under).
+void stats_text(const MetricSample& s, std::string& out);
 
 // ---- commit latency over the last minute --------------------------------------------
 
@@ -128,7 +201,11 @@ struct ServiceCounters {
   std::array<OwnedCounter, kFailCodes> failed_by_code;
   OwnedCounter queries;
   OwnedCounter reads;  // read requests answered (runtime/read.h)
+  OwnedCounter schemas;  // schema requests (`aup call` makes one a call): not queries
   OwnedCounter bad_requests;
+  // From the Service taking an event or a query to its answer formed (an
+  // event's commit is not in it: that is the commit histogram's).
+  OwnedHistogram event_latency, query_latency;
 };
 
 // What a node says of its part in replication (docs/replication.md), for
@@ -173,11 +250,19 @@ class Metrics {
   // Where the replication_* gauges come from: called on whichever thread
   // asks for a sample. Set before serving, cleared after.
   void set_replication(std::function<ReplicationFigures()> f) { replication_ = std::move(f); }
+  // What aup_build_info says: the version, and the engine that runs the
+  // module (vm or jit). Before serving.
+  void set_build(std::string version, std::string engine) {
+    version_ = std::move(version);
+    engine_ = std::move(engine);
+  }
 
   // Any thread.
   MetricSample sample() const;
 
  private:
+  void set_replication_figures(const ReplicationFigures& r, MetricSample& s) const;
+
   Clock clock_;
   double started_;
   std::vector<const ServiceCounters*> services_;  // under mu_
@@ -187,16 +272,30 @@ class Metrics {
   uint64_t log_bytes_written_ = 0, log_bytes_ = 0, image_bytes_ = 0, checkpoints_ = 0;
   uint64_t state_bytes_ = 0;
   uint64_t last_save_ = 0;  // the durability's applied_save() (0 in memory)
+  std::string unavailable_why_;  // the durability's refusal of every event as `unavailable`, or ""
   std::function<ReplicationFigures()> replication_;
   bool has_store_ = false;       // --data (else the store's figures stay 0)
   double last_checkpoint_ = 0;  // when checkpoints_ last changed, or the start
   LatencyWindow window_;
+  std::array<uint64_t, kLatencyBuckets> commit_buckets_{};  // every commit since the start
+  uint64_t commit_sum_ns_ = 0;
+  std::string version_ = AUP_VERSION, engine_ = "vm";
+  double start_time_ = 0;  // the process's start, Unix seconds (process_start_time_seconds)
   std::atomic<double> snapshot_at_{-1};  // -1: none published (no I/O threads)
   std::deque<std::atomic<int64_t>> answer_gauges_;  // under mu_ (a deque: they never move)
 };
 
 // The process's resident memory in bytes (/proc/self/statm), 0 if unknown.
 uint64_t resident_bytes();
+// What the process_* metrics say, read from /proc and getrlimit (0 for
+// what cannot be read).
+struct ProcessFigures {
+  double cpu_seconds = 0;       // user and system time, every thread
+  double open_fds = 0, max_fds = 0;
+  double start_time_seconds = 0;  // Unix seconds
+};
+ProcessFigures process_figures();
+double process_start_time_seconds();
 // The bytes the state's trees (its tables, the key tables among them, and
 // its indexes) hold in nodes.
 uint64_t state_bytes(const vm::State& state);

@@ -11,6 +11,7 @@ void HeldRequest::hold(const RequestText& t) {
   text_.assign(t.form == RequestText::Form::Line ? t.line : t.body);
   name_.assign(t.name);
   key_.assign(t.key);
+  query_.assign(t.query);
   prepared_ = false;
 }
 
@@ -23,6 +24,7 @@ RequestText HeldRequest::text() const {
     t.kind = kind_;
     t.name = name_;
     t.body = text_;
+    t.query = query_;
     t.has_key = has_key_;
     t.key = key_;
   }

@@ -54,6 +54,7 @@ struct RequestText {
   RequestKind kind = RequestKind::Event;
   std::string_view name;
   std::string_view body;
+  std::string_view query;  // a query's query string, as sent (`id=3&owner=ann`), or empty
   bool has_key = false;
   std::string_view key;
 
@@ -110,7 +111,7 @@ class HeldRequest {
   RequestKind kind_ = RequestKind::Event;
   bool has_key_ = false;
   std::string text_;  // the line, or the body
-  std::string name_, key_;
+  std::string name_, key_, query_;
   JsonDoc doc_;
   Request request_;
   bool prepared_ = false;

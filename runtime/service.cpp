@@ -2,10 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cassert>
+#include <chrono>
+
 #include "runtime/convert.h"
 #include "runtime/keys.h"
 #include "runtime/read.h"
 #include "runtime/schema.h"
+#include "compiler/suggest.h"
 
 namespace aup::runtime {
 
@@ -25,6 +30,15 @@ std::string known_names(const List& list, Keep keep) {
     s += item.name;
   }
   return s.empty() ? "none" : s;
+}
+// The same names, for did_you_mean (compiler/suggest.h).
+template <class List, class Keep>
+std::vector<std::string_view> names_of(const List& list, Keep keep) {
+  std::vector<std::string_view> names;
+  for (const auto& item : list) {
+    if (keep(item)) names.emplace_back(item.name);
+  }
+  return names;
 }
 // Where function `f` returns a value, as a failure message ends: a result
 // that cannot be sent (a number that is not finite, a removed row) fails
@@ -94,8 +108,8 @@ struct Members {
                        : name == "after"  ? &after
                                           : nullptr;
       if (!slot) {
-        note(fmt::format("unknown key `{}`; a request has `event` or `query`, `args`, `id`, `key` and `after`",
-                         name));
+        note(fmt::format("unknown key `{}`{}; a request has `event` or `query`, `args`, `id`, `key` and `after`", name,
+                         did_you_mean(name, {"event", "query", "read", "args", "id", "key", "after", "schema", "stats"})));
       } else if (*slot != kNone) {
         note(fmt::format("key `{}` appears twice", name));
       } else {
@@ -232,6 +246,22 @@ Request Service::prepare_line(std::string_view line, JsonDoc& doc) const {
   return r;
 }
 
+namespace {
+// Where in a body of several lines a parse stopped, as editors count
+// (" (line 3, column 7)"); nothing for a body of one line, whose byte
+// offset says it.
+std::string body_position(std::string_view body, size_t at) {
+  std::string_view text = body;
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+  if (text.find('\n') == std::string_view::npos) return "";
+  std::string_view before = body.substr(0, std::min(at, body.size()));
+  size_t line = 1 + static_cast<size_t>(std::count(before.begin(), before.end(), '\n'));
+  size_t newline = before.rfind('\n');
+  size_t column = newline == std::string_view::npos ? before.size() + 1 : before.size() - newline;
+  return fmt::format(" (line {}, column {})", line, column);
+}
+}  // namespace
+
 // An HTTP request: the route gave its kind and name; the body, parsed on
 // its own, is its arguments.
 Request Service::prepare_route(const RequestText& text, JsonDoc& doc) const {
@@ -245,20 +275,48 @@ Request Service::prepare_route(const RequestText& text, JsonDoc& doc) const {
   }
   uint32_t args = kNoArgs;
   bool named = text.kind == RequestKind::Event || text.kind == RequestKind::Query;
-  if (named && text.body.find_first_not_of(" \t\r\n") != std::string_view::npos) {
+  bool has_body = named && text.body.find_first_not_of(" \t\r\n") != std::string_view::npos;
+  if (!text.query.empty()) return prepare_query_string(text, has_body, doc);
+  if (has_body) {
     std::string error;
     if (!doc.parse(text.body, error)) {
-      r.refuse(Code::BadRequest, "the body is not JSON: " + error);
+      r.refuse(Code::BadRequest, "the body is not JSON: " + error + body_position(text.body, doc.error_at()));
       return r;
     }
     if (doc.node(doc.root()).kind != JsonNode::Kind::Object) {
-      r.refuse(Code::BadArgs, "the body must be a JSON object: the arguments by name");
+      r.refuse(Code::BadArgs, fmt::format("the body must be a JSON object of arguments (`{{\"name\": value, ...}}`), "
+                                          "not {} {}",
+                                          json_kind_name(doc.node(doc.root())) == "array" ? "an" : "a",
+                                          json_kind_name(doc.node(doc.root()))));
       return r;
     }
     args = doc.root();
   }
   resolve(text.kind, text.name, doc, args, r);
   if (text.has_key) r.key = text.key;
+  return r;
+}
+
+// GET /queries/NAME?ARGS: the arguments from the query string, made the
+// JSON object a body would be (runtime/convert.h), kept by `doc`.
+Request Service::prepare_query_string(const RequestText& text, bool has_body, JsonDoc& doc) const {
+  Request r;
+  resolve(text.kind, text.name, doc, kNoArgs, r);
+  if (r.kind == RequestKind::Refused) return r;
+  if (has_body) {
+    r.refuse(Code::BadRequest, "the arguments come in the query string or in the body, not both");
+    return r;
+  }
+  std::string json, error;
+  if (!query_string_args(text.query, module_, module_.functions[r.target], json, error)) {
+    r.refuse(Code::BadArgs, std::move(error));
+    return r;
+  }
+  // Each value was read on its own already: the object is JSON.
+  bool parsed = doc.parse_copy(json, error);
+  assert(parsed);
+  (void)parsed;
+  r.args = doc.root();
   return r;
 }
 
@@ -270,18 +328,20 @@ void Service::resolve(RequestKind kind, std::string_view name, const JsonDoc& do
   if (kind == RequestKind::Event) {
     int e = module_.event_index(name);
     if (e < 0) {
-      r.refuse(Code::UnknownEvent, fmt::format("no event `{}`; events: {}", name,
-                                               known_names(module_.events, [](const auto&) { return true; })));
+      auto all = [](const auto&) { return true; };
+      r.refuse(Code::UnknownEvent, fmt::format("no event `{}`{}; events: {}", name,
+                                               did_you_mean(name, names_of(module_.events, all)),
+                                               known_names(module_.events, all)));
       return;
     }
     r.target = static_cast<uint32_t>(e);
   } else if (kind == RequestKind::Query) {
     int q = module_.query_index(name);
     if (q < 0) {
-      r.refuse(Code::UnknownQuery, fmt::format("no query `{}`; queries: {}", name,
-                                               known_names(module_.functions, [](const vm::Function& f) {
-                                                 return f.kind == vm::FnKind::Query;
-                                               })));
+      auto queries = [](const vm::Function& f) { return f.kind == vm::FnKind::Query; };
+      r.refuse(Code::UnknownQuery, fmt::format("no query `{}`{}; queries: {}", name,
+                                               did_you_mean(name, names_of(module_.functions, queries)),
+                                               known_names(module_.functions, queries)));
       return;
     }
     r.target = static_cast<uint32_t>(q);
@@ -314,7 +374,7 @@ Outcome Service::run(const Request& r, double now, Answer& out) {
   switch (r.kind) {
     case RequestKind::Refused: return invalid(r.refusal, r.why, out);
     case RequestKind::Schema:
-      counters_.queries.inc();
+      counters_.schemas.inc();
       if (schema_body_.empty()) schema_body_ = schema_json(module_);
       out.has_result = true;
       out.text = schema_body_;
@@ -327,8 +387,18 @@ Outcome Service::run(const Request& r, double now, Answer& out) {
                      "`replicate` is a replica's first request on a connection to a server that keeps a store "
                      "(aup run --data DIR --listen ADDRESS)",
                      out);
-    case RequestKind::Event: o = event(r, now, out); break;
-    case RequestKind::Query: o = query(r, now, out); break;
+    case RequestKind::Event:
+    case RequestKind::Query: {
+      // Two clock readings a request for the duration histograms:
+      // steady_clock::now() took 27 ns a call in a loop of 10^7 on the
+      // 2-core build machine, against microseconds a request.
+      auto began = std::chrono::steady_clock::now();
+      o = r.kind == RequestKind::Event ? event(r, now, out) : query(r, now, out);
+      auto ns = static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - began).count());
+      (r.kind == RequestKind::Event ? counters_.event_latency : counters_.query_latency).add(ns);
+      break;
+    }
     case RequestKind::Read: o = read(r, out); break;
   }
   vm_.reset_arena();
@@ -449,7 +519,10 @@ bool Service::query_params(const Request& r, const vm::Function& f, std::vector<
     size_t p = 0;
     while (p < params.size() && f.param_names[p] != pname) ++p;
     if (p == params.size() || seen[p]) {
-      invalid(Code::BadArgs, p == params.size() ? unknown_field_message(pname) : twice_field_message(pname), out);
+      invalid(Code::BadArgs,
+              p == params.size() ? unknown_field_message(pname, {f.param_names.begin(), f.param_names.end()})
+                                 : twice_field_message(pname),
+              out);
       return false;
     }
     seen[p] = true;

@@ -97,6 +97,7 @@ class Service {
  private:
   Request prepare_line(std::string_view line, JsonDoc& doc) const;
   Request prepare_route(const RequestText& text, JsonDoc& doc) const;
+  Request prepare_query_string(const RequestText& text, bool has_body, JsonDoc& doc) const;
   void resolve(RequestKind kind, std::string_view name, const JsonDoc& doc, uint32_t args, Request& r) const;
   Outcome invalid(Code code, std::string_view why, Answer& out);
   void event_failed(Code code, std::string_view message, Answer& out);

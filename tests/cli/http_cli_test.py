@@ -12,7 +12,10 @@ and the queries again pipelined over one kept connection), and with `aup
 call` over HTTP and over the unix socket. Each answer must be the
 reference's, and each HTTP status the one the code's row of the table
 gives. Both ways of serving (--io-threads 0 and 2) are run. Then
-Idempotency-Key headers, and `Expect: 100-continue` (raw and with curl).
+Idempotency-Key headers, and `Expect: 100-continue` (raw and with curl);
+query-string arguments and each way they are refused; HEAD; /health (ready,
+and 503 on a store whose commit failed); errors in a short body placed in
+that body.
 
 usage: http_cli_test.py AUP SOURCE_ROOT
 """
@@ -289,6 +292,199 @@ def run_expect(aup, bank, work, io_threads):
         srv.stop()
 
 
+def curl_status(*args):
+    """curl's body (its answer line without the newline) and status."""
+    p = subprocess.run(["curl", "-s", "-S", "-w", "\n%{http_code}"] + list(args), capture_output=True, text=True,
+                       timeout=60)
+    body, status = p.stdout.rsplit("\n", 1)
+    return body.rstrip("\n"), int(status)
+
+
+def run_query_strings(aup, bank, work, io_threads):
+    """GET /queries/NAME?ARGS: the arguments typed by the query, each
+    mistake refused 400 with what is wrong."""
+    srv = Server(aup, bank, work, io_threads)
+    try:
+        curl_status("--data-binary", '{"id":3,"owner":"Ann Lee"}', srv.url + "/events/open")
+        curl_status("--data-binary", '{"id":3,"amount":40}', srv.url + "/events/deposit")
+        where = "--io-threads %d" % io_threads
+        got = curl_status(srv.url + "/queries/balance?id=3")
+        want = curl_status("--data-binary", '{"id":3}', srv.url + "/queries/balance")
+        if got != want or got[1] != 200:
+            fail("%s: GET /queries/balance?id=3 %r; with the body %r" % (where, got, want))
+        got = curl_status("-G", "--data-urlencode", "id=3", "--data-urlencode", "since=0",
+                          srv.url + "/queries/history")
+        if got[1] != 200 or not got[0].startswith('{"ok":true,"result":['):
+            fail("%s: curl -G history: %r" % (where, got))
+        for query, status, message in (
+                ("balance?idd=3", 400, "unknown argument `idd`; did you mean `id`?; `balance` takes id"),
+                ("balance?id=three", 400, "id: expected number, got `three`"),
+                ("balance?id=3&id=4", 400, "argument `id` appears twice in the query string"),
+                ("balance?id=%3", 400, "bad percent-encoding `%3` in the query string"),
+                ("balance?id=9", 404, "`accounts` has no key 9"),
+                ("balance", 400, "missing field `id`"),
+                ("blance?id=3", 404, "no query `blance`; did you mean `balance`?")):
+            body, got_status = curl_status(srv.url + "/queries/" + query)
+            if got_status != status or message not in body:
+                fail("%s: GET /queries/%s: %d %s; want %d with %r" % (where, query, got_status, body, status, message))
+        body, status = curl_status("--data-binary", "{}", srv.url + "/events/open?id=1")
+        if status != 400 or "an event's arguments go in the body" not in body:
+            fail("%s: an event with a query string: %d %s" % (where, status, body))
+    finally:
+        srv.stop()
+
+
+def raw_exchange(port, request, until):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(request)
+    buf = b""
+    while until not in buf:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    s.close()
+    return buf
+
+
+def run_head_and_health(aup, bank, work, io_threads):
+    """HEAD wherever GET: the same head, no body (a GET pipelined after it
+    comes whole right after the head). /health: 200 ready, standalone."""
+    srv = Server(aup, bank, work, io_threads)
+    where = "--io-threads %d" % io_threads
+    try:
+        for path in ("/queries/total", "/schema", "/stats", "/metrics", "/health", "/queries/balance?id=1"):
+            # Bytes, not text: the CRLFs stay as sent.
+            head = subprocess.run(["curl", "-s", "-S", "-I", srv.url + path], capture_output=True,
+                                  timeout=60).stdout.decode().split("\r\n\r\n", 1)[0]
+            get = subprocess.run(["curl", "-s", "-S", "-i", srv.url + path], capture_output=True,
+                                 timeout=60).stdout.decode()
+            get_head, get_body = get.split("\r\n\r\n", 1) if "\r\n\r\n" in get else (get, "")
+            # The figures move between the two requests (uptime): their
+            # length may too; anything else is the same bytes.
+            moving = path in ("/stats", "/metrics", "/health")
+            same = head.splitlines()[:2] == get_head.splitlines()[:2] if moving else head == get_head
+            if not same or (not moving and "Content-Length: %d" % len(get_body.encode()) not in head):
+                fail("%s: HEAD %s: %r; GET: %r" % (where, path, head, get[:300]))
+        buf = raw_exchange(srv.port, b"HEAD /queries/total HTTP/1.1\r\nHost: h\r\n\r\n"
+                                     b"GET /queries/total HTTP/1.1\r\nHost: h\r\n\r\n", b"}\n")
+        first, rest = buf.split(b"\r\n\r\n", 1)
+        if not first.startswith(b"HTTP/1.1 200 OK") or not rest.startswith(b"HTTP/1.1 200 OK"):
+            fail("%s: HEAD then GET on one connection: %r" % (where, buf))
+        body, status = curl_status(srv.url + "/health")
+        health = json.loads(body) if body.startswith("{") else {}
+        if status != 200 or health.get("ready") is not True or health.get("role") != "standalone" or \
+                health.get("save") != 0:
+            fail("%s: GET /health: %d %s" % (where, status, body))
+        body, status = curl_status("-X", "DELETE", srv.url + "/health")
+        if status != 405:
+            fail("%s: DELETE /health: %d %s" % (where, status, body))
+    finally:
+        srv.stop()
+
+
+def run_health_failed_store(aup, bank, work):
+    """A store whose commit failed refuses every event: /health says 503,
+    not ready, and why; queries are still answered."""
+    data = os.path.join(work, "failed-store")
+    err_path = os.path.join(work, "failed-store.err")
+    with open(err_path, "wb") as err:
+        p = subprocess.Popen([aup, "run", bank, "--data", data, "--listen", "http://:0"], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=err,
+                             env=dict(os.environ, AUP_FAULTS="fail:fdatasync:1:EIO"))
+    try:
+        deadline = time.monotonic() + 60
+        port = None
+        while port is None and time.monotonic() < deadline and p.poll() is None:
+            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", open(err_path).read())
+            port = int(m.group(1)) if m else None
+            time.sleep(0.02)
+        if port is None:
+            fail("the failing store's server did not start: " + open(err_path).read())
+            return
+        url = "http://127.0.0.1:%d" % port
+        body, status = curl_status(url + "/health")
+        before = json.loads(body) if body.startswith("{") else {}
+        answers = [curl_status("--data-binary", '{"id":%d,"owner":"x"}' % i, url + "/events/open") for i in (1, 2)]
+        body, status = curl_status(url + "/health")
+        health = json.loads(body) if body.startswith("{") else {}
+        if before.get("ready") is not True or status != 503 or health.get("ready") is not False or \
+                not health.get("why"):
+            fail("a store whose commit failed: /health before %r, after %d %s (events: %r)" % (before, status, body,
+                                                                                             answers))
+        if curl_status(url + "/queries/total")[1] != 200:
+            fail("a store whose commit failed no longer answers queries")
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=60)
+
+
+def start(aup, args, err_path, wait_for):
+    """`aup run ARGS` in the background, once its stderr matches every
+    pattern of `wait_for` (the first group of the first: a port)."""
+    err = open(err_path, "wb")
+    p = subprocess.Popen([aup, "run"] + args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and p.poll() is None:
+        text = open(err_path).read()
+        found = [re.search(w, text) for w in wait_for]
+        if all(found):
+            return p, int(found[0].group(1))
+        time.sleep(0.02)
+    p.kill()
+    p.wait()
+    raise RuntimeError("aup run %s did not start: %s" % (args, open(err_path).read()))
+
+
+def run_health_replication(aup, bank, work):
+    """/health after replication: a replica says `replica` and the save it
+    holds; the primary it serves says `primary`. Both are ready."""
+    sock = os.path.join(work, "p.sock")
+    primary, pport = start(aup, [bank, "--data", os.path.join(work, "primary"), "--listen", "unix:" + sock,
+                                 "--listen", "http://:0"], os.path.join(work, "primary.err"),
+                           [r"listening on http://127\.0\.0\.1:(\d+)", r"listening on unix:"])
+    replica = None
+    try:
+        curl_status("--data-binary", '{"id":1,"owner":"ann"}', "http://127.0.0.1:%d/events/open" % pport)
+        replica, rport = start(aup, [bank, "--data", os.path.join(work, "replica"), "--listen", "http://:0",
+                                     "--replica-of", "unix:" + sock], os.path.join(work, "replica.err"),
+                               [r"listening on http://127\.0\.0\.1:(\d+)", r"caught up with the primary at save 1"])
+        body, status = curl_status("http://127.0.0.1:%d/health" % rport)
+        health = json.loads(body) if body.startswith("{") else {}
+        if status != 200 or health.get("ready") is not True or health.get("role") != "replica" or \
+                health.get("save") != 1:
+            fail("a replica's /health: %d %s" % (status, body))
+        deadline = time.monotonic() + 10
+        while True:  # the primary counts its replica once the replica's feed is up
+            body, status = curl_status("http://127.0.0.1:%d/health" % pport)
+            if '"role":"primary"' in body or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        if status != 200 or json.loads(body).get("role") != "primary" or json.loads(body).get("save") != 1:
+            fail("a primary's /health: %d %s" % (status, body))
+    finally:
+        for p in (replica, primary):
+            if p:
+                p.send_signal(signal.SIGTERM)
+                p.wait(timeout=60)
+
+
+def run_body_errors(aup, bank, work):
+    """An error in the body is placed in the body the client sent, and
+    worded for HTTP."""
+    srv = Server(aup, bank, work, 0)
+    try:
+        for body, status, message in (
+                ('{"id":1', 400, "the body is not JSON: expected `,` or `}` at byte 7"),
+                ("[1]", 400, "the body must be a JSON object of arguments"),
+                ('{\n "id": 1,\n}', 400, "at byte 12 (line 3, column 1)")):
+            got, got_status = curl_status("--data-binary", body, srv.url + "/queries/balance")
+            if got_status != status or message not in got or "`args`" in got:
+                fail("body %r: %d %s; want %d with %r" % (body, got_status, got, status, message))
+    finally:
+        srv.stop()
+
+
 def main():
     aup, root = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     if not shutil.which("curl"):
@@ -320,6 +516,11 @@ def main():
         run_keys(aup, bank, work)
         for io_threads in (0, 2):
             run_expect(aup, bank, work, io_threads)
+            run_query_strings(aup, bank, work, io_threads)
+            run_head_and_health(aup, bank, work, io_threads)
+        run_health_failed_store(aup, bank, work)
+        run_health_replication(aup, bank, work)
+        run_body_errors(aup, bank, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("%d failures" % len(FAILURES))

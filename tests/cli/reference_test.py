@@ -123,7 +123,7 @@ def stats_counts(aup, module):
         b'{"event":"deposit","args":{"id":1,"amount":6},"key":"a"}',  # failed: duplicate (the key)
         b'{"query":"balance","args":{"id":1}}',                       # a query
         b'{"query":"balance","args":{"id":9}}',                       # a query (it failed: not_found)
-        b'{"schema":{}}',                                             # a query
+        b'{"schema":{}}',                                             # a schema request: not a query
         b'{"stats":{}}',                                              # not counted
         b'{"event":"open","args":{}}',                                # invalid: bad_args
         b'{"event":"open","args":{"id":9007199254740993}}',           # invalid: bad_number (args)
@@ -148,8 +148,8 @@ def stats_counts(aup, module):
           "the long line, answered without its id")
     # The first stats request comes before the invalid ones; neither it
     # nor the last is counted among the queries.
-    for name, at_first, at_last in (("events_applied", 3, 3), ("events_replayed", 1, 1), ("queries", 3, 3),
-                                    ("requests_invalid", 0, 12)):
+    for name, at_first, at_last in (("events_applied", 3, 3), ("events_replayed", 1, 1), ("queries", 2, 2),
+                                    ("schema_requests", 1, 1), ("requests_invalid", 0, 12)):
         check(first[name], at_first, f"{name} at the first stats request")
         check(last[name], at_last, f"{name} at the last stats request")
     failed = {"failed": 1, "not_found": 1, "duplicate": 2, "stale_row": 0, "out_of_range": 0, "not_finite": 1,

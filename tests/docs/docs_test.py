@@ -126,13 +126,14 @@ def check_setup_commands():
 
 
 def check_metrics():
-    code = re.findall(r'^\s*\{"([a-z0-9_]+)", K::(Counter|Gauge), "([a-z]+)"', read("runtime/metrics.cpp"), re.M)
+    code = re.findall(r'^\s*\{"([a-z0-9_]+)", K::(Counter|Gauge|Histogram|Info), "([a-z]+)"',
+                      read("runtime/metrics.cpp"), re.M)
     if not code:
         fail("runtime/metrics.cpp has no metric table")
     ops = read("docs/operations.md")
     section = ops[ops.find("## Monitoring"):]
     section = section[:section.find("\n## ", 1)]
-    rows = re.findall(r"^\| `([a-z0-9_]+)` \| (counter|gauge) \| ([a-z]+) \|", section, re.M)
+    rows = re.findall(r"^\| `([a-z0-9_]+)` \| (counter|gauge|histogram|info) \| ([a-z]+) \|", section, re.M)
     want = [(n, k.lower(), u) for n, k, u in code]
     for m in want:
         if m not in rows:

@@ -39,7 +39,7 @@ std::string as_line(const RequestText& r) {
     line += ",\"key\":";
     json_append_string(line, r.key);
   }
-  return line + "}";
+  return line + "}" + (r.query.empty() ? "" : "?" + std::string(r.query));
 }
 
 Answer ok_answer(std::string result) {
@@ -176,20 +176,30 @@ on open { }
     REQUIRE(f.next(request, refusal) == HttpFramer::Piece::Request);
     Request five = run.service().prepare(request, doc);
     CHECK(five.refusal == Code::BadArgs);
-    CHECK(five.why == "the body must be a JSON object: the arguments by name");
+    CHECK(five.why == "the body must be a JSON object of arguments (`{\"name\": value, ...}`), not a number");
+    // `[1]` is worded for HTTP: the body, not an `args` the client never wrote.
+    f.feed(post("/events/open", "[1]"));
+    REQUIRE(f.next(request, refusal) == HttpFramer::Piece::Request);
+    CHECK(run.service().prepare(request, doc).why ==
+          "the body must be a JSON object of arguments (`{\"name\": value, ...}`), not an array");
+    // A body of several lines: the line and column too, as an editor counts.
+    f.feed(post("/events/open", "{\n  \"id\": 1,\n}"));
+    REQUIRE(f.next(request, refusal) == HttpFramer::Piece::Request);
+    CHECK(run.service().prepare(request, doc).why ==
+          "the body is not JSON: expected a member name (a string) at byte 13 (line 3, column 1)");
   }
 
   TEST_CASE("an unknown route is 404, a wrong method 405, and the connection goes on") {
     Framed f = frame("GET /nope HTTP/1.1\r\n\r\n" + post("/schema", "{}") + "GET /events/open HTTP/1.1\r\n\r\n" +
-                     "GET /queries/a?id=1 HTTP/1.1\r\n\r\n" + "GET /queries/a/b HTTP/1.1\r\n\r\n" +
+                     "GET /queries/a/b HTTP/1.1\r\n\r\n" + "GET /queries/a?id=1 HTTP/1.1\r\n\r\n" +
                      "GET /queries/total HTTP/1.1\r\n\r\n");
     REQUIRE(f.pieces.size() == 6);
     CHECK(f.pieces[0].rfind("404 ", 0) == 0);
     CHECK(f.pieces[0].find("no route GET /nope") != std::string::npos);
     CHECK(f.pieces[1].rfind("405 ", 0) == 0);
     CHECK(f.pieces[2].rfind("405 ", 0) == 0);
-    CHECK(f.pieces[3].rfind("400 ", 0) == 0);  // arguments in the query string
-    CHECK(f.pieces[4].rfind("404 ", 0) == 0);
+    CHECK(f.pieces[3].rfind("404 ", 0) == 0);
+    CHECK(f.pieces[4] == R"({"query":"a","args":{}}?id=1)");  // a query's arguments may be in its query string
     CHECK(f.pieces[5] == R"({"query":"total","args":{}})");
     CHECK(!f.eof);
   }
@@ -210,7 +220,7 @@ on open { }
     CHECK(f.pieces[3] == R"({"event":"opened","args":{}})");
     CHECK(f.pieces[4] == R"({"query":"total","args":{}})");
     CHECK(f.pieces[5] == R"({"query":"total","args":{}})");
-    CHECK(f.pieces[6].find("/queries/total takes GET, POST, not PUT") != std::string::npos);
+    CHECK(f.pieces[6].find("/queries/total takes GET, HEAD, POST, not PUT") != std::string::npos);
     CHECK(f.pieces[7] == R"({"event":"open","args":{},"key":"k"})");
     CHECK(f.pieces[8] == R"({"event":"open","args":{}})");
   }
@@ -308,7 +318,7 @@ on open { }
     REQUIRE(f.next(request, answer) == HttpFramer::Piece::Answer);
     f.frame(answer, response);
     CHECK(response.find("HTTP/1.1 405 Method Not Allowed\r\n") == 0);
-    CHECK(response.find("\r\nAllow: GET, POST\r\n") != std::string::npos);
+    CHECK(response.find("\r\nAllow: GET, HEAD, POST\r\n") != std::string::npos);
   }
 
   TEST_CASE("GET /stats and GET /metrics are the stats request; /metrics answers Prometheus text") {
@@ -338,8 +348,8 @@ on open { }
     CHECK(refused.find("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n") == 0);
   }
 
-  TEST_CASE("/metrics and /stats take GET only: 405 with Allow: GET") {
-    for (const char* path : {"/metrics", "/stats"}) {
+  TEST_CASE("/metrics, /stats, /schema and /health take GET and HEAD: 405 with Allow: GET, HEAD") {
+    for (const char* path : {"/metrics", "/stats", "/schema", "/health"}) {
       HttpFramer f(kBody, 10s);
       f.feed(post(path, ""));
       RequestText request;
@@ -348,7 +358,7 @@ on open { }
       REQUIRE(f.next(request, answer) == HttpFramer::Piece::Answer);
       f.frame(answer, response);
       CHECK(response.find("HTTP/1.1 405 Method Not Allowed\r\n") == 0);
-      CHECK(response.find("\r\nAllow: GET\r\n") != std::string::npos);
+      CHECK(response.find("\r\nAllow: GET, HEAD\r\n") != std::string::npos);
     }
   }
 
@@ -561,6 +571,134 @@ on open { }
       out.clear();
       CHECK_MESSAGE(!f.take_interim(out), bytes);
     }
+  }
+
+  TEST_CASE("a query's query string is handed on as sent; any other route's is refused 400") {
+    Framed f = frame("GET /queries/balance?id=3 HTTP/1.1\r\n\r\nGET /queries/balance?id=3 HTTP/1.1\r\n\r\n"
+                     "GET /queries/balance?id=4 HTTP/1.1\r\n\r\nGET /queries/total HTTP/1.1\r\n\r\n"
+                     "HEAD /queries/balance?owner=Ann+Lee%21 HTTP/1.1\r\n\r\n" +
+                     post("/events/open?id=1", "{}") + "GET /schema?x=1 HTTP/1.1\r\n\r\n" +
+                     "GET /queries/total HTTP/1.1\r\n\r\n");
+    REQUIRE(f.pieces.size() == 8);
+    // Each its own, though the path is the same (a route kept must not keep its query string).
+    CHECK(f.pieces[0] == R"({"query":"balance","args":{}}?id=3)");
+    CHECK(f.pieces[1] == R"({"query":"balance","args":{}}?id=3)");
+    CHECK(f.pieces[2] == R"({"query":"balance","args":{}}?id=4)");
+    CHECK(f.pieces[3] == R"({"query":"total","args":{}})");
+    CHECK(f.pieces[4] == R"({"query":"balance","args":{}}?owner=Ann+Lee%21)");
+    CHECK(f.pieces[5].rfind("400 ", 0) == 0);
+    CHECK(f.pieces[5].find("an event's arguments go in the body") != std::string::npos);
+    CHECK(f.pieces[6].rfind("400 ", 0) == 0);
+    CHECK(f.pieces[6].find("/schema takes no query string") != std::string::npos);
+    CHECK(f.pieces[7] == R"({"query":"total","args":{}})");
+  }
+
+  TEST_CASE("query-string arguments are read by the query's types, and refused precisely") {
+    testing::Running run(R"(record P { x: num }
+query q(id: num, name: text, flag: bool, xs: [num], p: P) { return id }
+query one(id: num) { return id * 2 }
+)");
+    auto prepared = [&](std::string_view target, std::string_view body = "") {
+      HttpFramer f(kBody, 10s);
+      f.feed(body.empty() ? "GET " + std::string(target) + " HTTP/1.1\r\n\r\n"
+                          : "POST " + std::string(target) + " HTTP/1.1\r\nContent-Length: " +
+                                std::to_string(body.size()) + "\r\n\r\n" + std::string(body));
+      RequestText request;
+      Answer refusal;
+      REQUIRE(f.next(request, refusal) == HttpFramer::Piece::Request);
+      JsonDoc doc;
+      Request r = run.service().prepare(request, doc);
+      if (r.kind == RequestKind::Refused) return std::string(code_name(r.refusal)) + " " + r.why;
+      return std::string(doc.node(r.args).raw);
+    };
+    CHECK(prepared("/queries/q?id=3&name=Ann+Lee%20%C3%A9&flag=true&xs=%5B1,2%5D&p={%22x%22:1}") ==
+          R"({"id":3,"name":"Ann Lee é","flag":true,"xs":[1,2],"p":{"x":1}})");
+    CHECK(prepared("/queries/one?id=-2.5e3&") == R"({"id":-2.5e3})");
+    CHECK(run.call(R"({"query":"one","args":{"id":4}})") == R"({"ok":true,"result":8})");
+    const std::string bad = "bad_args ";
+    CHECK(prepared("/queries/one?idd=3") == bad + "unknown argument `idd`; did you mean `id`?; `one` takes id");
+    CHECK(prepared("/queries/one?id=3&id=4") == bad + "argument `id` appears twice in the query string");
+    CHECK(prepared("/queries/one?id=abc") == bad + "id: expected number, got `abc`");
+    CHECK(prepared("/queries/one?id=") == bad + "id: expected number, got ``");
+    CHECK(prepared("/queries/one?id=%zz") ==
+          bad + "bad percent-encoding `%zz` in the query string (`%` and two hex digits is a byte: %25 is `%` itself)");
+    CHECK(prepared("/queries/one?id=1%2").find("bad percent-encoding `%2`") != std::string::npos);
+    CHECK(prepared("/queries/q?flag=yes") == bad + "flag: expected bool (true or false), got `yes`");
+    CHECK(prepared("/queries/q?name=%FF") == bad + "name: the value is not UTF-8 once percent-decoded");
+    CHECK(prepared("/queries/q?xs=[1,") ==
+          bad + "xs: not JSON (an array, record or object argument is its JSON): unexpected end of input at byte 3");
+    // Both ways at once is a mistake, not a merge.
+    CHECK(prepared("/queries/one?id=1", R"({"id":2})") ==
+          "bad_request the arguments come in the query string or in the body, not both");
+    // An unknown query is unknown whatever its arguments; the closest is named.
+    CHECK(prepared("/queries/oen?id=1").find("no query `oen`; did you mean `one`?") != std::string::npos);
+  }
+
+  TEST_CASE("HEAD is GET's response without its body, wherever GET is taken; refusals too") {
+    HttpFramer f(kBody, 10s);
+    f.feed("HEAD /queries/total HTTP/1.1\r\n\r\nGET /queries/total HTTP/1.1\r\n\r\nHEAD /stats HTTP/1.1\r\n\r\n"
+           "HEAD /nope HTTP/1.1\r\n\r\nHEAD /events/open HTTP/1.1\r\n\r\n");
+    RequestText request;
+    Answer answer;
+    std::string head, get, stats, none, event;
+    REQUIRE(f.next(request, answer) == HttpFramer::Piece::Request);
+    CHECK(as_line(request) == R"({"query":"total","args":{}})");
+    REQUIRE(f.next(request, answer) == HttpFramer::Piece::Request);
+    REQUIRE(f.next(request, answer) == HttpFramer::Piece::Request);
+    CHECK(as_line(request) == R"({"stats":{}})");
+    f.frame(ok_answer("12"), head);
+    f.frame(ok_answer("12"), get);
+    CHECK(get == head + "{\"ok\":true,\"result\":12}\n");
+    Answer figures;
+    figures.stats = std::make_unique<MetricSample>();
+    f.frame(figures, stats);
+    CHECK(stats.find("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ") == 0);
+    CHECK(stats.size() == stats.find("\r\n\r\n") + 4);
+    REQUIRE(f.next(request, answer) == HttpFramer::Piece::Answer);
+    f.frame(answer, none);
+    CHECK(none.find("HTTP/1.1 404 Not Found\r\n") == 0);
+    CHECK(none.size() == none.find("\r\n\r\n") + 4);
+    REQUIRE(f.next(request, answer) == HttpFramer::Piece::Answer);
+    f.frame(answer, event);
+    CHECK(event.find("HTTP/1.1 405 Method Not Allowed\r\n") == 0);
+    CHECK(event.find("\r\nAllow: POST\r\n") != std::string::npos);
+    CHECK(event.size() == event.find("\r\n\r\n") + 4);
+    CHECK(!f.eof());
+  }
+
+  TEST_CASE("GET /health: ready with the role and save, 503 when the figures say the node is not") {
+    HttpFramer f(kBody, 10s);
+    f.feed("GET /health HTTP/1.1\r\n\r\nGET /health HTTP/1.1\r\n\r\nHEAD /health HTTP/1.1\r\n\r\n"
+           "GET /health HTTP/1.1\r\n\r\n");
+    RequestText request;
+    Answer answer;
+    for (int i = 0; i < 4; ++i) {
+      REQUIRE(f.next(request, answer) == HttpFramer::Piece::Request);
+      CHECK(as_line(request) == R"({"stats":{}})");
+    }
+    auto figures = [](double role, double save, double unavailable) {
+      Answer a;
+      a.stats = std::make_unique<MetricSample>();
+      a.stats->values[static_cast<size_t>(metric_index("replication_role"))] = role;
+      a.stats->values[static_cast<size_t>(metric_index("replication_save"))] = save;
+      a.stats->values[static_cast<size_t>(metric_index("store_unavailable"))] = unavailable;
+      a.stats->unavailable_why = "the disk failed";
+      return a;
+    };
+    std::string ready, joining, head, failed;
+    f.frame(figures(1, 12, 0), ready);
+    f.frame(figures(3, 0, 0), joining);
+    f.frame(figures(3, 0, 0), head);
+    f.frame(figures(0, 7, 1), failed);
+    CHECK(ready.find("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n") == 0);
+    CHECK(ready.substr(ready.find("\r\n\r\n") + 4) ==
+          "{\"ready\":true,\"role\":\"primary\",\"save\":12,\"uptime_seconds\":0}\n");
+    CHECK(joining.find("HTTP/1.1 503 Service Unavailable\r\n") == 0);
+    CHECK(joining.find("{\"ready\":false,\"role\":\"joining\",\"save\":0,") != std::string::npos);
+    CHECK(head == joining.substr(0, joining.find("\r\n\r\n") + 4));
+    CHECK(failed.find("HTTP/1.1 503 ") == 0);
+    CHECK(failed.find("\"role\":\"standalone\",\"save\":7,") != std::string::npos);
+    CHECK(failed.find("\"why\":\"the disk failed\"}") != std::string::npos);
   }
 
   TEST_CASE("the client's request for a line is the route the server maps back to that line") {

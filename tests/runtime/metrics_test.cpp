@@ -3,6 +3,7 @@
 // stats request as the Service answers and refuses it.
 #include <doctest/doctest.h>
 
+#include <ctime>
 #include <set>
 #include <string>
 
@@ -31,7 +32,9 @@ query balance(id: num) { return accounts[id].balance }
 MetricSample distinct_sample() {
   MetricSample s;
   for (size_t i = 0; i < kMetrics.size(); ++i) {
-    s.values[i] = kMetrics[i].per_code ? 0 : static_cast<double>(i) * 10 + 0.5;
+    bool number = !kMetrics[i].per_code && kMetrics[i].kind != MetricKind::Histogram &&
+                  kMetrics[i].kind != MetricKind::Info;
+    s.values[i] = number ? static_cast<double>(i) * 10 + 0.5 : 0;
   }
   for (size_t c = 0; c < kFailCodes; ++c) s.by_code[c] = static_cast<double>(c + 1);
   return s;
@@ -65,7 +68,8 @@ TEST_SUITE("metrics") {
       CHECK(!d.unit.empty());
       CHECK(d.help.find('\n') == std::string_view::npos);
       std::string p = prometheus_name(d);
-      CHECK(p.rfind("aup_", 0) == 0);
+      // process_* as every client library names them; the rest aup's own.
+      CHECK(p.rfind(d.process ? "process_" : "aup_", 0) == 0);
       CHECK((d.kind == MetricKind::Counter) == (p.size() > 6 && p.substr(p.size() - 6) == "_total"));
     }
     CHECK(prometheus_name(kMetrics[static_cast<size_t>(metric_index("events_applied"))]) == "aup_events_applied_total");
@@ -145,13 +149,18 @@ TEST_SUITE("metrics") {
     CHECK(s.by_code[static_cast<size_t>(vm::ErrorCode::Duplicate)] == 1);
     CHECK(s.by_code[static_cast<size_t>(vm::ErrorCode::Failed)] == 1);
     CHECK(s.by_code[static_cast<size_t>(vm::ErrorCode::NotFound)] == 0);
-    CHECK(metric(s, "queries") == 2);  // the query and the schema request
+    CHECK(metric(s, "queries") == 1);  // the query: a schema request is not one
+    CHECK(metric(s, "schema_requests") == 1);
     CHECK(metric(s, "requests_invalid") == 1);
     CHECK(metric(s, "uptime_seconds") == 12.5);
     CHECK(metric(s, "commits") == 1);  // the batch of the one event applied
     CHECK(metric(s, "checkpoint_age_seconds") == 0);  // no store
-    CHECK(metric(s, "resident_bytes") > 0);
-    CHECK(metric(stats_of(r), "queries") == 2);  // the stats request before was not counted
+    CHECK(metric(s, "process_resident_memory_bytes") > 0);
+    CHECK(metric(stats_of(r), "queries") == 1);  // the stats request before was not counted
+    // Each event and query that ran is in its duration histogram.
+    CHECK(s.histograms[static_cast<size_t>(Latency::Event)].count() == 3);  // the unknown one was refused unrun
+    CHECK(s.histograms[static_cast<size_t>(Latency::Query)].count() == 1);
+    CHECK(s.histograms[static_cast<size_t>(Latency::Query)].sum_seconds > 0);
   }
 
   TEST_CASE("a stats request is the empty object alone; anything else is bad_request") {
@@ -208,6 +217,100 @@ TEST_SUITE("metrics") {
     CHECK(metric(s, "commits") == 2);
     CHECK(metric(s, "events_per_commit") == 0);
     CHECK(metric(s, "commit_latency_max_seconds") == 0);
+    // The histogram is since the start: both commits are still in it.
+    CHECK(s.histograms[static_cast<size_t>(Latency::Commit)].count() == 2);
+  }
+
+  TEST_CASE("a duration's bucket is the first bound it is at or under; bounds rise") {
+    for (size_t b = 1; b < kLatencyBoundsSeconds.size(); ++b) CHECK(kLatencyBoundsSeconds[b - 1] < kLatencyBoundsSeconds[b]);
+    CHECK(latency_bucket(0) == 0);
+    CHECK(latency_bucket(1000) == 0);  // 1 µs: at the first bound
+    CHECK(latency_bucket(1001) == 1);
+    CHECK(latency_bucket(2'500'000) == 10);  // 2.5 ms
+    CHECK(latency_bucket(10'000'000'000) == kLatencyBoundsSeconds.size() - 1);  // 10 s
+    CHECK(latency_bucket(10'000'000'001) == kLatencyBoundsSeconds.size());      // +Inf
+    CHECK(latency_bucket(UINT64_MAX) == kLatencyBoundsSeconds.size());
+  }
+
+  TEST_CASE("histograms: cumulative buckets, sum and count, in the JSON and in the Prometheus text") {
+    Metrics metrics;
+    testing::Running r(kMetricsModule, vm::kDefaultStepBudget, &metrics);
+    for (int i = 0; i < 3; ++i) r.call(R"({"query":"balance","args":{"id":1}})");
+    MetricSample s = metrics.sample();
+    const HistogramSample& q = s.histograms[static_cast<size_t>(Latency::Query)];
+    CHECK(q.count() == 3);
+    for (size_t b = 1; b < kLatencyBuckets; ++b) CHECK(q.cumulative[b - 1] <= q.cumulative[b]);
+    std::string json, text;
+    stats_json(s, json);
+    CHECK(json.find(R"("query_duration_seconds":{"count":3,"sum":)") != std::string::npos);
+    MetricSample back;
+    std::string error;
+    REQUIRE_MESSAGE(sample_from_json(json, back, error), error);
+    CHECK(back.histograms[static_cast<size_t>(Latency::Query)].cumulative == q.cumulative);
+    CHECK(back.version == AUP_VERSION);
+    prometheus_text(s, text);
+    CHECK(text.find("# TYPE aup_query_duration_seconds histogram\n") != std::string::npos);
+    CHECK(text.find("\naup_query_duration_seconds_bucket{le=\"1e-06\"} ") != std::string::npos);
+    CHECK(text.find("\naup_query_duration_seconds_bucket{le=\"+Inf\"} 3\naup_query_duration_seconds_sum ") !=
+          std::string::npos);
+    CHECK(text.find("\naup_query_duration_seconds_count 3\n") != std::string::npos);
+    CHECK(text.find("\naup_commit_duration_seconds_count 0\n") != std::string::npos);
+  }
+
+  TEST_CASE("process_* figures and the build info") {
+    Metrics metrics;
+    metrics.set_build("9.9.9", "jit");
+    MetricSample s = metrics.sample();
+    CHECK(metric(s, "process_cpu_seconds") > 0);
+    CHECK(metric(s, "process_open_fds") >= 3);  // stdin, stdout, stderr at least
+    CHECK(metric(s, "process_max_fds") >= metric(s, "process_open_fds"));
+    // Started before now, and after this machine's clock said 2017.
+    CHECK(metric(s, "process_start_time_seconds") > 1.5e9);
+    CHECK(metric(s, "process_start_time_seconds") <= static_cast<double>(std::time(nullptr)) + 1);
+    std::string text;
+    prometheus_text(s, text);
+    CHECK(text.find("\n# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total ") != std::string::npos);
+    CHECK(text.find("\nprocess_resident_memory_bytes ") != std::string::npos);
+    CHECK(text.find("\n# TYPE aup_build_info gauge\naup_build_info{version=\"9.9.9\",engine=\"jit\"} 1\n") !=
+          std::string::npos);
+  }
+
+  TEST_CASE("aup stats' text: each value in its unit") {
+    MetricSample s;
+    auto set = [&s](std::string_view name, double v) { s.values[static_cast<size_t>(metric_index(name))] = v; };
+    set("uptime_seconds", 100);
+    set("commit_latency_p50_seconds", 0.00208);
+    set("commit_latency_p99_seconds", 0.000042);
+    set("log_bytes", 3.5 * 1024 * 1024);
+    set("state_bytes", 2048);
+    set("events_applied", 5);
+    set("process_cpu_seconds", 2.5);
+    set("replication_role", 2);
+    s.by_code[static_cast<size_t>(vm::ErrorCode::NotFound)] = 3;
+    HistogramSample& c = s.histograms[static_cast<size_t>(Latency::Commit)];
+    c.cumulative.fill(4);
+    for (size_t b = 0; b < 9; ++b) c.cumulative[b] = 0;
+    c.cumulative[9] = 1;  // one commit at or under 1 ms, the rest at or under 2.5 ms
+    c.sum_seconds = 0.008;
+    std::string text;
+    stats_text(s, text);
+    auto line_of = [&text](std::string_view name) {
+      size_t at = text.find(std::string(name) + " ");
+      REQUIRE(at != std::string::npos);
+      std::string line = text.substr(at, text.find('\n', at) - at);
+      return line.substr(line.find_first_not_of(' ', name.size()));
+    };
+    CHECK(line_of("uptime_seconds") == "100.00 s");
+    CHECK(line_of("commit_latency_p50_seconds") == "2.08 ms");
+    CHECK(line_of("commit_latency_p99_seconds") == "42.0 µs");
+    CHECK(line_of("log_bytes") == "3.5 MiB");
+    CHECK(line_of("state_bytes") == "2.0 KiB");
+    CHECK(line_of("events_applied") == "5");
+    CHECK(line_of("events_failed") == "not_found 3");
+    CHECK(line_of("process_cpu_seconds") == "2.50 s (2.5% of a core since the start)");
+    CHECK(line_of("replication_role") == "replica");
+    CHECK(line_of("commit_duration_seconds") == "4, mean 2.00 ms, median ≤ 2.50 ms, 99% ≤ 2.50 ms");
+    CHECK(line_of("query_duration_seconds") == "none");
   }
 
   TEST_CASE("an Outbox counts the bytes waiting in its thread's gauge") {

@@ -236,7 +236,7 @@ TEST_SUITE("read") {
     f.read(R"({"table":"nope"})");
     f.read(R"({"table":"accounts","key":["x"]})");
     std::string stats = f.r.call(R"({"stats":{}})");
-    CHECK(stats.find(R"("queries":0,"reads":2,"requests_invalid":2,)") != std::string::npos);
+    CHECK(stats.find(R"("queries":0,"schema_requests":0,"reads":2,"requests_invalid":2,)") != std::string::npos);
   }
 }
 

@@ -4,13 +4,18 @@
 takes events of which some fail with known codes, and its `{"stats":{}}`
 answer counts them exactly; GET /metrics on its HTTP listener says the same
 counters in the Prometheus text format; the stats request is not logged;
-`aup stats` prints the answer and exits as `aup call` does; over stdin the
-request works too, and a failed commit is counted as one.
+`aup stats` prints each figure in its unit and exits as `aup call` does;
+over stdin the request works too, and a failed commit is counted as one.
+Prometheus's own parser (Debian's python3-prometheus-client) reads
+/metrics: the commit and request histograms with cumulative buckets, the
+process_* families, the build info. A schema request (`aup call` makes one
+a call) is counted apart from the queries.
 
 usage: stats_test.py AUP SOURCE_ROOT
 """
 import http.client
 import json
+import math
 import os
 import re
 import shutil
@@ -88,7 +93,7 @@ EVENTS = ([{"event": "open", "args": {"id": i, "owner": "o%d" % i}} for i in ran
           [{"event": "say", "args": {"message": "no"}}] +                 # failed x1
           [{"event": "nope", "args": {}}, {"stats": {"x": 1}},            # invalid x3
            {"stats": {}, "event": "open"}] +
-          [{"query": "q_missing", "args": {"id": 1}}, {"schema": {}}])     # queries x2
+          [{"query": "q_missing", "args": {"id": 1}}, {"schema": {}}])     # a query, a schema request
 WANT_FAILED = {"duplicate": 2, "not_found": 3, "failed": 1}
 
 
@@ -100,7 +105,9 @@ def check_counts(st, where):
     check(set(st["events_failed"]) >= set(WANT_FAILED) | {"unavailable", "budget"},
           "%s: codes missing from events_failed: %r" % (where, st["events_failed"]))
     check(st["requests_invalid"] == 3, "%s: requests_invalid %r, not 3" % (where, st["requests_invalid"]))
-    check(st["queries"] == 2, "%s: queries %r, not 2 (stats requests are not counted)" % (where, st["queries"]))
+    check(st["queries"] == 1, "%s: queries %r, not 1 (schema and stats requests are not queries)" % (
+        where, st["queries"]))
+    check(st["schema_requests"] == 1, "%s: schema_requests %r, not 1" % (where, st["schema_requests"]))
 
 
 def prometheus(port):
@@ -116,45 +123,115 @@ def prometheus(port):
     return r.status, ctype, body, r2.status, r2.getheader("Allow")
 
 
+def prometheus_parser():
+    """prometheus_client's text parser. Debian's package puts it under
+    /usr/lib/python3/dist-packages, where an interpreter other than
+    Debian's (a pyenv one first on PATH) does not look."""
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+    except ImportError:
+        sys.path.append("/usr/lib/python3/dist-packages")
+        try:
+            from prometheus_client.parser import text_string_to_metric_families
+        except ImportError:
+            fail("python3-prometheus-client is not installed (sh tools/deps.sh installs it)")
+            return None
+    return text_string_to_metric_families
+
+
 def parse_prometheus(text):
-    """{(name, code-or-None): value}, and the TYPE of each name."""
-    values, types = {}, {}
-    for line in text.splitlines():
-        if line.startswith("# TYPE "):
-            _, _, name, kind = line.split(" ")
-            types[name] = kind
-        elif line and not line.startswith("#"):
-            m = re.fullmatch(r'([a-z0-9_]+)(?:\{code="([a-z_]+)"\})? (\S+)', line)
-            if not m:
-                fail("a Prometheus line that is not NAME{code=\"...\"} VALUE: %r" % line)
-                continue
-            values[(m.group(1), m.group(2))] = float(m.group(3))
-    return values, types
+    """{(sample name, code-or-None): value}, each family's type, and the
+    histograms' samples by family, as Prometheus's own parser reads them."""
+    parse = prometheus_parser()
+    values, types, histograms = {}, {}, {}
+    if parse is None:
+        return values, types, histograms
+    try:
+        for family in parse(text):
+            types[family.name] = family.type
+            for sample in family.samples:
+                values[(sample.name, sample.labels.get("code"))] = sample.value
+                if family.type == "histogram":
+                    histograms.setdefault(family.name, []).append(sample)
+                if family.name == "aup_build_info":
+                    values[("aup_build_info", "labels")] = dict(sample.labels)
+    except ValueError as e:
+        fail("Prometheus's parser refused /metrics: %s" % e)
+    return values, types, histograms
+
+
+def check_histogram(name, samples, where):
+    """Buckets cumulative: rising with `le`, +Inf last and equal to _count."""
+    buckets = [(float(s.labels["le"]), s.value) for s in samples if s.name == name + "_bucket"]
+    count = [s.value for s in samples if s.name == name + "_count"]
+    total = [s.value for s in samples if s.name == name + "_sum"]
+    check(len(buckets) > 10 and buckets[-1][0] == math.inf, "%s: %s has buckets %r" % (where, name, buckets))
+    check(all(a[0] < b[0] and a[1] <= b[1] for a, b in zip(buckets, buckets[1:])),
+          "%s: %s's buckets are not cumulative: %r" % (where, name, buckets))
+    check(len(count) == 1 and len(total) == 1 and buckets and buckets[-1][1] == count[0],
+          "%s: %s: +Inf %r, _count %r, _sum %r" % (where, name, buckets[-1:], count, total))
+    return count[0] if count else 0
 
 
 def check_metrics_endpoint(server, st, where):
     status, ctype, body, post_status, allow = prometheus(server.http_port)
     check(status == 200, "%s: GET /metrics answered %d" % (where, status))
     check(ctype == "text/plain; version=0.0.4; charset=utf-8", "%s: GET /metrics Content-Type %r" % (where, ctype))
-    check(post_status == 405 and allow == "GET", "%s: POST /metrics: %r, Allow %r" % (where, post_status, allow))
-    values, types = parse_prometheus(body)
+    check(post_status == 405 and allow == "GET, HEAD", "%s: POST /metrics: %r, Allow %r" % (where, post_status,
+                                                                                         allow))
+    values, types, histograms = parse_prometheus(body)
     # Every counter of the JSON answer, the same in the text (nothing
-    # changed in between: neither request counts itself).
+    # changed in between: neither request counts itself). The parser
+    # names a counter's family without `_total`, its sample with it.
     check(values.get(("aup_events_applied_total", None)) == st["events_applied"],
           "%s: aup_events_applied_total %r, JSON %r" % (where, values.get(("aup_events_applied_total", None)),
                                                        st["events_applied"]))
     for code, n in st["events_failed"].items():
         got = values.get(("aup_events_failed_total", code))
         check(got == n, "%s: aup_events_failed_total{code=%s} %r, JSON %r" % (where, code, got, n))
-    for name in ("queries", "requests_invalid", "commits", "commit_failures", "log_written_bytes", "checkpoints"):
+    for name in ("queries", "schema_requests", "requests_invalid", "commits", "commit_failures", "log_written_bytes",
+                 "checkpoints"):
         got = values.get(("aup_%s_total" % name, None))
         check(got == st[name], "%s: aup_%s_total %r, JSON %r" % (where, name, got, st[name]))
-        check(types.get("aup_%s_total" % name) == "counter", "%s: aup_%s_total has no TYPE counter" % (where, name))
+        check(types.get("aup_%s" % name) == "counter", "%s: aup_%s_total has no TYPE counter" % (where, name))
     for name in ("image_bytes", "log_bytes", "state_bytes", "connections", "events_queued"):
         check(("aup_" + name, None) in values and types.get("aup_" + name) == "gauge",
               "%s: no gauge aup_%s in the text" % (where, name))
+    for name in ("commit", "event", "query"):
+        family = "aup_%s_duration_seconds" % name
+        check(types.get(family) == "histogram", "%s: no histogram %s" % (where, family))
+        count = check_histogram(family, histograms.get(family, []), where)
+        check(count == st["%s_duration_seconds" % name]["count"], "%s: %s_count %r, JSON %r" % (
+            where, family, count, st["%s_duration_seconds" % name]))
+    check(types.get("process_cpu_seconds") == "counter" and values.get(("process_cpu_seconds_total", None), 0) > 0,
+          "%s: process_cpu_seconds_total %r" % (where, values.get(("process_cpu_seconds_total", None))))
+    for name in ("process_resident_memory_bytes", "process_open_fds", "process_max_fds", "process_start_time_seconds"):
+        check(types.get(name) == "gauge" and values.get((name, None), 0) > 0, "%s: %s %r" % (
+            where, name, values.get((name, None))))
+    check(abs(values.get(("process_start_time_seconds", None), 0) - (time.time() - st["uptime_seconds"])) < 30,
+          "%s: process_start_time_seconds %r, uptime %r" % (where, values.get(("process_start_time_seconds", None)),
+                                                            st["uptime_seconds"]))
+    labels = values.get(("aup_build_info", "labels"), {})
+    check(labels.get("engine") in ("vm", "jit") and labels.get("version") == st["build_info"]["version"],
+          "%s: aup_build_info %r" % (where, labels))
     check(body.count("# HELP ") == len(st), "%s: %d HELP lines for %d metrics" % (where, body.count("# HELP "),
                                                                                len(st)))
+
+
+def check_schema_not_a_query(aup, server, where):
+    """`aup call` asks for the schema before its request: one query is one
+    query, and the schema request is counted apart."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(server.sock)
+    before = stats_over(s)
+    subprocess.run([aup, "call", "unix:" + server.sock, "q_missing", "id=1"], capture_output=True, text=True,
+                   timeout=60)
+    after = stats_over(s)
+    s.close()
+    check(after["queries"] - before["queries"] == 1, "%s: aup call of one query counted %r queries" % (
+        where, after["queries"] - before["queries"]))
+    check(after["schema_requests"] - before["schema_requests"] == 1, "%s: aup call's schema request counted %r" % (
+        where, after["schema_requests"] - before["schema_requests"]))
 
 
 def serve_case(aup, module, io_threads):
@@ -177,8 +254,13 @@ def serve_case(aup, module, io_threads):
         check(st["log_written_bytes"] > 0 and st["log_bytes"] >= st["log_written_bytes"],
               "%s: log bytes %r / %r" % (where, st["log_written_bytes"], st["log_bytes"]))
         check(st["image_bytes"] > 0, "%s: image_bytes %r" % (where, st["image_bytes"]))
-        check(st["state_bytes"] > 0 and st["resident_bytes"] > st["state_bytes"],
-              "%s: state %r, resident %r" % (where, st["state_bytes"], st["resident_bytes"]))
+        check(st["state_bytes"] > 0 and st["process_resident_memory_bytes"] > st["state_bytes"],
+              "%s: state %r, resident %r" % (where, st["state_bytes"], st["process_resident_memory_bytes"]))
+        commit = st["commit_duration_seconds"]
+        check(commit["count"] == 5 and commit["sum"] > 0, "%s: commit_duration_seconds %r" % (where, commit))
+        check(st["event_duration_seconds"]["count"] >= 5 and st["query_duration_seconds"]["count"] == 1,
+              "%s: event and query durations %r %r" % (where, st["event_duration_seconds"],
+                                                       st["query_duration_seconds"]))
         check(st["connections"] == 1, "%s: connections %r, not 1" % (where, st["connections"]))
         check(st["events_queued"] == 0 and st["answer_bytes_waiting"] == 0,
               "%s: queued %r, waiting %r" % (where, st["events_queued"], st["answer_bytes_waiting"]))
@@ -201,6 +283,7 @@ def serve_case(aup, module, io_threads):
         s2.close()
         check_metrics_endpoint(server, again, where)
         check_cli(aup, server, again, where)
+        check_schema_not_a_query(aup, server, where)
         s.close()
     finally:
         rc = server.stop()
@@ -211,13 +294,24 @@ def serve_case(aup, module, io_threads):
 def check_cli(aup, server, st, where):
     p = subprocess.run([aup, "stats", "unix:" + server.sock], capture_output=True, text=True, timeout=60)
     check(p.returncode == 0, "%s: aup stats exited %d: %s" % (where, p.returncode, p.stderr))
-    try:
-        pretty = json.loads(p.stdout)
-        check(pretty["events_applied"] == st["events_applied"] and pretty["events_failed"] == st["events_failed"],
-              "%s: aup stats printed %r" % (where, pretty))
-        check(len(p.stdout.splitlines()) > len(st), "%s: aup stats is not laid out a member a line" % where)
-    except ValueError:
-        fail("%s: aup stats printed what is not JSON: %r" % (where, p.stdout))
+    lines = dict(re.split(r"\s{2,}", line.strip(), maxsplit=1) for line in p.stdout.splitlines() if "  " in line)
+    check(len(lines) == len(st), "%s: aup stats printed %d metrics for %d: %r" % (where, len(lines), len(st), p.stdout))
+    check(lines.get("events_applied") == "%d" % st["events_applied"], "%s: aup stats events_applied %r" % (
+        where, lines.get("events_applied")))
+    check(lines.get("events_failed") == "duplicate 2, not_found 3, failed 1" or
+          set(lines.get("events_failed", "").split(", ")) == {"duplicate 2", "not_found 3", "failed 1"},
+          "%s: aup stats events_failed %r" % (where, lines.get("events_failed")))
+    # Each value in its unit, none raw.
+    for name, unit in (("uptime_seconds", r"(µs|ms|s)"), ("commit_latency_p50_seconds", r"(µs|ms|s)"),
+                       ("log_bytes", r"(B|KiB|MiB|GiB)"), ("process_resident_memory_bytes", r"(KiB|MiB|GiB)"),
+                       ("process_cpu_seconds", r"(µs|ms|s) \([0-9.]+% of a core since the start\)")):
+        check(re.fullmatch(r"[0-9.]+ " + unit, lines.get(name, "")) is not None,
+              "%s: aup stats %s is %r" % (where, name, lines.get(name)))
+    check(re.fullmatch(r"5, mean [0-9.]+ (µs|ms|s), median ≤ [0-9.]+ (µs|ms|s), 99% ≤ [0-9.]+ (µs|ms|s)",
+                       lines.get("commit_duration_seconds", "")) is not None,
+          "%s: aup stats commit_duration_seconds %r" % (where, lines.get("commit_duration_seconds")))
+    check(lines.get("replication_role") == "standalone", "%s: aup stats role %r" % (where,
+                                                                                 lines.get("replication_role")))
     p = subprocess.run([aup, "stats", "--json", "http://127.0.0.1:%d" % server.http_port], capture_output=True,
                        text=True, timeout=60)
     check(p.returncode == 0, "%s: aup stats --json over HTTP exited %d: %s" % (where, p.returncode, p.stderr))
