@@ -618,11 +618,13 @@ Status Log::reuse_segment(Segment& s, const Free& f, const std::string& p) {
 
 namespace {
 
-// A size as messages give it: "64 MiB", "1.5 MiB", "4096 bytes".
+// A size as messages give it: "64 MiB", "1.5 MiB", "75.7 GiB", "4096 bytes".
 std::string size_words(uint64_t bytes) {
-  constexpr uint64_t kMiB = uint64_t{1} << 20;
-  if (bytes % kMiB == 0 && bytes > 0) return fmt::format("{} MiB", bytes / kMiB);
-  if (bytes >= kMiB) return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / static_cast<double>(kMiB));
+  constexpr uint64_t kMiB = uint64_t{1} << 20, kGiB = uint64_t{1} << 30;
+  auto in = [&](uint64_t unit) { return static_cast<double>(bytes) / static_cast<double>(unit); };
+  if (bytes % kMiB == 0 && bytes > 0 && bytes < 64 * kGiB) return fmt::format("{} MiB", bytes / kMiB);
+  if (bytes >= kGiB) return fmt::format("{:.1f} GiB", in(kGiB));
+  if (bytes >= kMiB) return fmt::format("{:.1f} MiB", in(kMiB));
   return fmt::format("{} bytes", bytes);
 }
 
