@@ -276,7 +276,10 @@ int open_store(const RunOptions& o, storage::Io& fs, const storage::Schema& sche
                               [&progress](uint64_t e, uint64_t r) { progress(e, r); });
   }
   if (!st.ok()) {
-    fmt::print(stderr, "aup run: {}\n", st.message);
+    // A store this process may not write can still be served for queries.
+    bool unwritable = (st.err == EACCES || st.err == EROFS || st.err == EPERM) && !report.created;
+    fmt::print(stderr, "aup run: {}{}\n", st.message,
+               unwritable ? " (to serve it for queries without writing anything, add --read-only)" : "");
     // A store in use, or a disk that refuses, is the environment; a
     // damaged or mismatched store is for the user to fix.
     bool environment = st.err == EWOULDBLOCK || st.err == EACCES || st.err == ENOSPC || st.err == EROFS ||
