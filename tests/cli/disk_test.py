@@ -26,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 
 failures = []
 
@@ -185,12 +187,38 @@ def stop(p):
     return p.wait(timeout=30)
 
 
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def http_post(port, path, body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body.encode(), method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=20) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
 def check_served_read_only(aup, module, tmp, d):
-    """--listen: queries answered, events refused, a writer kept out."""
-    p, sock, err = serve(aup, [module, "--data", d, "--read-only"], tmp, "reader")
+    """--listen (unix: and http://): queries answered, events refused, a
+    writer kept out."""
+    port = free_port()
+    p, sock, err = serve(aup, [module, "--data", d, "--read-only", "--listen", f"http://127.0.0.1:{port}"], tmp,
+                         "reader")
     if not p:
         return
     try:
+        code, body = http_post(port, "/events/deposit", '{"id":1,"amount":3}')
+        if code != 421 or body.get("error", {}).get("code") != "not_primary":
+            fail(f"read-only over HTTP: an event answered {code} {body}")
+        code, body = http_post(port, "/queries/balance", '{"id":1}')
+        if code != 200 or body != {"ok": True, "result": 12}:
+            fail(f"read-only over HTTP: a query answered {code} {body}")
         got = ask(sock, [BALANCE, deposit(7)])
         if got[0] != {"ok": True, "result": 12}:
             fail(f"read-only --listen: the query answered {got[0]}")
@@ -244,7 +272,8 @@ def read_only(aup, module, tmp):
     if answers(r) != [{"ok": True, "result": 12}, {"ok": True, "result": {"balance": 13}}, {"ok": True, "result": 13}]:
         fail(f"after --read-only a normal run answered {r.stdout.strip()} ({r.stderr.strip()})")
     how = "as root: nothing changed" if root else "chmod -R a-w, and nothing changed"
-    print(f"read-only: queries answered, events refused not_primary, a writer refused meanwhile; {how}")
+    print(f"read-only: queries answered (stdin, unix:, HTTP), events refused not_primary (HTTP 421), a writer "
+          f"refused meanwhile; {how}")
 
 
 def read_only_refusals(aup, module, tmp):
