@@ -683,6 +683,35 @@ on nop { }
     CHECK(d.dump() == state);
   }
 
+  TEST_CASE("a checkpoint that fails part way through an image removes its .new; the old image and log hold") {
+    StoreDir dir;
+    std::vector<FaultRule> rules;
+    std::string err;
+    // sync_file_range is an image's step going to the device: the first is
+    // in the first checkpoint after the open's.
+    REQUIRE(parse_fault_plan("fail:sync_file_range:1:ENOSPC", rules, err));
+    FaultIo io(std::make_unique<SystemIo>(), rules);
+    SystemIo plain;
+    StoreOptions so = Durable::small_store_foreground();
+    so.image_min_bytes = so.log_min_bytes = uint64_t{1} << 40;  // checkpoints only when asked
+    { Durable created(kModule, dir.path, plain, so); }
+    std::string state;
+    {
+      Durable d(kModule, dir.path, io, so);
+      REQUIRE(d.status().ok());
+      for (int i = 0; i < 40; ++i) d.one(put_line(i));
+      Status st = d.store().checkpoint_all();
+      REQUIRE_FALSE(st.ok());
+      CHECK(st.message.find("cannot flush " + table_image_path(dir.path, "items") + ".new") == 0);
+      for (const std::string& n : files::names(dir.path)) CHECK(n.find(".new") == std::string::npos);
+      state = d.dump();
+    }
+    Durable again(kModule, dir.path, plain, so);
+    REQUIRE(again.status().ok());
+    CHECK(again.report().leftovers_removed.empty());
+    CHECK(again.dump() == state);
+  }
+
   TEST_CASE("a crash in the middle of writing an image's .new: the next open removes it, and nothing is lost") {
     // The same events on two stores; on one a checkpoint is stopped part way
     // through its first image (image.body_step: some of the body in
