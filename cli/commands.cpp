@@ -28,6 +28,7 @@
 #include "runtime/shipper.h"
 #include "storage/key_tables.h"
 #include "storage/memory_tables.h"
+#include "storage/read_only.h"
 #include "storage/role.h"
 #include "storage/schema_file.h"
 #include "storage/store.h"
@@ -277,7 +278,10 @@ int open_store(const RunOptions& o, storage::Io& fs, const storage::Schema& sche
                               [&progress](uint64_t e, uint64_t r) { progress(e, r); });
   }
   if (!st.ok()) {
-    fmt::print(stderr, "aup run: {}\n", st.message);
+    // A store this process may not write can still be served for queries.
+    bool unwritable = (st.err == EACCES || st.err == EROFS || st.err == EPERM) && !report.created;
+    fmt::print(stderr, "aup run: {}{}\n", st.message,
+               unwritable ? " (to serve it for queries without writing anything, add --read-only)" : "");
     // A store in use, or a disk that refuses, is the environment; a
     // damaged or mismatched store is for the user to fix.
     bool environment = st.err == EWOULDBLOCK || st.err == EACCES || st.err == ENOSPC || st.err == EROFS ||
@@ -285,6 +289,10 @@ int open_store(const RunOptions& o, storage::Io& fs, const storage::Schema& sche
     return environment ? kExitUsage : kExitErrors;
   }
   if (report.created) fmt::print(stderr, "aup: created the store {}\n", o.data);
+  for (const std::string& path : report.leftovers_removed) {
+    fmt::print(stderr, "aup: removed {}, left by a write that did not finish (it was never part of the store)\n",
+               path);
+  }
   for (const std::string& change : report.migrated) fmt::print(stderr, "aup: migrated {}: {}\n", o.data, change);
   if (report.keys_added) {
     using storage::kKeyTables;
@@ -510,6 +518,56 @@ int run_on_store(const RunOptions& o, const vm::Module& m, vm::State& state, con
   return served;
 }
 
+// --read-only: what writes a store, or takes part in replication, has no
+// meaning on one never written.
+int refuse_with_read_only(const RunOptions& o) {
+  std::string what = !o.replica_of.empty()     ? "--replica-of (a replica writes what it copies)"
+                     : !o.cluster.empty()      ? "--cluster (a node may become the primary)"
+                     : o.keys.has_value()      ? "--keys (keys are kept with the events it refuses)"
+                     : o.sync_replicas         ? "--sync-replicas (no events, no replicas to wait for)"
+                     : o.segment_bytes != 0    ? "--segment-size (no log is written)"
+                     : o.image_min_bytes != 0  ? "--image-min (no image is written)"
+                     : o.log_min_bytes != 0    ? "--log-min (no image is written)"
+                                               : std::string();
+  if (what.empty()) return -1;
+  fmt::print(stderr, "aup run: --read-only writes nothing, so it does not go with {}\n", what);
+  return kExitUsage;
+}
+
+// --read-only: the store read into the state and served, never written
+// (storage/read_only.h); every event refused.
+int run_read_only(const RunOptions& o, const vm::Module& m, vm::State& state, const runtime::ServiceOptions& so) {
+  std::string error;
+  std::unique_ptr<storage::Io> fs = storage::io_from_environment(error);
+  if (!fs) {
+    fmt::print(stderr, "aup run: AUP_FAULTS: {}\n", error);
+    return kExitUsage;
+  }
+  runtime::StateTables tables(state);
+  std::unique_ptr<storage::ReadOnlyStore> store;
+  storage::ReadOnlyReport report;
+  storage::Status st = storage::ReadOnlyStore::open(*fs, o.data, runtime::schema_of(m), tables, store, report);
+  if (!st.ok()) {
+    fmt::print(stderr, "aup run: {}\n", st.message);
+    // Damage and a mismatched module are the user's to fix (err 0); a
+    // missing store, one in use, or a failed read, the environment.
+    return st.err != 0 ? kExitUsage : kExitErrors;
+  }
+  for (const std::string& change : report.not_migrated) {
+    fmt::print(stderr, "aup: {} is not migrated (read-only): {}, served as its default\n", o.data, change);
+  }
+  if (report.torn) {
+    fmt::print(stderr, "aup: the log ends in a torn write ({}); left as it is (read-only)\n", report.torn_where);
+  }
+  if (int rc = build_indexes(m, state); rc != kExitOk) return rc;
+  fmt::print(stderr, "aup: serving the store {} read-only, as of save {}: queries are answered, events refused{}\n",
+             o.data, report.last_seq,
+             report.held ? "" : " (it has no LOCK file: nothing keeps an `aup run` from writing it meanwhile)");
+  Owner owner(m, state, so, runtime::KeyWindow{});
+  runtime::ReadOnlyDurability durable(state, o.data, report.last_seq);
+  return serve(o, so, owner.service, state, durable);
+}
+
 }  // namespace
 
 namespace {
@@ -568,6 +626,7 @@ int promote(const PromoteOptions& o) {
 
 int run(const RunOptions& o) {
   if (int rc = refuse_before_start(o); rc >= 0) return rc;
+  if (int rc = o.read_only ? refuse_with_read_only(o) : -1; rc >= 0) return rc;
   if ((!o.replica_of.empty() || !o.cluster.empty()) && (o.memory || o.listen.empty())) {
     fmt::print(stderr, "aup run: {} needs a store (--data DIR) and an address to answer queries on "
                        "(--listen ADDRESS)\n",
@@ -591,6 +650,7 @@ int run(const RunOptions& o) {
   if (o.step_budget) so.step_budget = o.step_budget;
   so.native = native.get();
   so.metrics = &metrics;
+  if (o.read_only) return run_read_only(o, *m, state, so);
   if (!o.memory) return run_on_store(o, *m, state, so);
   Owner owner(*m, state, so, key_window(o, false));
   runtime::MemoryDurability memory(state);

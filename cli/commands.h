@@ -36,6 +36,9 @@ struct RunOptions {
   uint64_t segment_bytes = 0;   // 0: the default (64 MiB)
   uint64_t image_min_bytes = 0; // 0: the default (1 MiB)
   uint64_t log_min_bytes = 0;   // 0: the default (64 MiB)
+  // --read-only: the store served as it is, never written
+  // (storage/read_only.h): queries answered, events refused.
+  bool read_only = false;
   std::optional<double> fixed_time;
   // "vm" (interpret the bytecode), "jit" (compile it with LLVM), or empty:
   // the default, jit, except for very large modules or when the JIT

@@ -144,6 +144,12 @@ void add_store_options(CLI::App& cmd, RunOptions& o) {
                  "least live log bytes before the oldest table gets a new image (default 64 MiB)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
       ->excludes(memory);
+  cmd.add_flag("--read-only", o.read_only,
+               "serve the store as it is and write nothing (a read-only volume, files this user may not\n"
+               "write): queries are answered, every event is refused `not_primary`; no LOCK file, log,\n"
+               "checkpoint or other file is made. The store must exist; an `aup run` that writes it is\n"
+               "refused meanwhile (docs/operations.md, \"Serving a store read-only\")")
+      ->excludes(memory);
 }
 
 // Serving sockets instead of stdin, and the limits that only serving has.

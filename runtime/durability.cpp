@@ -96,6 +96,20 @@ bool StoreDurability::commit_batch(storage::Fate& fate, std::string& why) {
   return true;
 }
 
+ReadOnlyDurability::ReadOnlyDurability(vm::State& s, const std::string& dir, uint64_t last_seq)
+    : state_(s),
+      refusal_(fmt::format("the store {} is served read-only (aup run --read-only): it takes no events, only "
+                           "queries; send events to a server that writes it",
+                           dir)),
+      last_seq_(last_seq) {}
+
+bool ReadOnlyDurability::commit_batch(storage::Fate& fate, std::string& why) {
+  state_.rollback(0);
+  fate = storage::Fate::NotWritten;
+  why = refusal_;
+  return false;
+}
+
 void StoreDurability::between_batches() {
   if (shipper_) store_.retain_after(shipper_->retain_after());
   store_.tick();

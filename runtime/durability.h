@@ -98,6 +98,27 @@ class MemoryDurability : public Durability {
   vm::State& state_;
 };
 
+// --data DIR --read-only (storage/read_only.h): a store served as it is,
+// never written. Every event is refused `not_primary`, as a replica
+// refuses them, but naming no primary (there is none to follow): the
+// message says the store is served read-only. Queries are answered from
+// the state read at the start, which holds every save up to `last_seq`.
+class ReadOnlyDurability : public Durability {
+ public:
+  ReadOnlyDurability(vm::State& s, const std::string& dir, uint64_t last_seq);
+  // Never reached (refusing() refuses every event before it runs), and
+  // would write nothing if it were: the batch is undone.
+  bool commit_batch(storage::Fate& fate, std::string& why) override;
+  const std::string* refusing() const override { return &refusal_; }
+  Code refusing_code() const override { return Code::NotPrimary; }
+  uint64_t applied_save() const override { return last_seq_; }
+
+ private:
+  vm::State& state_;
+  std::string refusal_;
+  uint64_t last_seq_;
+};
+
 // The store's view of a module: its tables' columns and its vars (never
 // the store's own tables, which the store adds: storage/key_tables.h).
 storage::Schema schema_of(const vm::Module& m);

@@ -84,14 +84,32 @@ Status write_file_durably(Io& io, const std::string& dir, const std::string& nam
     if (int rc = io.fsync(fd); rc < 0) st = failed("cannot sync", tmp, -rc);
   }
   io.close(fd);
-  if (!st.ok()) return st;
+  // A NAME.new that failed is never needed: removed now, it gives its
+  // space back (a full disk is the likely failure). If the removal fails
+  // too, the next open removes it (storage/recovery.h).
+  if (!st.ok()) {
+    io.unlink(tmp);
+    return st;
+  }
   point(io, how.points.before_rename);
-  if (int rc = io.rename(tmp, path); rc < 0) return failed("cannot rename", tmp + " to " + path, -rc);
+  if (int rc = io.rename(tmp, path); rc < 0) {
+    io.unlink(tmp);
+    return failed("cannot rename", tmp + " to " + path, -rc);
+  }
   point(io, how.points.after_rename);
   st = sync_directory(io, dir);
   if (!st.ok()) return st;
   point(io, how.points.after_dir_sync);
   return Status::good();
+}
+
+bool is_leftover(std::string_view name) {
+  constexpr std::string_view kNew = ".new";
+  if (name.size() <= kNew.size() || name.substr(name.size() - kNew.size()) != kNew) return false;
+  std::string_view base = name.substr(0, name.size() - kNew.size());
+  auto starts = [&](std::string_view prefix) { return base.size() > prefix.size() && base.rfind(prefix, 0) == 0; };
+  return base == "schema" || base == "terms" || base == "replica-of" || base == "cut" || base == "image.vars" ||
+         starts("image-") || starts("cut-");
 }
 
 }  // namespace aup::storage

@@ -61,9 +61,18 @@ struct DurableWrite {
 // Replaces DIR/NAME with `bytes` (or what `how.fill` writes): written to
 // DIR/NAME.new, fsynced, closed, renamed over DIR/NAME, the directory
 // fsynced. A crash at any step leaves the old file or the whole new one
-// (and perhaps a NAME.new, which nothing reads); a failure leaves the old
-// file. "cannot create|write|sync|rename ...".
+// (and perhaps a NAME.new, which nothing reads and the next writable open
+// removes: is_leftover); a failure leaves the old file, and removes the
+// NAME.new. "cannot create|write|sync|rename ...".
 Status write_file_durably(Io& io, const std::string& dir, const std::string& name, std::span<const uint8_t> bytes,
                           const DurableWrite& how);
+
+// Whether `name` (a file in a store's directory) is the NAME.new of a
+// durable replacement of one of the store's own files: the schema file,
+// an image, the term history, the replica's role, a cut's marker or side
+// file. A NAME.new is renamed into place only once it is whole and synced,
+// so one that is left over was never part of the store: a writable open
+// removes it (storage/recovery.h, docs/store-format.md).
+bool is_leftover(std::string_view name);
 
 }  // namespace aup::storage

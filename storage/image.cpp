@@ -112,6 +112,7 @@ class ImageFile {
     at_ += buf_.size();
     body_ += buf_.size();
     buf_.clear();
+    io_.point("image.body_step");  // part of the body in the .new, its header not yet
     return Status::good();
   }
   // The rest of the body, the trailer, then the header (its body length

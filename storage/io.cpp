@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,6 +67,12 @@ int SystemIo::map_shared(int fd, size_t bytes, bool writable, void*& out) {
 }
 int SystemIo::unmap(void* at, size_t bytes) { return result(::munmap(at, bytes)); }
 int SystemIo::flock(int fd, int operation) { return result(::flock(fd, operation)); }
+int SystemIo::free_space(const std::string& dir, uint64_t& bytes) {
+  struct statvfs v;
+  if (::statvfs(dir.c_str(), &v) != 0) return -errno;
+  bytes = static_cast<uint64_t>(v.f_bavail) * v.f_frsize;
+  return 0;
+}
 int64_t SystemIo::file_size(int fd) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return -errno;

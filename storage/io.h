@@ -28,6 +28,7 @@
 
 #include <sys/types.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -80,6 +81,14 @@ class Io {
   // flock(2) on an open descriptor (LOCK_EX | LOCK_NB, LOCK_UN, ...): the
   // writer's hold on DIR/READERS (storage/live.h).
   virtual int flock(int fd, int operation) = 0;
+  // The bytes free to this process on the volume holding `dir` (statvfs),
+  // for a refusal's message (no space for a log segment). Never failed by
+  // a fault plan: a simulated ENOSPC still reports the real free space.
+  virtual int free_space(const std::string& dir, uint64_t& bytes) {
+    (void)dir;
+    (void)bytes;
+    return -ENOSYS;  // an Io that cannot tell (a test's)
+  }
   // A named step of a multi-step change (crash tests stop here).
   virtual void point(std::string_view name) { (void)name; }
 };
@@ -105,6 +114,7 @@ class SystemIo : public Io {
   int list_dir(const std::string& dir, std::vector<std::string>& names) override;
   int lock(const std::string& path, bool exclusive, std::string& holder) override;
   int flock(int fd, int operation) override;
+  int free_space(const std::string& dir, uint64_t& bytes) override;
 };
 
 struct FaultRule {
@@ -141,6 +151,7 @@ class FaultIo : public Io {
   int list_dir(const std::string& dir, std::vector<std::string>& names) override;
   int lock(const std::string& path, bool exclusive, std::string& holder) override;
   int flock(int fd, int operation) override;
+  int free_space(const std::string& dir, uint64_t& bytes) override { return inner_->free_space(dir, bytes); }
   void point(std::string_view name) override;
 
  private:

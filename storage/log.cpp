@@ -616,30 +616,68 @@ Status Log::reuse_segment(Segment& s, const Free& f, const std::string& p) {
   return Status::good();
 }
 
-Status Log::create_segment(Segment& s, uint64_t size, const std::string& p) {
+namespace {
+
+// A size as messages give it: "64 MiB", "1.5 MiB", "75.7 GiB", "4096 bytes".
+std::string size_words(uint64_t bytes) {
+  constexpr uint64_t kMiB = uint64_t{1} << 20, kGiB = uint64_t{1} << 30;
+  auto in = [&](uint64_t unit) { return static_cast<double>(bytes) / static_cast<double>(unit); };
+  if (bytes % kMiB == 0 && bytes > 0 && bytes < 64 * kGiB) return fmt::format("{} MiB", bytes / kMiB);
+  if (bytes >= kGiB) return fmt::format("{:.1f} GiB", in(kGiB));
+  if (bytes >= kMiB) return fmt::format("{:.1f} MiB", in(kMiB));
+  return fmt::format("{} bytes", bytes);
+}
+
+}  // namespace
+
+// `left`: whether a file is left under the segment's name after a failure
+// (then the next attempt takes the next number).
+Status Log::create_segment(Segment& s, uint64_t size, const std::string& p, bool& left) {
   s.size = size;
   s.fd = io_.open(p, O_RDWR | O_CREAT | O_EXCL, 0644);
-  if (s.fd < 0) return Status::error(fmt::format("cannot create {}: {}", p, std::strerror(-s.fd)), -s.fd);
+  if (s.fd < 0) {
+    left = s.fd == -EEXIST;  // not ours: a file no listing saw (made by hand since the open)
+    return Status::error(fmt::format("cannot create {}: {}", p, std::strerror(-s.fd)), -s.fd);
+  }
   if (int rc = io_.fallocate(s.fd, 0, static_cast<off_t>(size)); rc < 0) {
     // Nothing of the log changed: a clean refusal, later appends retry.
     io_.close(s.fd);
     s.fd = -1;
-    io_.unlink(p);
+    left = io_.unlink(p) < 0;
     bool full = rc == -ENOSPC || rc == -EDQUOT;
-    return Status::error(fmt::format("{} for a new log segment {} of {}: {}",
-                                     full ? "no space" : "cannot allocate space", p,
-                                     size % (1 << 20) == 0 ? fmt::format("{} MiB", size >> 20)
-                                                           : fmt::format("{} bytes", size),
-                                     std::strerror(-rc)),
+    if (!full) {
+      return Status::error(
+          fmt::format("cannot allocate space for a new log segment {} of {}: {}", p, size_words(size),
+                      std::strerror(-rc)),
+          -rc);
+    }
+    // What a small volume needs said: how big, how much there is, and the
+    // flag that makes segments smaller (docs/operations.md, "Small disks").
+    uint64_t avail = 0;
+    std::string free_words =
+        io_.free_space(dir_, avail) < 0 ? std::string() : fmt::format(", {} free", size_words(avail));
+    // A batch larger than a segment gets one of its own size: smaller
+    // segments would not help it.
+    std::string what = size > o_.segment_bytes
+                           ? "free space (this batch's entry needs a segment of its own of that size)"
+                           : "free space, or start aup run with a smaller --segment-size (at least 4096 bytes; "
+                             "docs/operations.md, \"Small disks\")";
+    return Status::error(fmt::format("no space for a new log segment {} of {}{}: {}; {}", p, size_words(size),
+                                     free_words, std::strerror(-rc), what),
                          -rc);
   }
   return Status::good();
 }
 
+// A segment's number is taken only when the segment is: a failed attempt
+// leaves nothing under its name (never created, or removed), and nothing
+// else knows it (the chain, the live mark and the next open see only
+// headed segments), so the next attempt takes the same number. Repeated
+// refusals on a full disk do not use numbers up.
 Status Log::start_segment(uint64_t min_size) {
   uint64_t size = std::max(o_.segment_bytes, (min_size + 4095) / 4096 * 4096);
   Segment s;
-  s.number = next_number_++;
+  s.number = next_number_;
   s.generation = random_generation();
   s.predecessor = chain_.empty() ? 0 : chain_.back().generation;
   s.used = lf::kHeaderBytes;
@@ -650,14 +688,17 @@ Status Log::start_segment(uint64_t min_size) {
   bool gated = reuse != free_.end() && gate_ != nullptr;
   if (gated && !gate_->keep_out()) reuse = free_.end(), gated = false;
   Status st = Status::good();
+  bool left = false;
   if (reuse != free_.end()) {
     st = reuse_segment(s, *reuse, p);
+    left = true;  // renamed, or broken (a failure here stops the log's writes)
     if (s.fd >= 0) free_.erase(reuse);  // renamed: no longer free
   } else {
-    st = create_segment(s, size, p);
+    st = create_segment(s, size, p, left);
   }
   if (st.ok()) st = write_header(s);
   if (gated) gate_->let_in();
+  if (st.ok() || left || s.fd >= 0) ++next_number_;
   if (!st.ok()) {
     if (s.fd >= 0) drop_unheaded(s, p);
     return st;

@@ -175,7 +175,7 @@ class Log {
   Status start_segment(uint64_t min_size);
   struct Free;
   Status reuse_segment(Segment& s, const Free& f, const std::string& p);
-  Status create_segment(Segment& s, uint64_t size, const std::string& p);
+  Status create_segment(Segment& s, uint64_t size, const std::string& p, bool& left);
   void drop_unheaded(Segment& s, const std::string& p);
   Status write_header(const Segment& s);
   Status follow_segment(Segment& s, uint64_t limit, const Visitor& visit);

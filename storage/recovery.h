@@ -15,6 +15,12 @@
 // Status carrying the errno) is not damage: it is never reported, it ends
 // the read and comes back as the step's Status.
 //
+// Files named NAME.new are never read: each is a durable replacement not
+// finished (storage/file_io.h), renamed into place only once whole and
+// synced, so one left over was never part of the store. Store::open
+// removes them after taking the lock (docs/store-format.md, "Opening a
+// store", step 1); a read-only reader leaves them.
+//
 // The steps run in order, and the caller may act between them: Store::open
 // creates a missing schema and refuses a mismatched module after step 1,
 // and `aup replay --at` refuses an image newer than the save it asks for

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "storage/copy.h"
+#include "storage/file_io.h"
 #include "storage/image.h"
 #include "storage/key_tables.h"
 #include "storage/recovery.h"
@@ -101,7 +102,7 @@ Status Store::open(Io& io, const std::string& dir, const Schema& schema, StoreOp
   }
   std::unique_ptr<Store> s(new Store(io, dir, schema, o, tables));
   Status st = s->lock_directory();
-  if (st.ok()) st = s->finish_replication_work(report);
+  if (st.ok()) st = s->finish_work_under_way(report);
   if (!st.ok()) return st;
   OpenReporter reporter(s->schema_, report, progress);
   RecoveryOptions ro;
@@ -128,14 +129,27 @@ Status Store::open(Io& io, const std::string& dir, const Schema& schema, StoreOp
   return Status::good();
 }
 
-// Before anything reads the store: a copy received from a primary, and a
-// cut of the log, each finished if one is under way (storage/copy.h,
-// storage/cut.h). Looked for in one listing, so that a store with neither
-// (every store not a replica) is opened with no other call.
-Status Store::finish_replication_work(StoreOpenReport& report) {
+// Before anything reads the store: the NAME.new files of writes that did
+// not finish removed (they were never part of the store: storage/file_io.h,
+// is_leftover), then a copy received from a primary, and a cut of the log,
+// each finished if one is under way (storage/copy.h, storage/cut.h). Looked
+// for in one listing, so that a store with none of them (nearly every
+// store) is opened with no other call.
+Status Store::finish_work_under_way(StoreOpenReport& report) {
   std::vector<std::string> names;
   if (int rc = io_.list_dir(dir_, names); rc < 0) {
     return Status::error(fmt::format("cannot list {}: {}", dir_, errno_text(-rc)), -rc);
+  }
+  for (const std::string& n : names) {
+    if (!is_leftover(n)) continue;
+    // Not synced: a removal a crash undoes is done again at the next open.
+    std::string path = dir_ + "/" + n;
+    if (int rc = io_.unlink(path); rc < 0 && rc != -ENOENT) {
+      return Status::error(fmt::format("cannot remove {} (left by a write that did not finish): {}", path,
+                                       errno_text(-rc)),
+                           -rc);
+    }
+    report.leftovers_removed.push_back(path);
   }
   auto has = [&](std::string_view n) { return std::find(names.begin(), names.end(), n) != names.end(); };
   Status st;
@@ -169,8 +183,8 @@ Status Store::lock_directory() {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   if (lock_fd_ == -EWOULDBLOCK && readers) {
-    return Status::error(fmt::format("the store {} is being read (aup replay or aup backup of a store not served) "
-                                     "for over {} ms; try again once they finish",
+    return Status::error(fmt::format("the store {} is being read (aup replay or aup backup of a store not served, "
+                                     "or aup run --read-only) for over {} ms; try again once they finish",
                                      dir_, o_.readers_wait_ms),
                          EWOULDBLOCK);
   }

@@ -80,6 +80,10 @@ struct StoreOpenReport {
   uint64_t last_seq = 0;
   bool torn = false;
   std::string torn_where;
+  // DIR/NAME.new files a write that did not finish left (a checkpoint's
+  // image, the schema file, ...), removed by this open (storage/file_io.h,
+  // is_leftover): the paths.
+  std::vector<std::string> leftovers_removed;
 };
 
 struct StoreStats {
@@ -190,7 +194,7 @@ class Store {
   Store(Io& io, std::string dir, const Schema& schema, StoreOptions o, Tables& tables);
   // open's steps around recovery (storage/recovery.h).
   Status lock_directory();
-  Status finish_replication_work(StoreOpenReport& report);
+  Status finish_work_under_way(StoreOpenReport& report);
   Status read_or_create_schema(Recovery& recovery, Schema& stored, bool& created);
   Status refuse_mismatch(const Schema& stored) const;
   void take_recovered(Recovery& recovery);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/durability.h"
 #include "runtime/framer.h"
 #include "tests/runtime/harness.h"
 
@@ -88,6 +89,27 @@ query balance(id: num) { return accounts[id].balance }
     CHECK(a.got[3] == std::pair<uint64_t, std::string>{9, "{\"id\":\"c\",\"ok\":true,\"result\":{\"balance\":0}}\n"});
     CHECK(batch.empty());
     CHECK(batch.events() == 0);
+  }
+
+  TEST_CASE("a read-only store's durability refuses every event not_primary, naming no primary; queries run") {
+    testing::Running run(kBank);
+    run.call(R"({"event":"open","args":{"id":1}})");
+    ReadOnlyDurability d(run.state(), "DIR", 4);
+    Service service(run.module(), run.state(), ServiceOptions{});
+    Committer batch(service, d, 0);
+    take(service, batch, 1, R"({"event":"open","args":{"id":2},"id":"e"})");
+    take(service, batch, 1, R"({"query":"balance","args":{"id":1},"id":"q"})");
+    CHECK(batch.events() == 0);  // refused before it ran: nothing to commit
+    Answers a;
+    batch.commit(a);
+    REQUIRE(a.got.size() == 2);
+    CHECK(a.got[0].second ==
+          "{\"id\":\"e\",\"ok\":false,\"error\":{\"code\":\"not_primary\",\"message\":\"the store DIR is served "
+          "read-only (aup run --read-only): it takes no events, only queries; send events to a server that writes "
+          "it\"}}\n");
+    CHECK(a.got[1].second == "{\"id\":\"q\",\"ok\":true,\"result\":0}\n");
+    CHECK(d.applied_save() == 4);
+    CHECK(run.state().table(0).size() == 1);  // account 2 was never opened
   }
 
   TEST_CASE("a failed commit answers every event of its batch unavailable with the reason, and undoes them") {

@@ -133,6 +133,7 @@ TEST_SUITE("file_io") {
       Status st = write_file_durably(io, dir.path, "f", bytes_of("new"), DurableWrite{kPoints, {}});
       CHECK(st.message.find(c.said) == 0);
       CHECK(files::contents(path) == "old");
+      CHECK_FALSE(std::filesystem::exists(path + ".new"));  // removed: it gives its space back
     }
     // The directory's sync fails after the rename: the new file is in place
     // but not known durable, and the write says so.
@@ -142,6 +143,19 @@ TEST_SUITE("file_io") {
     FaultIo half = faulty("short:pwrite:1");
     REQUIRE(write_file_durably(half, dir.path, "f", bytes_of("written in two"), DurableWrite{kPoints, {}}).ok());
     CHECK(files::contents(path) == "written in two");
+  }
+
+  TEST_CASE("is_leftover: the NAME.new of the store's own files, and nothing else") {
+    for (const char* name : {"image-items.new", "image.vars.new", "image-$keys.new", "schema.new", "terms.new",
+                             "replica-of.new", "cut.new", "cut-5-9.new"}) {
+      CAPTURE(name);
+      CHECK(is_leftover(name));
+    }
+    for (const char* name : {"image-items", "schema", "log-3", "LOCK", "notes.new", ".new", "image-.new", "cut-.new",
+                             "schema.new.old", "copy.partial", "log-3.new"}) {
+      CAPTURE(name);
+      CHECK_FALSE(is_leftover(name));
+    }
   }
 }
 

@@ -723,11 +723,73 @@ TEST_SUITE("log") {
     Status st = o.log->append(1, b);
     REQUIRE_FALSE(st.ok());
     CHECK(st.err == ENOSPC);
-    CHECK(st.message.find("no space for a new log segment") != std::string::npos);
+    CHECK(st.message.find("no space for a new log segment " + dir.path + "/log-0 of 4096 bytes, ") == 0);
+    CHECK(st.message.find(" free: ") != std::string::npos);  // the volume's free space, as statvfs says
+    CHECK(st.message.find("a smaller --segment-size") != std::string::npos);
     CHECK_FALSE(o.log->broken());
     append(*o.log, 1, "x");  // space came back
     Opened again = open_log(io, dir.path);
     CHECK(again.entries.size() == 1);
+  }
+
+  TEST_CASE("NoSpaceForABatchLargerThanASegmentDoesNotSuggestSmallerSegments") {
+    TempDir dir;
+    std::vector<FaultRule> rules;
+    std::string err;
+    REQUIRE(parse_fault_plan("fail:fallocate:1:ENOSPC", rules, err));
+    FaultIo io(std::make_unique<SystemIo>(), rules);
+    Opened o = open_log(io, dir.path);
+    std::vector<uint8_t> big(10000, 'b');  // its segment is its own size, not --segment-size
+    Status st = o.log->append(1, big);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.message.find("of 12288 bytes") != std::string::npos);
+    CHECK(st.message.find("needs a segment of its own") != std::string::npos);
+    CHECK(st.message.find("--segment-size") == std::string::npos);
+  }
+
+  TEST_CASE("FailedSegmentAttemptsDoNotUseUpNumbers") {
+    // Each refused attempt removes its file and leaves the number to the
+    // next: three refusals of the first segment, then it is log-0; three of
+    // the second, then it is log-1.
+    TempDir dir;
+    std::vector<FaultRule> rules;
+    std::string err;
+    REQUIRE(parse_fault_plan("fail:fallocate:1:ENOSPC,fail:fallocate:2:ENOSPC,fail:fallocate:3:EDQUOT,"
+                             "fail:fallocate:5:ENOSPC,fail:fallocate:6:ENOSPC,fail:fallocate:7:ENOSPC",
+                             rules, err));
+    FaultIo io(std::make_unique<SystemIo>(), rules);
+    Opened o = open_log(io, dir.path);
+    std::vector<uint8_t> b = bytes_of(std::string(1000, 'x'));
+    for (int i = 0; i < 3; ++i) {
+      Status st = o.log->append(1, b);
+      REQUIRE_FALSE(st.ok());
+      CHECK(st.message.find(dir.path + "/log-0 ") != std::string::npos);
+      CHECK(files::names(dir.path).empty());  // nothing left behind
+    }
+    uint64_t seq = 0;
+    REQUIRE(o.log->append(++seq, b).ok());  // fallocate 4: log-0
+    REQUIRE(o.log->sync().ok());
+    CHECK(o.log->end().segment == 0);
+    // Fill log-0 until the next entry needs a new segment.
+    while (o.log->end().offset + lf::entry_bytes(b.size()) <= 4096) {
+      REQUIRE(o.log->append(++seq, b).ok());
+      REQUIRE(o.log->sync().ok());
+    }
+    for (int i = 0; i < 3; ++i) {
+      Status st = o.log->append(seq + 1, b);
+      REQUIRE_FALSE(st.ok());
+      CHECK(st.message.find(dir.path + "/log-1 ") != std::string::npos);
+      CHECK(files::names(dir.path) == std::vector<std::string>{"log-0"});
+    }
+    REQUIRE(o.log->append(++seq, b).ok());  // space came back: the next number, 1
+    REQUIRE(o.log->sync().ok());
+    CHECK(o.log->end().segment == 1);
+    CHECK(files::names(dir.path) == (std::vector<std::string>{"log-0", "log-1"}));
+    o.log.reset();
+    SystemIo plain;
+    Opened again = open_log(plain, dir.path);
+    REQUIRE(again.status.ok());
+    CHECK(again.entries.size() == seq);
   }
 
   TEST_CASE("AShortWriteBreaksTheLog") {

@@ -4,10 +4,12 @@
 #include <doctest/doctest.h>
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cerrno>
@@ -32,6 +34,7 @@
 #include "storage/key_values.h"
 #include "storage/live.h"
 #include "storage/memory_tables.h"
+#include "storage/read_only.h"
 #include "storage/recovery.h"
 #include "storage/schema_file.h"
 #include "storage/store.h"
@@ -128,12 +131,15 @@ class Durable {
 
   // Every row of every table the store keeps (the key tables too, when it
   // keeps them) and every var, as text.
-  std::string dump() {
+  std::string dump() { return dump_state(store_->schema(), schema_, *state_); }
+
+  // The same of any state: `kept` the store's schema (the module's, and
+  // the key tables), `module` the module's (its vars).
+  static std::string dump_state(const Schema& kept, const Schema& module, vm::State& state) {
     std::string s;
-    const Schema& kept = store_->schema();
     for (size_t t = 0; t < kept.tables.size(); ++t) {
       const TableSchema& ts = kept.tables[t];
-      vm::BTree& tree = state_->table(static_cast<uint32_t>(t));
+      vm::BTree& tree = state.table(static_cast<uint32_t>(t));
       tree.for_each(tree.root(), [&](const vm::Key&, const uint64_t* row) {
         s += ts.name + ":";
         for (uint32_t f = 0; f < ts.fields.size(); ++f) {
@@ -146,9 +152,9 @@ class Durable {
         s += "\n";
       });
     }
-    for (uint32_t v = 0; v < schema_.vars.size(); ++v) {
-      uint64_t x = state_->var(v);
-      s += schema_.vars[v].type == FieldType::Text ? std::string(reinterpret_cast<const vm::TextObj*>(x)->view())
+    for (uint32_t v = 0; v < module.vars.size(); ++v) {
+      uint64_t x = state.var(v);
+      s += module.vars[v].type == FieldType::Text ? std::string(reinterpret_cast<const vm::TextObj*>(x)->view())
                                                    : fmt::format("{:x}", x);
       s += "\n";
     }
@@ -429,8 +435,8 @@ TEST_SUITE("store") {
     Durable refused(kModule, dir.path, io, brief);
     REQUIRE_FALSE(refused.status().ok());
     CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(100));
-    CHECK(refused.status().message.find("is being read (aup replay or aup backup of a store not served) for over "
-                                        "100 ms") != std::string::npos);
+    CHECK(refused.status().message.find("is being read (aup replay or aup backup of a store not served, or aup "
+                                        "run --read-only) for over 100 ms") != std::string::npos);
     // Released within the wait: the open goes on.
     std::thread release([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -649,6 +655,117 @@ on nop { }
     std::string r = d.one(R"({"event":"put","args":{"id":3,"qty":1}})");
     CHECK(r.find("unavailable: perhaps written: ") == 0);
     CHECK(r.find("whether these events survive the restart is unknown") != std::string::npos);
+  }
+
+  TEST_CASE("an open removes the .new files writes that did not finish left, and nothing else") {
+    StoreDir dir;
+    SystemIo io;
+    std::string state;
+    {
+      Durable d(kModule, dir.path, io);
+      for (int i = 0; i < 40; ++i) d.one(put_line(i));
+      state = d.dump();
+    }
+    const std::vector<std::string> leftovers = {"image-items.new", "image.vars.new", "schema.new", "terms.new",
+                                                "cut-3-9.new"};
+    for (const std::string& n : leftovers) files::write(dir.path + "/" + n, "half a file");
+    files::write(dir.path + "/notes.new", "the operator's");  // not a file of the store's
+    Durable d(kModule, dir.path, io);
+    REQUIRE_MESSAGE(d.status().ok(), d.status().message);
+    std::vector<std::string> removed = d.report().leftovers_removed;
+    std::sort(removed.begin(), removed.end());
+    std::vector<std::string> expected;
+    for (const std::string& n : leftovers) expected.push_back(dir.path + "/" + n);
+    std::sort(expected.begin(), expected.end());
+    CHECK(removed == expected);
+    for (const std::string& n : leftovers) CHECK_FALSE(fs::exists(dir.path + "/" + n));
+    CHECK(files::contents(dir.path + "/notes.new") == "the operator's");
+    CHECK(d.dump() == state);
+  }
+
+  TEST_CASE("a checkpoint that fails part way through an image removes its .new; the old image and log hold") {
+    StoreDir dir;
+    std::vector<FaultRule> rules;
+    std::string err;
+    // sync_file_range is an image's step going to the device: the first is
+    // in the first checkpoint after the open's.
+    REQUIRE(parse_fault_plan("fail:sync_file_range:1:ENOSPC", rules, err));
+    FaultIo io(std::make_unique<SystemIo>(), rules);
+    SystemIo plain;
+    StoreOptions so = Durable::small_store_foreground();
+    so.image_min_bytes = so.log_min_bytes = uint64_t{1} << 40;  // checkpoints only when asked
+    { Durable created(kModule, dir.path, plain, so); }
+    std::string state;
+    {
+      Durable d(kModule, dir.path, io, so);
+      REQUIRE(d.status().ok());
+      for (int i = 0; i < 40; ++i) d.one(put_line(i));
+      Status st = d.store().checkpoint_all();
+      REQUIRE_FALSE(st.ok());
+      CHECK(st.message.find("cannot flush " + table_image_path(dir.path, "items") + ".new") == 0);
+      for (const std::string& n : files::names(dir.path)) CHECK(n.find(".new") == std::string::npos);
+      state = d.dump();
+    }
+    Durable again(kModule, dir.path, plain, so);
+    REQUIRE(again.status().ok());
+    CHECK(again.report().leftovers_removed.empty());
+    CHECK(again.dump() == state);
+  }
+
+  TEST_CASE("a crash in the middle of writing an image's .new: the next open removes it, and nothing is lost") {
+    // The same events on two stores; on one a checkpoint is stopped part way
+    // through its first image (image.body_step: some of the body in
+    // image-items.new, its header not yet written).
+    StoreDir dir, twin;
+    SystemIo io;
+    StoreOptions so = Durable::small_store_foreground();
+    so.image_min_bytes = so.log_min_bytes = uint64_t{1} << 40;  // checkpoints only when asked
+    for (const std::string* d : {&dir.path, &twin.path}) {
+      Durable s(kModule, *d, io, so);
+      for (int i = 0; i < 40; ++i) s.one(put_line(i));
+      REQUIRE(s.store().checkpoint_all().ok());
+    }
+    std::string image = files::contents(table_image_path(dir.path, "items"));
+    auto more = [&](Durable& s) {
+      for (int i = 40; i < 90; ++i) REQUIRE(s.one(put_line(i)) == "{\"ok\":true}\n");
+    };
+    std::fflush(nullptr);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      if (!std::freopen("/dev/null", "w", stderr)) std::_Exit(4);
+      std::vector<FaultRule> rules;
+      std::string err;
+      if (!parse_fault_plan("crash:image.body_step:1", rules, err)) std::_Exit(3);
+      FaultIo fio(std::make_unique<SystemIo>(), rules);
+      try {
+        Durable s(kModule, dir.path, fio, so);
+        for (int i = 40; i < 90; ++i) s.one(put_line(i));  // each answered: durable in the log
+        (void)s.store().checkpoint_all();
+      } catch (...) {
+        std::_Exit(1);
+      }
+      std::_Exit(0);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == kCrashExitCode);
+    std::string left = table_image_path(dir.path, "items") + ".new";
+    REQUIRE(fs::exists(left));
+    CHECK(files::contents(table_image_path(dir.path, "items")) == image);  // the previous image, untouched
+    std::string expected;
+    {
+      Durable s(kModule, twin.path, io, so);
+      more(s);
+      expected = s.dump();
+    }
+    Durable s(kModule, dir.path, io, so);
+    REQUIRE_MESSAGE(s.status().ok(), s.status().message);
+    CHECK(s.report().leftovers_removed == std::vector<std::string>{left});
+    CHECK_FALSE(fs::exists(left));
+    CHECK(s.dump() == expected);  // the previous image and the log: every answered event
+    REQUIRE(s.store().checkpoint_all().ok());  // and the next checkpoint goes through
   }
 
   TEST_CASE("no space for a new segment refuses the batch cleanly and the store carries on") {
@@ -1585,6 +1702,128 @@ on add { lines.add(Line { w: add.w, d: add.d, o: add.o, qty: 1 }) }
     REQUIRE(d.status().ok());
     CHECK(d.store().term() == 1);
     CHECK(d.dump() == before);
+  }
+}
+
+// `aup run --read-only`'s store (storage/read_only.h), read from stores the
+// Durable above wrote: here for that harness.
+class ReadOnly {
+ public:
+  ReadOnly(const std::string& source, const std::string& dir, Io& io) {
+    auto checked = check_source("test.aup", source);
+    REQUIRE(checked->ok());
+    Diagnostics d;
+    module_ = generate(*checked, d);
+    REQUIRE(module_);
+    module_->prepare();
+    state_ = std::make_unique<vm::State>(*module_);
+    schema_ = runtime::schema_of(*module_);
+    tables_ = std::make_unique<runtime::StateTables>(*state_);
+    status_ = ReadOnlyStore::open(io, dir, schema_, *tables_, store_, report_);
+  }
+  const Status& status() const { return status_; }
+  const ReadOnlyReport& report() const { return report_; }
+  std::string dump() { return Durable::dump_state(store_->schema(), schema_, *state_); }
+
+ private:
+  std::unique_ptr<vm::Module> module_;
+  std::unique_ptr<vm::State> state_;
+  Schema schema_;
+  std::unique_ptr<runtime::StateTables> tables_;
+  std::unique_ptr<ReadOnlyStore> store_;
+  ReadOnlyReport report_;
+  Status status_;
+};
+
+// Every file's name, size and mtime: what reading must leave as it was.
+std::string directory_state(const std::string& dir) {
+  std::string out;
+  for (const std::string& n : files::names(dir)) {
+    struct stat st {};
+    REQUIRE(::stat((dir + "/" + n).c_str(), &st) == 0);
+    out += fmt::format("{} {} {}.{}\n", n, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+  }
+  return out;
+}
+
+TEST_SUITE("read_only") {
+  TEST_CASE("a read-only open reads what a writable one does, and changes nothing in the directory") {
+    StoreDir dir;
+    SystemIo io;
+    std::string state;
+    {
+      Durable d(kModule, dir.path, io, Durable::keeping_keys());
+      for (int i = 0; i < 60; ++i) d.one(put_line(i));
+      REQUIRE(d.store().checkpoint_all().ok());
+      for (int i = 60; i < 90; ++i) d.one(keyed_put(i, fmt::format("k{}", i).c_str()));
+      state = d.dump();
+    }
+    files::write(dir.path + "/image-items.new", "a leftover only a writable open removes");
+    std::string before = directory_state(dir.path);
+    ReadOnly r(kModule, dir.path, io);
+    REQUIRE_MESSAGE(r.status().ok(), r.status().message);
+    CHECK(r.report().held);
+    CHECK(r.report().keeps_keys);
+    CHECK(r.report().last_seq > 0);
+    CHECK(r.dump() == state);
+    CHECK(directory_state(dir.path) == before);
+  }
+
+  TEST_CASE("while a read-only store is held a writer is refused as by any reader; other readers read beside it") {
+    StoreDir dir;
+    SystemIo io;
+    { Durable d(kModule, dir.path, io); d.one(put_line(1)); }
+    ReadOnly r(kModule, dir.path, io);
+    REQUIRE(r.status().ok());
+    ReadOnly beside(kModule, dir.path, io);
+    CHECK(beside.status().ok());
+    StoreOptions brief = Durable::small_store();
+    brief.readers_wait_ms = 50;
+    Durable writer(kModule, dir.path, io, brief);
+    REQUIRE_FALSE(writer.status().ok());
+    CHECK(writer.status().message.find("or aup run --read-only) for over 50 ms") != std::string::npos);
+  }
+
+  TEST_CASE("a read-only open refuses a served store, no store, and work only a writable open finishes") {
+    StoreDir dir;
+    SystemIo io;
+    {
+      Durable served(kModule, dir.path, io);
+      REQUIRE(served.status().ok());
+      ReadOnly r(kModule, dir.path, io);
+      CHECK(r.status().err == EWOULDBLOCK);
+      CHECK(r.status().message.find("is in use by a running aup (pid " + std::to_string(getpid()) + ")") !=
+            std::string::npos);
+    }
+    ReadOnly none(kModule, dir.path + "-missing", io);
+    CHECK(none.status().err == ENOENT);
+    CHECK(none.status().message.find("there is no store") == 0);
+    CHECK_FALSE(fs::exists(dir.path + "-missing"));
+    fs::create_directory(dir.path + "-empty");
+    ReadOnly empty(kModule, dir.path + "-empty", io);
+    CHECK(empty.status().message.find("has no schema file: it is not a store") != std::string::npos);
+    CHECK(files::names(dir.path + "-empty").empty());
+    fs::remove_all(dir.path + "-empty");
+    files::write(dir.path + "/cut", "");
+    ReadOnly cutting(kModule, dir.path, io);
+    CHECK(cutting.status().message.find("a cut of its log under way (" + dir.path + "/cut)") != std::string::npos);
+  }
+
+  TEST_CASE("a read-only open of a store without LOCK (a copy, say) reads it and says it holds nothing") {
+    StoreDir dir;
+    SystemIo io;
+    std::string state;
+    {
+      Durable d(kModule, dir.path, io);
+      for (int i = 0; i < 20; ++i) d.one(put_line(i));
+      state = d.dump();
+    }
+    fs::remove(dir.path + "/LOCK");
+    ReadOnly r(kModule, dir.path, io);
+    REQUIRE_MESSAGE(r.status().ok(), r.status().message);
+    CHECK_FALSE(r.report().held);
+    CHECK(r.dump() == state);
+    CHECK_FALSE(fs::exists(dir.path + "/LOCK"));
   }
 }
 
