@@ -23,6 +23,7 @@ struct CallOptions {
   std::string address;
   std::vector<std::string> words;  // NAME then its arguments, or one JSON request
   double timeout_seconds = 30;
+  std::string key;  // --key: the event's idempotency key; empty: none
 };
 
 int call(const CallOptions& o, std::FILE* out, std::FILE* err);

@@ -11,6 +11,10 @@
 #include <vector>
 #include <string_view>
 
+namespace aup::runtime {
+class BoundListeners;
+}
+
 namespace aup::cli {
 
 struct DisasmOptions {
@@ -41,8 +45,13 @@ struct RunOptions {
   // store already keeps them (then runtime::kDefaultKeyWindow).
   std::optional<uint64_t> keys;
   double keys_age_seconds = 0;  // 0: no age limit
-  // --listen (any number): serve connections instead of stdin.
+  // --listen (any number): serve connections instead of stdin. run() binds
+  // them all (`bound`) before the store is opened or made: a bad address
+  // leaves nothing behind.
   std::vector<std::string> listen;
+  runtime::BoundListeners* bound = nullptr;
+  // --bail: over stdin, stop at the first request that fails (exit 1).
+  bool bail = false;
   uint32_t http_timeout_seconds = 0;  // 0: the default
   std::optional<uint32_t> io_threads;  // unset: runtime::default_io_threads()
   uint32_t max_connections = 0;
@@ -87,5 +96,11 @@ int backup(const BackupOptions& o);
 // regular file) is the caller's mistake: said for `aup COMMAND`, exit 2.
 // -1 when `dir` is a directory or nothing yet.
 int refuse_data_file(std::string_view command, const std::string& dir);
+
+// For a command that reads a store and never makes one (`aup replay`,
+// `aup backup`, `aup promote`): `dir` with no store in it is said so, with
+// how a store is named (--data DIR), exit 2. -1 when it holds a store
+// (or is a file: refuse_data_file()).
+int refuse_missing_store(std::string_view command, const std::string& dir);
 
 }  // namespace aup::cli

@@ -71,7 +71,7 @@ done
 
 # JSON has no colors: --color with --json would be ignored, so it is refused.
 expect_rc 2 "$aup" check --json --color always "$tmp/bad.aup"
-grep -q "excludes" "$tmp/err" || fail "--json with --color: $(cat "$tmp/err")"
+grep -q "^aup check: --.* and --.* cannot be given together" "$tmp/err" || fail "--json with --color: $(cat "$tmp/err")"
 # Several files: the worst status wins.
 expect_rc 1 "$aup" check "$root/examples/bank/bank.aup" "$tmp/bad.aup"
 expect_rc 2 "$aup" check "$tmp/bad.aup" "$tmp/missing.aup"
