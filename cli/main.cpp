@@ -418,6 +418,7 @@ int main(int argc, char** argv) {
                "Write tables, events and queries in an .aup file; aup checks, builds and runs it.",
                "aup"};
   app.set_version_flag("-V,--version", "aup " AUP_VERSION);
+  aup::use_help_formatter(app);  // before the commands: each takes it from its parent
   app.require_subcommand(1);
   app.footer("Run `aup COMMAND --help` (or `aup help COMMAND`) for a command's options.");
 
@@ -445,6 +446,7 @@ int main(int argc, char** argv) {
   PromoteOptions promote;
   CLI::App* promote_cmd = add_promote_command(app, promote);
 
+  aup::name_command_groups(app);
   if (int rc = aup::missing_command(app, argc, argv); rc >= 0) return rc;
   try {
     app.parse(argc, argv);

@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -96,6 +96,48 @@ inline CLI::Validator one_of(std::vector<std::string> names) {
       "");
 }
 
+// ---- the help's layout ---------------------------------------------------------------
+
+// CLI11's help, with an argument shown by what it takes (`MODULE`, not
+// `module MODULE REQUIRED`) in the usage line and the list alike, and its
+// labels in words. Set on the program before its commands are added (each
+// command takes its parent's formatter).
+class HelpFormatter : public CLI::Formatter {
+ public:
+  HelpFormatter() {
+    label("REQUIRED", "(required)");
+    label("Needs", "needs");
+    label("Excludes", "not with");
+    label("Positionals", "Arguments");
+    label("SUBCOMMAND", "COMMAND");
+    label("SUBCOMMANDS", "COMMANDS");
+    label("Subcommands", "Commands");
+  }
+  std::string make_option_name(const CLI::Option* opt, bool positional) const override {
+    return positional ? opt->get_type_name() : CLI::Formatter::make_option_name(opt, positional);
+  }
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    return opt->get_positional() && opt->get_lnames().empty() ? "" : CLI::Formatter::make_option_opts(opt);
+  }
+  std::string make_option_usage(const CLI::Option* opt) const override {
+    std::string name = opt->get_type_name();
+    bool many = opt->get_expected_max() > 1 && name.find("...") == std::string::npos;
+    name += many ? "..." : "";
+    return opt->get_required() ? name : "[" + name + "]";
+  }
+};
+
+inline void use_help_formatter(CLI::App& app) { app.formatter(std::make_shared<HelpFormatter>()); }
+
+// The commands listed under "Commands" (CLI11: "Subcommands"), at every
+// depth. After they are added.
+inline void name_command_groups(CLI::App& app) {
+  for (CLI::App* sub : app.get_subcommands({})) {
+    sub->group("Commands");
+    name_command_groups(*sub);
+  }
+}
+
 // ---- the front end's commands ----------------------------------------------------
 
 inline CLI::App* add_check_command(CLI::App& app, CheckOptions& o) {
@@ -103,7 +145,7 @@ inline CLI::App* add_check_command(CLI::App& app, CheckOptions& o) {
   CLI::App* cmd = app.add_subcommand(
       "check", "Parse and type-check aup modules; print every error found.\n"
                "Exit status: 0 clean, 1 errors in a module, 2 usage or unreadable file.");
-  cmd->add_option("files", o.paths, "the .aup files to check")->required()->type_name("FILE.aup...");
+  cmd->add_option("files", o.paths, "the .aup files to check")->required()->type_name("FILE.aup");
   CLI::Option* json = cmd->add_flag("--json", o.json,
                                     "print each diagnostic as a JSON object on its own line (stdout), and nothing\n"
                                     "for a file without errors");

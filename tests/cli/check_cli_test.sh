@@ -42,7 +42,7 @@ expect_rc 2 "$aup" check "$tmp"
 expect_rc 2 "$aup" check
 expect_rc 2 "$aup" check --no-such-flag "$tmp/bad.aup"
 expect_rc 2 "$aup"
-grep -q "Subcommands:" "$tmp/err" || fail "bare aup prints the help: $(cat "$tmp/err")"
+grep -q "^Commands:" "$tmp/err" || fail "bare aup prints the help: $(cat "$tmp/err")"
 expect_rc 2 "$aup" frobnicate
 grep -q "no command \`frobnicate\` (the commands: check, build, disasm, run, replay" "$tmp/err" ||
   fail "an unknown command is named with the commands: $(cat "$tmp/err")"

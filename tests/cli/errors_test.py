@@ -85,13 +85,16 @@ def help_and_version(aup, aupc):
     helped = run(aup, "help", "run")
     if helped.returncode != 0 or helped.stdout != direct.stdout or "--engine" not in helped.stdout:
         fail(f"aup help run: exit {helped.returncode}, {helped.stdout[:200]!r}")
+    if "Usage: aup run [OPTIONS] MODULE\n" not in direct.stdout:
+        fail(f"aup run --help: the usage line names MODULE: {direct.stdout[:600]!r}")
     nested = run(aup, "help", "cluster", "status")
-    if nested.returncode != 0 or "--cluster" not in nested.stdout:
+    if nested.returncode != 0 or "--cluster" not in nested.stdout or "Usage: aup cluster status" not in nested.stdout:
         fail(f"aup help cluster status: exit {nested.returncode}, {nested.stdout[:200]!r}")
     expect(run(aupc, "help", "build"), 0, r"--output", "aupc help build", stream="stdout")
     expect(run(aup, "help", "rnu"), 2, r"^aup: no command `rnu`; did you mean `run`\?", "aup help of no command")
     # The help of every command: plain type names, no validator workings.
-    internals = re.compile(r"\b(UINT|INT|FLOAT|TEXT|ENUM)\b|in \[| OR \{|->\d|\{vm,jit\}")
+    internals = re.compile(r"\b(UINT|INT|FLOAT|TEXT|ENUM|REQUIRED)\b|in \[| OR \{|->\d|\{vm,jit\}|Positionals|"
+                           r"Subcommands")
     commands = [[c] for c in ["check", "build", "disasm", "run", "replay", "call", "stats", "cluster", "shell",
                               "backup", "promote"]] + [["cluster", "status"]]
     for exe, name, cmds in [(aup, "aup", commands), (aupc, "aupc", [["check"], ["build"]])]:
