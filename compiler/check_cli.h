@@ -369,12 +369,15 @@ inline int usage_error(CLI::App& app, const CLI::ParseError& e) {
       return kExitUsage;
     }
   } else if (dynamic_cast<const CLI::RequiredError*>(&e)) {
-    // `aup cluster stauts`: the command required is the word not placed.
-    if (!cmd.get_subcommands({}).empty() && !cmd.remaining(false).empty()) {
+    // What could not be placed explains more than what is missing: `aup
+    // cluster stauts` (the command required is that word), `aupc check
+    // --bogus`.
+    if (!cmd.remaining(false).empty()) words = extras_words(cmd);
+    if (words.empty() && !cmd.get_subcommands({}).empty() && !cmd.remaining(false).empty()) {
       print_no_command(cmd, cmd.remaining(false)[0]);
       return kExitUsage;
     }
-    words = required_words(cmd);
+    if (words.empty()) words = required_words(cmd);
   } else {
     words = relation_words(cmd, e);
   }

@@ -40,7 +40,7 @@ def expect(r, rc, pattern, what, stream="stderr"):
         fail(f"{what}: exit {r.returncode} (want {rc}), {stream}: {text!r} (want /{pattern}/)")
 
 
-def usage_errors(aup, bank, tmp):
+def usage_errors(aup, aupc, bank, tmp):
     store = os.path.join(tmp, "s1")
     os.mkdir(store)
     expect(run(aup, "run", bank, "--dta", store), 2,
@@ -51,6 +51,10 @@ def usage_errors(aup, bank, tmp):
            "a store name that is nothing yet, without --data")
     expect(run(aup, "cluster", "stauts"), 2, r"^aup cluster: no command `stauts`; did you mean `status`\?",
            "a subcommand misspelt")
+    expect(run(aup, "--foo"), 2, r"^aup: unknown option `--foo`", "an unknown option of the program")
+    expect(run(aupc, "check", "--bogus"), 2, r"^aupc check: unknown option `--bogus`", "aupc's unknown option")
+    expect(run(aup, "backup", store), 2, r"^aup backup: unexpected argument `.*s1`; a store is given with --data",
+           "a store without --data, --to missing too")
     expect(run(aup, "rnu"), 2, r"^aup: no command `rnu`; did you mean `run`\?", "a command misspelt")
     expect(run(aup, "run", bank, "--memory", "--max-batch", "0"), 2,
            r"^aup run: --max-batch 0: out of range; expected from 1 to 1000000", "a number out of range")
@@ -238,7 +242,7 @@ def main():
     aup, aupc, root = (os.path.abspath(a) for a in sys.argv[1:4])
     bank = os.path.join(root, "examples", "bank", "bank.aup")
     with tempfile.TemporaryDirectory() as tmp:
-        usage_errors(aup, bank, tmp)
+        usage_errors(aup, aupc, bank, tmp)
         help_and_version(aup, aupc)
         listen_refusals(aup, bank, tmp)
         bail_and_unavailable(aup, bank, tmp)
