@@ -15,6 +15,16 @@ namespace aup::cli {
 
 namespace {
 
+// `bytes` for people: "850 bytes", "12.3 KiB", "4.0 MiB", "1.2 GiB".
+std::string size_words(uint64_t bytes) {
+  if (bytes < 1024) return counted(bytes, "byte", "bytes");
+  static const char* const kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes) / 1024;
+  int u = 0;
+  for (; v >= 1024 && u < 3; ++u) v /= 1024;
+  return fmt::format("{:.1f} {}", v, kUnits[u]);
+}
+
 // A progress line on a terminal once the copy has taken a second.
 class CopyProgress {
  public:
@@ -28,7 +38,7 @@ class CopyProgress {
     auto now = std::chrono::steady_clock::now();
     if (!tty_ || now - start_ < std::chrono::seconds(1) || now - last_ < std::chrono::milliseconds(200)) return;
     last_ = now;
-    fmt::print(stderr, "\raup backup: copied {:.1f} MB", static_cast<double>(bytes) / 1e6);
+    fmt::print(stderr, "\raup backup: copied {}", size_words(bytes));
     shown_ = true;
   }
 
@@ -42,6 +52,7 @@ class CopyProgress {
 
 int backup(const BackupOptions& o) {
   if (int rc = refuse_data_file("backup", o.data); rc >= 0) return rc;
+  if (int rc = refuse_missing_store("backup", o.data); rc >= 0) return rc;
   std::string faults;
   std::unique_ptr<storage::Io> io = storage::io_from_environment(faults);
   if (!io) {
@@ -58,10 +69,10 @@ int backup(const BackupOptions& o) {
     fmt::print(stderr, "aup backup: {}\n", st.message);
     return st.err == 0 ? 1 : 2;  // damage found verifying the copy, or the environment
   }
-  fmt::print("backed up {} to {}: save {}{}, {}, {:.1f} MB, {}; verified\n", o.data, o.to, report.seq,
+  fmt::print("backed up {} to {}: save {}{}, {}, {}, {}; verified\n", o.data, o.to, report.seq,
              report.live ? fmt::format(" (served by aup{})", report.holder.empty() ? "" : " pid " + report.holder)
                          : "",
-             counted(report.files, "file", "files"), static_cast<double>(report.bytes) / 1e6,
+             counted(report.files, "file", "files"), size_words(report.bytes),
              counted(report.rows, "row", "rows"));
   return 0;
 }

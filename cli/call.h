@@ -23,6 +23,7 @@ struct CallOptions {
   std::string address;
   std::vector<std::string> words;  // NAME then its arguments, or one JSON request
   double timeout_seconds = 30;
+  std::string key;  // --key: the event's idempotency key; empty: none
 };
 
 int call(const CallOptions& o, std::FILE* out, std::FILE* err);
@@ -45,7 +46,8 @@ struct Answer {
   bool parsed = false;
   bool ok = false;
   std::string result;
-  std::string error;
+  std::string error;  // "code: message"
+  std::string code;   // the failure's code alone ("unavailable"), or ""
 };
 Answer read_answer(std::string_view line);
 

@@ -49,7 +49,11 @@ std::unique_ptr<vm::Module> load(const std::string& path, int& exit_code) {
   auto m = std::make_unique<vm::Module>();
   std::string error;
   if (!vm::read_module_file(path, *m, error)) {
-    fmt::print(stderr, "aup: {}\n", error);
+    // A file that is not a module at all (not a damaged one) is likely
+    // source under another name.
+    bool foreign = error.find(vm::kNotAModule) != std::string::npos;
+    fmt::print(stderr, "aup: {}{}\n", error,
+               foreign ? "; to run source, name an .aup file (`aup build` makes an .aupm of one)" : "");
     exit_code = access(path.c_str(), R_OK) == 0 ? kExitErrors : kExitUsage;
     return nullptr;
   }
@@ -64,6 +68,19 @@ int refuse_data_file(std::string_view command, const std::string& dir) {
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) return -1;
   fmt::print(stderr, "aup {}: --data {}: not a directory (a store is a directory of files)\n", command, dir);
+  return kExitUsage;
+}
+
+int refuse_missing_store(std::string_view command, const std::string& dir) {
+  struct stat st;
+  std::string how = dir == "aup-data" ? "aup-data is the default; name the store with --data DIR"
+                                      : "name the store with --data DIR";
+  if (::stat(dir.c_str(), &st) != 0) {
+    fmt::print(stderr, "aup {}: no store at {} ({})\n", command, dir, how);
+    return kExitUsage;
+  }
+  if (!S_ISDIR(st.st_mode) || ::stat((dir + "/schema").c_str(), &st) == 0) return -1;
+  fmt::print(stderr, "aup {}: {} is not a store: it has no schema file ({})\n", command, dir, how);
   return kExitUsage;
 }
 
@@ -342,10 +359,10 @@ int serve(const RunOptions& o, const runtime::ServiceOptions& so, runtime::Servi
     if (o.max_line_bytes) io.max_line_bytes = o.max_line_bytes;
     io.fixed_now = o.fixed_time;
     io.max_batch = o.max_batch;
+    io.bail = o.bail;
     return runtime::serve_stdio(service, d, io, STDIN_FILENO, STDOUT_FILENO, stderr);
   }
   runtime::ServerOptions server;
-  server.listen = o.listen;
   server.io_threads = o.io_threads ? *o.io_threads : runtime::default_io_threads();
   if (o.max_connections) server.max_connections = o.max_connections;
   if (o.max_pending) server.max_pending = o.max_pending;
@@ -358,7 +375,7 @@ int serve(const RunOptions& o, const runtime::ServiceOptions& so, runtime::Servi
   server.service = so;
   server.shipper = shipper;
   server.tasks = tasks;
-  return runtime::serve_socket(service, state, d, server, stderr);
+  return runtime::serve_socket(service, state, d, server, *o.bound, stderr);
 }
 
 // The keys' window: --keys, else the default for a store that keeps keys
@@ -605,6 +622,7 @@ int promote_store(const std::string& dir, storage::Io& fs, const std::string& pr
 
 int promote(const PromoteOptions& o) {
   if (int rc = refuse_data_file("promote", o.data); rc >= 0) return rc;
+  if (int rc = refuse_missing_store("promote", o.data); rc >= 0) return rc;
   std::string error;
   std::unique_ptr<storage::Io> fs = storage::io_from_environment(error);
   if (!fs) {
@@ -624,8 +642,11 @@ int promote(const PromoteOptions& o) {
   return promote_store(o.data, *fs, primary);
 }
 
-int run(const RunOptions& o) {
-  if (int rc = refuse_before_start(o); rc >= 0) return rc;
+int run(const RunOptions& given) {
+  if (int rc = refuse_before_start(given); rc >= 0) return rc;
+  runtime::BoundListeners bound;
+  RunOptions o = given;
+  o.bound = &bound;
   if (int rc = o.read_only ? refuse_with_read_only(o) : -1; rc >= 0) return rc;
   if ((!o.replica_of.empty() || !o.cluster.empty()) && (o.memory || o.listen.empty())) {
     fmt::print(stderr, "aup run: {} needs a store (--data DIR) and an address to answer queries on "
@@ -642,6 +663,13 @@ int run(const RunOptions& o) {
   // and each query thread's) runs the same code.
   std::unique_ptr<vm::NativeCode> native;
   if (int engine_rc = choose_engine(o, *m, native); engine_rc != kExitOk) return engine_rc;
+  // Every address bound before the store is opened or made: one that
+  // cannot be served (no such host, a port in use, a missing directory)
+  // leaves nothing behind. The sockets are kept for the server.
+  if (std::string error; !bound.bind(o.listen, error)) {
+    fmt::print(stderr, "aup run: --listen: {}\n", error);
+    return kExitUsage;
+  }
   // The stats request's figures (runtime/metrics.h): made before the store
   // opens, so uptime and checkpoint age count from the start.
   runtime::Metrics metrics;

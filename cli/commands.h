@@ -14,6 +14,10 @@
 
 namespace aup::vm {
 struct Module;
+}  // namespace aup::vm
+
+namespace aup::runtime {
+class BoundListeners;
 }
 
 namespace aup::cli {
@@ -49,8 +53,13 @@ struct RunOptions {
   // store already keeps them (then runtime::kDefaultKeyWindow).
   std::optional<uint64_t> keys;
   double keys_age_seconds = 0;  // 0: no age limit
-  // --listen (any number): serve connections instead of stdin.
+  // --listen (any number): serve connections instead of stdin. run() binds
+  // them all (`bound`) before the store is opened or made: a bad address
+  // leaves nothing behind.
   std::vector<std::string> listen;
+  runtime::BoundListeners* bound = nullptr;
+  // --bail: over stdin, stop at the first request that fails (exit 1).
+  bool bail = false;
   uint32_t http_timeout_seconds = 0;  // 0: the default
   std::optional<uint32_t> io_threads;  // unset: runtime::default_io_threads()
   uint32_t max_connections = 0;
@@ -100,5 +109,11 @@ int refuse_data_file(std::string_view command, const std::string& dir);
 // .aupm file, as `aup run` loads it; null with the exit code set when it
 // cannot be had.
 std::unique_ptr<vm::Module> load_module(const std::string& path, int& exit_code);
+
+// For a command that reads a store and never makes one (`aup replay`,
+// `aup backup`, `aup promote`): `dir` with no store in it is said so, with
+// how a store is named (--data DIR), exit 2. -1 when it holds a store
+// (or is a file: refuse_data_file()).
+int refuse_missing_store(std::string_view command, const std::string& dir);
 
 }  // namespace aup::cli

@@ -71,12 +71,15 @@ constexpr double kMaxFixedTime = 9007199254740992.0;  // 2^53 ms, about 285,000 
 CLI::Validator fixed_time_check() {
   return CLI::Validator(
       [](std::string& text) {
-        double v = std::strtod(text.c_str(), nullptr);
-        if (!std::isfinite(v)) return "a time must be a finite number of milliseconds, not " + text;
-        if (std::fabs(v) > kMaxFixedTime) return "a time must be within ±2^53 ms (9007199254740992), not " + text;
+        char* end = nullptr;
+        double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(v)) {
+          return text + ": expected a time, a finite number of milliseconds since the Unix epoch";
+        }
+        if (std::fabs(v) > kMaxFixedTime) return text + ": expected a time within ±2^53 ms (9007199254740992)";
         return std::string();
       },
-      "MS");
+      "");
 }
 
 // What `aup run` runs and how: the module, the engine, the time, the
@@ -91,29 +94,35 @@ void add_run_basics(CLI::App& cmd, RunOptions& o) {
                  "same results, byte for byte. By default a module of over 20,000 instructions, or a\n"
                  "machine where the JIT cannot load, runs on the VM. $AUP_ENGINE, if set, stands in for\n"
                  "this option")
-      ->check(CLI::IsMember({"vm", "jit"}))
-      ->type_name("ENGINE");
+      ->check(aup::one_of({"vm", "jit"}))
+      ->type_name("vm|jit");
   cmd.add_option_function<double>(
          "--fixed-time", [&o](const double& ms) { o.fixed_time = ms; },
          "use this time (ms since the Unix epoch, within ±2^53) as `now` for every event and query\n"
          "(for tests; default: the clock)")
+      ->type_name("MS")
       ->check(fixed_time_check());
   cmd.add_option("--step-budget", o.step_budget,
-                 "steps (loop rounds and calls) one event or query may take (default 10000000)")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
-  cmd.add_option("--max-line", o.max_line_bytes, "longest request line in bytes (default 16 MiB)")
-      ->check(CLI::Range(uint64_t{64}, uint64_t{1} << 30));
-  cmd.add_option("--max-batch", o.max_batch, "at most N events per commit (default: all read together)")
-      ->check(CLI::Range(1u, 1000000u));
+                 "steps (loop rounds and calls) one event or query may take (default 10000000; 1 to 2^40)")
+      ->type_name("N")
+      ->check(aup::whole_number(1, uint64_t{1} << 40));
+  cmd.add_option("--max-line", o.max_line_bytes, "longest request line in bytes (default 16 MiB; 64 bytes to 1 GiB)")
+      ->type_name("BYTES")
+      ->check(aup::whole_number(64, uint64_t{1} << 30, true));
+  cmd.add_option("--max-batch", o.max_batch,
+                 "at most N events per commit (default: all read together; 1 to 1000000)")
+      ->type_name("N")
+      ->check(aup::whole_number(1, 1000000));
   CLI::Option* keys = cmd.add_option_function<uint64_t>(
       "--keys", [&o](const uint64_t& n) { o.keys = n; },
       "keep the idempotency keys of up to N events (a request's \"key\": a retry of it is answered\n"
       "again, not applied twice; docs/protocol.md), in the store with their events. A store that\n"
-      "kept keys goes on keeping them (100000 unless this says otherwise; 0: take no new ones)");
-  keys->check(CLI::Range(uint64_t{0}, uint64_t{1} << 32))->type_name("N");
+      "kept keys goes on keeping them (100000 unless this says otherwise; 0: take no new ones;\n"
+      "at most 2^32)");
+  keys->check(aup::whole_number(0, uint64_t{1} << 32))->type_name("N");
   cmd.add_option("--keys-age", o.keys_age_seconds,
-                 "and keep none longer than this many seconds (default: no age limit)")
-      ->check(CLI::Range(1.0, 1e10))
+                 "and keep none longer than this many seconds (default: no age limit; 1 to 1e10)")
+      ->check(aup::number_between(1.0, 1e10))
       ->type_name("SECONDS")
       ->needs(keys);
   cmd.add_flag("--stats", o.stats,
@@ -133,16 +142,20 @@ void add_store_options(CLI::App& cmd, RunOptions& o) {
       ->capture_default_str()
       ->type_name("DIR")
       ->excludes(memory);
-  cmd.add_option("--segment-size", o.segment_bytes, "bytes per log segment (default 64 MiB)")
-      ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 34))
+  cmd.add_option("--segment-size", o.segment_bytes, "bytes per log segment (default 64 MiB; 4 KiB to 16 GiB)")
+      ->type_name("BYTES")
+      ->check(aup::whole_number(4096, uint64_t{1} << 34, true))
       ->excludes(memory);
   cmd.add_option("--image-min", o.image_min_bytes,
-                 "least log bytes for a table before it gets a new image (default 1 MiB)")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
+                 "least log bytes for a table before it gets a new image (default 1 MiB; 1 byte to 1 TiB)")
+      ->type_name("BYTES")
+      ->check(aup::whole_number(1, uint64_t{1} << 40, true))
       ->excludes(memory);
   cmd.add_option("--log-min", o.log_min_bytes,
-                 "least live log bytes before the oldest table gets a new image (default 64 MiB)")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
+                 "least live log bytes before the oldest table gets a new image (default 64 MiB; 1 byte\n"
+                 "to 1 TiB)")
+      ->type_name("BYTES")
+      ->check(aup::whole_number(1, uint64_t{1} << 40, true))
       ->excludes(memory);
   cmd.add_flag("--read-only", o.read_only,
                "serve the store as it is and write nothing (a read-only volume, files this user may not\n"
@@ -181,28 +194,29 @@ void add_replication_options(CLI::App& cmd, RunOptions& o, CLI::Option* listen) 
   cluster->needs(node)->needs(advertise);
   cmd.add_option("--lease-ttl", o.lease_ttl_seconds,
                  "seconds of this node's lease in etcd: a primary not heard from for that long is replaced\n"
-                 "(default 5)")
+                 "(default 5; 2 to 300)")
       ->type_name("SECONDS")
-      ->check(CLI::Range(2u, 300u))
+      ->check(aup::whole_number(2, 300))
       ->needs(cluster);
   CLI::Option* sync = cmd.add_option_function<uint32_t>(
                              "--sync-replicas", [&o](const uint32_t& k) { o.sync_replicas = k; },
                              "answer an event only once its batch is durable here and on K replicas; given\n"
                              "at all (0 too), every event's answer carries its save number, `\"save\": N`\n"
-                             "(docs/replication.md)")
+                             "(docs/replication.md; 0 to 64)")
                          ->type_name("K")
-                         ->check(CLI::Range(0u, 64u))
+                         ->check(aup::whole_number(0, 64))
                          ->needs(listen);
   cmd.add_option("--sync-timeout", o.sync_timeout_seconds,
                  "seconds an event waits for its K replicas before it is answered `unavailable`,\n"
-                 "perhaps written (default 5)")
+                 "perhaps written (default 5; 0.001 to 3600)")
       ->type_name("SECONDS")
-      ->check(CLI::Range(0.001, 3600.0))
+      ->check(aup::number_between(0.001, 3600.0))
       ->needs(sync);
   cmd.add_option("--after-timeout", o.after_timeout_seconds,
-                 "seconds a query with `after` waits for this node to reach that save (default 5)")
+                 "seconds a query with `after` waits for this node to reach that save (default 5;\n"
+                 "0.001 to 3600)")
       ->type_name("SECONDS")
-      ->check(CLI::Range(0.001, 3600.0))
+      ->check(aup::number_between(0.001, 3600.0))
       ->needs(listen);
 }
 
@@ -216,31 +230,41 @@ void add_listen_options(CLI::App& cmd, RunOptions& o) {
           ->type_name("ADDR")
           ->allow_extra_args(false)  // one address an occurrence: `--listen A MODULE` leaves MODULE
           ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd.add_flag("--bail", o.bail,
+               "over stdin: stop at the first request that fails (its answer is the last one printed;\n"
+               "nothing after it is run) and exit 1")
+      ->excludes(listen);
   cmd.add_option_function<uint32_t>(
          "--io-threads", [&o](const uint32_t& n) { o.io_threads = n; },
          "with --listen: threads that read, write and run queries; 0: the owner thread serves\n"
          "the connections itself, each request run to completion (default: 0 when this process\n"
-         "may run on at most two CPUs, else 2)")
-      ->check(CLI::Range(0u, 64u))
+         "may run on at most two CPUs, else 2; at most 64)")
+      ->type_name("N")
+      ->check(aup::whole_number(0, 64))
       ->needs(listen);
   cmd.add_option("--max-connections", o.max_connections,
-                 "with --listen: connections at once; more are answered `unavailable` (default 1024)")
-      ->check(CLI::Range(1u, 1000000u))
+                 "with --listen: connections at once; more are answered `unavailable` (default 1024;\n"
+                 "1 to 1000000)")
+      ->type_name("N")
+      ->check(aup::whole_number(1, 1000000))
       ->needs(listen);
   cmd.add_option("--max-pending", o.max_pending,
                  "with --listen: requests of one connection read but not yet answered; past it the\n"
-                 "connection is not read until answers are taken (default 1024)")
-      ->check(CLI::Range(1u, 1000000u))
+                 "connection is not read until answers are taken (default 1024; 1 to 1000000)")
+      ->type_name("N")
+      ->check(aup::whole_number(1, 1000000))
       ->needs(listen);
   cmd.add_option("--http-timeout", o.http_timeout_seconds,
                  "with --listen http://...: seconds an HTTP request may take to arrive whole, from its\n"
-                 "first byte; a slower one is answered 408 and closed (default 10)")
-      ->check(CLI::Range(1u, 3600u))
+                 "first byte; a slower one is answered 408 and closed (default 10; 1 to 3600)")
+      ->type_name("SECONDS")
+      ->check(aup::whole_number(1, 3600))
       ->needs(listen);
   cmd.add_option("--max-output", o.max_output_bytes,
                  "with --listen: bytes of answers waiting for one connection before it is no longer\n"
-                 "read (default 16 MiB)")
-      ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 40))
+                 "read (default 16 MiB; 4 KiB to 1 TiB)")
+      ->type_name("BYTES")
+      ->check(aup::whole_number(4096, uint64_t{1} << 40, true))
       ->needs(listen);
   add_replication_options(cmd, o, listen);
 }
@@ -251,7 +275,9 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
              "request a line on stdin, one response a line on stdout, in order, until end of input or\n"
              "SIGINT/SIGTERM. Events read together are committed together (one fdatasync) before any\n"
              "of them is answered.\n"
-             "Exit status: 0 done, 1 a module with errors or a damaged store, 2 usage or environment.");
+             "Exit status: 0 done; 1 a module with errors or a damaged store, an event answered\n"
+             "`unavailable` (the store could not commit it; a request that fails otherwise is an answer\n"
+             "like any other), or with --bail a request that failed; 2 usage or environment.");
   add_run_basics(*cmd, o);
   add_store_options(*cmd, o);
   add_listen_options(*cmd, o);
@@ -292,11 +318,12 @@ CLI::App* add_replay_command(CLI::App& app, ReplayOptions& o) {
   CLI::Option* at = cmd->add_option_function<uint64_t>(
                            "--at", [&o](const uint64_t& seq) { o.at = seq; },
                            "with --dump or --vars: as of this save number (default: the last)")
-                        ->type_name("SEQ");
+                        ->type_name("SEQ")
+                        ->check(aup::whole_number(0, UINT64_MAX));
   // --at means something only for what --dump or --vars prints (CLI11's
   // needs() asks for all of its options, not one of them).
   cmd->callback([at, dump, vars] {
-    if (at->count() && !dump->count() && !vars->count()) throw CLI::ValidationError("--at", "needs --dump or --vars");
+    if (at->count() && !dump->count() && !vars->count()) throw CLI::ValidationError("--at needs --dump or --vars");
   });
   return cmd;
 }
@@ -318,7 +345,13 @@ CLI::App* add_call_command(CLI::App& app, CallOptions& o) {
   cmd->add_option("request", o.words, "NAME [ARG ...], or a JSON request")->required()->type_name("NAME [ARG ...]");
   cmd->add_option("--timeout", o.timeout_seconds, "seconds to wait for each answer")
       ->capture_default_str()
-      ->check(CLI::Range(0.001, 86400.0));
+      ->type_name("SECONDS")
+      ->check(aup::number_between(0.001, 86400.0));
+  cmd->add_option("--key", o.key,
+                  "the event's idempotency key (docs/protocol.md, \"Retries that never apply twice\"): a retry\n"
+                  "with the same key is answered again, not applied twice, by a server run with --keys;\n"
+                  "refused for a query")
+      ->type_name("KEY");
   return cmd;
 }
 
@@ -335,7 +368,8 @@ CLI::App* add_cluster_command(CLI::App& app, aup::cli::ClusterStatusOptions& o, 
   status->add_flag("--json", o.json, "one JSON object instead of the table");
   status->add_option("--timeout", o.timeout_seconds, "seconds to wait for each node's answer")
       ->capture_default_str()
-      ->check(CLI::Range(0.001, 3600.0));
+      ->type_name("SECONDS")
+      ->check(aup::number_between(0.001, 3600.0));
   return cmd;
 }
 
@@ -353,7 +387,8 @@ CLI::App* add_stats_command(CLI::App& app, StatsOptions& o) {
   cmd->add_flag("--json", o.json, "print the answer line as the server wrote it (one line of JSON)");
   cmd->add_option("--timeout", o.timeout_seconds, "seconds to wait for the answer")
       ->capture_default_str()
-      ->check(CLI::Range(0.001, 86400.0));
+      ->type_name("SECONDS")
+      ->check(aup::number_between(0.001, 86400.0));
   return cmd;
 }
 
@@ -366,9 +401,10 @@ CLI::App* add_shell_command(CLI::App& app, ShellOptions& o) {
                "Ctrl-C drops the line; Ctrl-C twice on an empty line, Ctrl-D or .quit leaves (a --memory\n"
                "shell whose state changed asks first). Without a terminal it reads the same lines from\n"
                "stdin and prints one answer a line.\n"
-               "Exit status: 0 every request ok, 1 some request failed or was refused (an `unavailable`\n"
-               "answer too: nothing was committed), 2 usage or connection problems, or a store it cannot\n"
-               "open (one a server holds: use `aup shell ADDRESS`).");
+               "Exit status, as `aup run`'s: 0 done (a request that failed is an answer like any other),\n"
+               "1 an event answered `unavailable` (the store could not commit it), or with --bail a\n"
+               "request that failed; 2 usage or connection problems, or a store it cannot open (one a\n"
+               "server holds: use `aup shell ADDRESS`).");
   cmd->add_option("target", o.target,
                   "unix:PATH, HOST:PORT, :PORT or http://HOST:PORT, or several with a comma between (the\n"
                   "first that answers; events a replica refuses go to the primary it names); or an\n"
@@ -381,7 +417,8 @@ CLI::App* add_shell_command(CLI::App& app, ShellOptions& o) {
       ->type_name("FILE");
   cmd->add_option("--timeout", o.timeout_seconds, "seconds to wait for each answer")
       ->capture_default_str()
-      ->check(CLI::Range(0.001, 86400.0));
+      ->type_name("SECONDS")
+      ->check(aup::number_between(0.001, 86400.0));
   cmd->add_flag("--bail", o.bail,
                 "without a terminal: stop at the first request that fails (or line refused), exit 1");
   return cmd;
@@ -396,7 +433,8 @@ constexpr const char* kRowsAddress =
 void add_timeout(CLI::App& cmd, double& seconds) {
   cmd.add_option("--timeout", seconds, "seconds to wait for each answer")
       ->capture_default_str()
-      ->check(CLI::Range(0.001, 86400.0));
+      ->type_name("SECONDS")
+      ->check(aup::number_between(0.001, 86400.0));
 }
 
 CLI::App* add_get_command(CLI::App& app, aup::cli::GetOptions& o) {
@@ -436,7 +474,7 @@ CLI::App* add_scan_command(CLI::App& app, aup::cli::ScanOptions& o) {
   cmd->add_option_function<uint32_t>(
          "--limit", [&o](const uint32_t& n) { o.limit = n; }, "rows at most (default 100, at most 10000)")
       ->type_name("N")
-      ->check(CLI::Range(1u, 10000u));
+      ->check(aup::whole_number(1, 10000));
   cmd->add_flag("--all", o.all, "read on, page after page, to the end of the range");
   add_timeout(*cmd, o.timeout_seconds);
   return cmd;
@@ -510,9 +548,10 @@ int main(int argc, char** argv) {
   CLI::App app{"aup: durable applications from small typed modules.\n"
                "Write tables, events and queries in an .aup file; aup checks, builds and runs it.",
                "aup"};
-  app.set_version_flag("--version", "aup " AUP_VERSION);
+  app.set_version_flag("-V,--version", "aup " AUP_VERSION);
+  aup::use_help_formatter(app);  // before the commands: each takes it from its parent
   app.require_subcommand(1);
-  app.footer("Run `aup COMMAND --help` for a command's options.");
+  app.footer("Run `aup COMMAND --help` (or `aup help COMMAND`) for a command's options.");
 
   aup::CheckOptions check;
   CLI::App* check_cmd = aup::add_check_command(app, check);
@@ -540,12 +579,12 @@ int main(int argc, char** argv) {
 
   RowsCommands rows;
   add_rows_commands(app, rows);
-
+  aup::name_command_groups(app);
   if (int rc = aup::missing_command(app, argc, argv); rc >= 0) return rc;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return aup::cli_exit(app, e);
+    return aup::usage_error(app, e);
   }
   if (check_cmd->parsed()) return aup::run_check(check, stdout, stderr);
   if (build_cmd->parsed()) return aup::run_build(build, stdout, stderr);
@@ -564,6 +603,7 @@ int main(int argc, char** argv) {
   if (int rc = run_rows_command(rows); rc >= 0) return rc;
   if (replay_cmd->parsed()) {
     if (int rc = aup::cli::refuse_data_file("replay", replay.data); rc >= 0) return rc;
+    if (int rc = aup::cli::refuse_missing_store("replay", replay.data); rc >= 0) return rc;
     std::string faults;
     std::unique_ptr<aup::storage::Io> io = aup::storage::io_from_environment(faults);
     if (!io) {

@@ -53,7 +53,8 @@ struct Session {
   bool tty = false;
   bool timing = false;
   bool memory = false;  // the state is the child's, in memory: gone when the shell ends
-  bool any_failed = false;
+  bool any_failed = false;       // some request failed or a line was refused: --bail stops
+  bool any_unavailable = false;  // some event could not be committed: the exit status says so
   bool lost = false;  // the connection broke
   RowsMode mode = RowsMode::Json;
   uint64_t applied = 0;  // events answered ok
@@ -220,6 +221,7 @@ char** complete(const char* text, int start, int) {
 void show_answer(Session& s, const std::string& line, double ms) {
   Answer a = read_answer(line);
   if (!a.ok) s.any_failed = true;
+  if (a.code == "unavailable") s.any_unavailable = true;
   if (!s.tty && s.mode == RowsMode::Json) {
     fmt::print("{}\n", line);
   } else if (a.ok) {
@@ -549,7 +551,13 @@ int shell(const ShellOptions& o, const char* self) {
   } else {
     scripted(s, o.bail);
   }
-  return s.lost ? 2 : s.any_failed ? 1 : 0;
+  // As `aup run` (docs/operations.md, "Exit status of a batch run"): a
+  // failed request is an answer, printed; a store that could not commit,
+  // or a --bail stop, is not what the input asked for.
+  if (s.any_unavailable) {
+    fmt::print(stderr, "aup shell: some events were answered `unavailable`: the store could not commit them\n");
+  }
+  return s.lost ? 2 : s.any_unavailable || (o.bail && s.any_failed) ? 1 : 0;
 }
 
 }  // namespace aup::cli

@@ -4,6 +4,10 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/suggest.h"
 
 namespace aup {
 namespace {
@@ -104,6 +108,11 @@ class Parser {
   // ---- errors and recovery ----
   void error(const Token& t, std::string message);
   void error_at(Pos pos, uint32_t w, std::string message);
+  // A closing bracket `closer` expected here: where the token found is on
+  // a later line, it is reported where the bracket was due, just after
+  // the token before (`abs(x` and its line's end), not at the next line's.
+  void error_missing_closer(std::string_view expected, std::string_view context);
+  bool unknown_statement();
   std::string found(const Token& t) const;
   void skip_to_closer(Tok closer);
   void sync_stmt(size_t start);
@@ -303,8 +312,43 @@ void Parser::error(const Token& t, std::string message) {
 
 bool Parser::expect(Tok k, std::string_view context) {
   if (accept(k)) return true;
-  error(tok(), fmt::format("expected {} {}, {}", tok_spelling(k), context, found(tok())));
+  if (k == Tok::RParen || k == Tok::RBracket) {
+    error_missing_closer(tok_spelling(k), context);
+  } else {
+    error(tok(), fmt::format("expected {} {}, {}", tok_spelling(k), context, found(tok())));
+  }
   return false;
+}
+
+void Parser::error_missing_closer(std::string_view expected, std::string_view context) {
+  if (i_ == 0 || !(tok().newline_before || at(Tok::Eof))) {
+    error(tok(), fmt::format("expected {} {}, {}", expected, context, found(tok())));
+    return;
+  }
+  const Token& last = toks_[i_ - 1];
+  Pos after = last.pos;
+  after.offset += last.len;
+  after.col += width(last);
+  error_at(after, 1, fmt::format("expected {} {}, found the end of the line", expected, context));
+}
+
+// `retrun total`: a name and then another on the same line, the first
+// close to a statement's keyword, is that statement misspelt (one error,
+// not one for the name and one for what follows it). False when it is not.
+bool Parser::unknown_statement() {
+  const Token& next = peek(1);
+  if (!at(Tok::Ident) || next.newline_before) return false;
+  if (next.kind != Tok::Ident && next.kind != Tok::Number && next.kind != Tok::Text && next.kind != Tok::KwTrue &&
+      next.kind != Tok::KwFalse && next.kind != Tok::KwNot) {
+    return false;
+  }
+  static const std::vector<std::string_view> kKeywords = {"let", "if",   "while", "for",
+                                                          "return", "fail", "break", "continue"};
+  std::string_view word = names_.str(tok().sym);
+  std::string best = closest_name(word, kKeywords);
+  if (best.empty()) return false;
+  error(tok(), fmt::format("unknown statement `{}`; did you mean `{}`?", word, best));
+  return true;
 }
 
 // After an error inside brackets: skip to the matching closer and take it,
@@ -911,6 +955,10 @@ Stmt* Parser::parse_simple() {
     s->kind = StmtKind::Error;
     return s;
   }
+  if (unknown_statement()) {
+    s->kind = StmtKind::Error;
+    return s;
+  }
   Expr* e = parse_expr();
   if (panic_) {
     s->expr = e;
@@ -1086,7 +1134,7 @@ Expr* Parser::parse_postfix(Expr* e) {
         }
         if (accept(Tok::Comma)) continue;
         if (!at(Tok::RParen)) {
-          error(tok(), fmt::format("expected `,` or `)` in the argument list, {}", found(tok())));
+          error_missing_closer("`,` or `)`", "in the argument list");
           skip_to_closer(Tok::RParen);
           return error_expr();
         }

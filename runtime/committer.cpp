@@ -31,9 +31,12 @@ size_t Committer::take(uint64_t to, const Request& r, const RequestText& text, d
   if ((!parked_.empty() && parked_.count(to)) ||
       (reads_state(r.kind) && r.after > durability_.applied_save())) {
     park(to, r, text, now);
+    last_ = nullptr;
     return 0;
   }
-  return run(next_entry(to), r, text, now);
+  Entry& e = next_entry(to);
+  last_ = &e.answer;
+  return run(e, r, text, now);
 }
 
 size_t Committer::run(Entry& e, const Request& r, const RequestText& text, double now) {

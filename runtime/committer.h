@@ -70,6 +70,11 @@ class Committer {
   // fill (it is delivered as it is).
   Answer& add(uint64_t to);
 
+  // The answer of the request taken last, if it ran (null when it was
+  // parked): whether it failed is known at once, an event's fate only at
+  // commit(). Valid until the next take() or add().
+  const Answer* last_answer() const { return last_; }
+
   uint32_t events() const { return events_; }
   bool full() const { return max_events_ != 0 && events_ >= max_events_; }
   bool empty() const { return used_ == 0; }
@@ -185,6 +190,7 @@ class Committer {
   // fate is known, and it takes nothing more (a request taken then would
   // be answered with this batch's fate, or lost when used_ is reset).
   bool settled_ = false;
+  const Answer* last_ = nullptr;  // last_answer()
   std::string why_;  // a failed commit's reason
   uint64_t commits_ = 0;
   uint64_t last_commit_ns_ = 0;  // the last settle()'s commit

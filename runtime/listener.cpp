@@ -1,5 +1,6 @@
 #include "runtime/listener.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <netdb.h>
@@ -14,14 +15,34 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 #include "runtime/http.h"
 #include "runtime/answer.h"
 
 namespace aup::runtime {
 
+namespace {
+
+bool not_an_address(const std::string& given, std::string_view why, std::string& error) {
+  error = fmt::format("`{}` is not an address{}; the forms are {}", given, why, kAddressForms);
+  return false;
+}
+
+// The host of HOST:PORT, checked: one with a colon must be an IPv6
+// address (`tcp:127.0.0.1:80` is no host named `tcp:127.0.0.1`).
+bool check_host(const std::string& given, const std::string& host, std::string& error) {
+  in6_addr v6;
+  if (host.find(':') == std::string::npos || ::inet_pton(AF_INET6, host.c_str(), &v6) == 1) return true;
+  return not_an_address(
+      given, fmt::format(": its host would be `{}` (HOST:PORT is split at the last colon)", host), error);
+}
+
+}  // namespace
+
 bool parse_listen_address(const std::string& given, ListenAddress& out, std::string& error) {
   out = ListenAddress{};
+  out.spec = given;
   std::string spec = given;
   if (spec.rfind("http://", 0) == 0) {
     out.http = true;
@@ -31,6 +52,9 @@ bool parse_listen_address(const std::string& given, ListenAddress& out, std::str
       error = fmt::format("`{}` needs a port: http://HOST:PORT or http://:PORT (loopback)", given);
       return false;
     }
+  } else if (size_t scheme = spec.find("://"); scheme != std::string::npos) {
+    return not_an_address(given, fmt::format(" (no `{}`: HTTP is http://, with no TLS)", spec.substr(0, scheme + 3)),
+                          error);
   }
   if (spec.rfind("unix:", 0) == 0 && !out.http) {
     out.unix_socket = true;
@@ -40,8 +64,9 @@ bool parse_listen_address(const std::string& given, ListenAddress& out, std::str
       return false;
     }
     if (out.path.size() >= sizeof(sockaddr_un{}.sun_path)) {
-      error = fmt::format("the socket path is {} bytes; at most {} fit", out.path.size(),
-                          sizeof(sockaddr_un{}.sun_path) - 1);
+      error = fmt::format("the socket path of `{}` is {} bytes; at most {} fit (a shorter path, or one relative "
+                          "to a nearer directory)",
+                          given, out.path.size(), sizeof(sockaddr_un{}.sun_path) - 1);
       return false;
     }
     return true;
@@ -56,11 +81,10 @@ bool parse_listen_address(const std::string& given, ListenAddress& out, std::str
   }
   if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
       std::stoul(port) > 65535) {
-    error = fmt::format("`{}` is not an address: use unix:PATH, HOST:PORT or :PORT (loopback), or "
-                        "http://HOST:PORT",
-                        given);
-    return false;
+    return not_an_address(given, given.find('/') != std::string::npos && !out.http ? " (a Unix socket is unix:PATH)" : "",
+                          error);
   }
+  if (!check_host(given, host, error)) return false;
   out.host = host;
   out.port = static_cast<uint16_t>(std::stoul(port));
   return true;
@@ -102,7 +126,11 @@ int listen_unix(const ListenAddress& a, std::string& where, std::string& error) 
   int bind_errno = errno;
   ::umask(old);
   if (rc != 0 || ::listen(fd, SOMAXCONN) != 0) {
-    error = fmt::format("cannot listen on {}: {}", a.path, errno_text(rc != 0 ? bind_errno : errno));
+    int e = rc != 0 ? bind_errno : errno;
+    std::string dir = a.path.find('/') == std::string::npos ? "." : a.path.substr(0, a.path.rfind('/'));
+    if (dir.empty()) dir = "/";
+    error = e == ENOENT ? fmt::format("cannot listen on {}: the directory {} does not exist", a.path, dir)
+                        : fmt::format("cannot listen on {}: {}", a.path, errno_text(e));
     ::close(fd);
     return -1;
   }
@@ -118,7 +146,9 @@ int listen_tcp(const ListenAddress& a, std::string& where, std::string& error) {
   addrinfo* res = nullptr;
   std::string port = std::to_string(a.port);
   if (int rc = ::getaddrinfo(a.host.c_str(), port.c_str(), &hints, &res); rc != 0) {
-    error = fmt::format("cannot resolve {}: {}", a.host, gai_strerror(rc));
+    error = fmt::format("cannot resolve the host `{}` of `{}`: {} (an address is HOST:PORT; the forms are {})", a.host,
+                        a.spec.empty() ? fmt::format("{}:{}", a.host, a.port) : a.spec, gai_strerror(rc),
+                        kAddressForms);
     return -1;
   }
   int fd = -1;
@@ -139,7 +169,8 @@ int listen_tcp(const ListenAddress& a, std::string& where, std::string& error) {
   }
   ::freeaddrinfo(res);
   if (fd < 0) {
-    error = fmt::format("cannot listen on {}:{}: {}", a.host, a.port, errno_text(last));
+    error = fmt::format("cannot listen on {}:{}: {}{}", a.host, a.port, errno_text(last),
+                        last == EADDRINUSE ? " (another process listens on that port)" : "");
     return -1;
   }
   sockaddr_storage bound{};
@@ -158,6 +189,31 @@ int listen_tcp(const ListenAddress& a, std::string& where, std::string& error) {
 
 int listen_on(const ListenAddress& a, std::string& where, std::string& error) {
   return a.unix_socket ? listen_unix(a, where, error) : listen_tcp(a, where, error);
+}
+
+bool BoundListeners::bind(const std::vector<std::string>& specs, std::string& error) {
+  close();
+  for (const std::string& spec : specs) {
+    ListenAddress a;
+    std::string where;
+    int fd = parse_listen_address(spec, a, error) ? listen_on(a, where, error) : -1;
+    if (fd < 0) {
+      close();
+      return false;
+    }
+    listeners_.push_back(Listener{fd, a.http});
+    if (a.unix_socket) unix_paths_.push_back(a.path);
+    announced_.push_back(where);
+  }
+  return true;
+}
+
+void BoundListeners::close() {
+  for (const Listener& l : listeners_) ::close(l.fd);
+  for (const std::string& path : unix_paths_) ::unlink(path.c_str());
+  listeners_.clear();
+  unix_paths_.clear();
+  announced_.clear();
 }
 
 void raise_descriptor_limit(uint32_t max_connections, std::FILE* err) {
@@ -266,7 +322,9 @@ int connect_tcp(const ListenAddress& a, int& err, std::string& error) {
   hints.ai_flags = AI_NUMERICSERV;
   addrinfo* res = nullptr;
   if (int rc = ::getaddrinfo(a.host.c_str(), std::to_string(a.port).c_str(), &hints, &res); rc != 0) {
-    error = fmt::format("cannot resolve {}: {}", a.host, gai_strerror(rc));
+    error = fmt::format("cannot resolve the host `{}` of `{}`: {} (an address is HOST:PORT; the forms are {})", a.host,
+                        a.spec.empty() ? fmt::format("{}:{}", a.host, a.port) : a.spec, gai_strerror(rc),
+                        kAddressForms);
     return -1;
   }
   int fd = -1;

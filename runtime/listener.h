@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace aup::runtime {
 
@@ -16,11 +17,16 @@ namespace aup::runtime {
 struct ListenAddress {
   bool unix_socket = false;
   bool http = false;
+  std::string spec;  // as it was written
   std::string path;  // unix
   std::string host;  // tcp
   uint16_t port = 0;
 };
 bool parse_listen_address(const std::string& spec, ListenAddress& out, std::string& error);
+
+// The forms an address takes, for messages that refuse one.
+inline constexpr const char* kAddressForms =
+    "unix:PATH, HOST:PORT, :PORT (loopback), http://HOST:PORT or http://:PORT";
 
 // A listening socket and what its connections speak.
 struct Listener {
@@ -32,6 +38,30 @@ struct Listener {
 // 0600, replacing a stale socket file nobody listens on), or -1 with the
 // reason. `where` says what was bound (the port a ":0" got).
 int listen_on(const ListenAddress& a, std::string& where, std::string& error);
+
+// Every address of --listen bound and listening, each announced as
+// `where` says (the port a ":0" got): made before anything else of the
+// server (its store), so that an address that cannot be served is refused
+// while nothing has been created, and kept until the server has stopped.
+// Closing (or destroying) it closes the sockets and removes the Unix
+// socket files it made.
+class BoundListeners {
+ public:
+  BoundListeners() = default;
+  ~BoundListeners() { close(); }
+  BoundListeners(const BoundListeners&) = delete;
+  BoundListeners& operator=(const BoundListeners&) = delete;
+  // Each of `specs`, in order; false with the reason (naming the address)
+  // when one cannot be parsed, resolved or bound; then none is kept.
+  bool bind(const std::vector<std::string>& specs, std::string& error);
+  const std::vector<Listener>& listeners() const { return listeners_; }
+  const std::vector<std::string>& announced() const { return announced_; }
+  void close();
+
+ private:
+  std::vector<Listener> listeners_;
+  std::vector<std::string> unix_paths_, announced_;
+};
 
 // A blocking, close-on-exec socket connected to `a` (the address a server
 // listens on: `aup call`, `aup shell`, a replica's follower), or -1 with a

@@ -393,28 +393,6 @@ int serve_with_io_threads(Service& owner_service, vm::State& state, Durability& 
   return 0;
 }
 
-// Listens on every address of --listen, announcing each; false (the
-// reason on `err`, the ones opened closed) when one cannot be.
-bool listen_all(const std::vector<std::string>& specs, std::vector<Listener>& out,
-                std::vector<std::string>& unix_paths, std::vector<std::string>& announced, std::FILE* err) {
-  for (const std::string& spec : specs) {
-    ListenAddress a;
-    std::string error, where;
-    bool parsed = parse_listen_address(spec, a, error);
-    int fd = parsed ? listen_on(a, where, error) : -1;
-    if (fd < 0) {
-      fmt::print(err, "aup run: {}{}\n", parsed ? "" : "--listen: ", error);
-      for (const Listener& l : out) ::close(l.fd);
-      for (const std::string& path : unix_paths) ::unlink(path.c_str());
-      return false;
-    }
-    out.push_back(Listener{fd, a.http});
-    if (a.unix_socket) unix_paths.push_back(a.path);
-    announced.push_back(where);
-  }
-  return true;
-}
-
 }  // namespace
 
 uint32_t default_io_threads() {
@@ -429,16 +407,14 @@ uint32_t default_io_threads() {
 }
 
 int serve_socket(Service& owner, vm::State& state, Durability& durability, const ServerOptions& o,
-                 std::FILE* err) {
-  std::vector<Listener> listeners;
-  std::vector<std::string> unix_paths, announced;
-  if (!listen_all(o.listen, listeners, unix_paths, announced, err)) return 2;
+                 BoundListeners& bound, std::FILE* err) {
+  const std::vector<Listener>& listeners = bound.listeners();
   raise_descriptor_limit(o.max_connections, err);
   // SIGINT and SIGTERM go to a descriptor from before the address is
   // announced (a client may signal as soon as it reads it) and before any
   // thread starts (threads inherit the mask).
   SignalFd signals;
-  for (const std::string& where : announced) fmt::print(err, "aup: listening on {}\n", where);
+  for (const std::string& where : bound.announced()) fmt::print(err, "aup: listening on {}\n", where);
   std::fflush(err);
   int rc;
   {
@@ -448,8 +424,7 @@ int serve_socket(Service& owner, vm::State& state, Durability& durability, const
                            : serve_with_io_threads(owner, state, durability, shared, listeners, signals.fd());
   }
   durability.close();
-  for (const Listener& l : listeners) ::close(l.fd);
-  for (const std::string& path : unix_paths) ::unlink(path.c_str());
+  bound.close();
   return rc;
 }
 

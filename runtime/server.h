@@ -48,16 +48,19 @@
 #include <cstdio>
 
 #include "runtime/durability.h"
+#include "runtime/listener.h"
 #include "runtime/server_options.h"
 #include "runtime/service.h"
 #include "vm/state.h"
 
 namespace aup::runtime {
 
-// Serves until SIGINT/SIGTERM. `owner` applies events to `state`;
-// `durability` commits them. Returns the exit code: 0 after a signal, 2
-// when an address cannot be listened on (the reason on `err`).
+// Serves the sockets of `bound` (--listen's addresses, bound before the
+// store was opened) until SIGINT/SIGTERM, then closes them. `owner`
+// applies events to `state`; `durability` commits them. Returns the exit
+// code: 0 after a signal, 2 when serving cannot start (the reason on
+// `err`).
 int serve_socket(Service& owner, vm::State& state, Durability& durability, const ServerOptions& o,
-                 std::FILE* err);
+                 BoundListeners& bound, std::FILE* err);
 
 }  // namespace aup::runtime

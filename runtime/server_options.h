@@ -18,9 +18,9 @@ namespace aup::runtime {
 class Shipper;
 class OwnerTasks;
 
+// Where it listens is not among them: the sockets are bound before the
+// store opens (runtime/listener.h, BoundListeners).
 struct ServerOptions {
-  // "unix:PATH", "HOST:PORT", ":PORT" (the line protocol), "http://HOST:PORT"
-  std::vector<std::string> listen;
   uint32_t http_timeout_seconds = kDefaultHttpTimeoutSeconds;  // an HTTP request to arrive whole
   // 0: the owner thread serves the connections itself; N: N I/O threads
   // serve them, run queries on snapshots and hand events to the owner.

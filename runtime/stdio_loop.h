@@ -16,9 +16,13 @@
 // answered `unavailable`. A line longer than the limit is answered with
 // bad_request and skipped up to its newline. Blank lines are ignored; a
 // trailing `\r` is dropped. End of input: the last line (even without a
-// newline) is handled, answered, and the loop ends (exit 0). SIGINT or
-// SIGTERM (taken through a signalfd, not a handler): reading stops, the
-// lines already read are handled and answered, exit 0.
+// newline) is handled, answered, and the loop ends (exit 0; 1 when any
+// event was answered `unavailable`, which a script must not take for
+// done). With `bail`, the first request that fails is the last one run:
+// the requests read with it are committed and answered up to it, nothing
+// after it is run or read, exit 1. SIGINT or SIGTERM (taken through a
+// signalfd, not a handler): reading stops, the lines already read are
+// handled and answered, exit 0.
 #pragma once
 
 #include <cstddef>
@@ -37,9 +41,11 @@ struct StdioOptions {
   size_t max_line_bytes = kDefaultMaxLineBytes;
   std::optional<double> fixed_now;  // ms since the epoch for every event (tests)
   uint32_t max_batch = 0;           // events per commit; 0: all those read together
+  bool bail = false;                // stop at the first request that fails
 };
 
-// Returns the exit code: 0 at end of input or on a signal, 2 when output
+// Returns the exit code: 0 at end of input or on a signal, 1 when an event
+// was answered `unavailable` or (`bail`) a request failed, 2 when output
 // or input fails (the reason goes to `err`).
 int serve_stdio(Service& service, Durability& durability, const StdioOptions& o, int in_fd, int out_fd,
                 std::FILE* err);

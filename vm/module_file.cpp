@@ -363,11 +363,15 @@ ModuleReader next_section(ModuleReader& file, const Section& want) {
 // The 24-byte header (module_format.h) against the file and its body's
 // checksum: an empty string, or what is wrong.
 std::string check_header(std::span<const uint8_t> bytes) {
+  // The magic first: a text file of 8 bytes is no module, not a short one
+  // (an empty file is a short one).
+  if (!bytes.empty() && std::memcmp(bytes.data(), mf::kMagic, std::min(bytes.size(), sizeof mf::kMagic)) != 0) {
+    return fmt::format("{} (the file does not start with AUPM)", kNotAModule);
+  }
   if (bytes.size() < mf::kHeaderBytes) {
     return fmt::format("truncated: {} bytes, shorter than the {}-byte header", bytes.size(), mf::kHeaderBytes);
   }
   const uint8_t* h = bytes.data();
-  if (std::memcmp(h, mf::kMagic, sizeof mf::kMagic) != 0) return "not an aup module (the file does not start with AUPM)";
   uint16_t version = bytes::get_u16(h + 4);
   if (version > mf::kVersion) {
     return fmt::format("built by a newer aup: module format {}, this aup reads format {} (rebuild it with `aup build`)",
@@ -837,7 +841,11 @@ bool write_module_file(const std::string& path, const Module& m, std::string& er
   std::string tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) {
-    error = fmt::format("cannot create {}: {}", tmp, std::strerror(errno));
+    int e = errno;
+    size_t slash = path.rfind('/');
+    std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    error = e == ENOENT ? fmt::format("cannot write {}: the directory {} does not exist", path, dir)
+                        : fmt::format("cannot write {}: {}", path, std::strerror(e));
     return false;
   }
   bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
@@ -845,12 +853,12 @@ bool write_module_file(const std::string& path, const Module& m, std::string& er
   int saved = errno;
   std::fclose(f);
   if (!ok) {
-    error = fmt::format("cannot write {}: {}", tmp, std::strerror(saved));
+    error = fmt::format("cannot write {}: {}", path, std::strerror(saved));
     std::remove(tmp.c_str());
     return false;
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    error = fmt::format("cannot rename {} to {}: {}", tmp, path, std::strerror(errno));
+    error = fmt::format("cannot write {}: {}", path, std::strerror(errno));
     std::remove(tmp.c_str());
     return false;
   }

@@ -15,7 +15,12 @@ std::vector<uint8_t> encode_module(const Module& m);
 // (and where) when the bytes are not a module this aup can run.
 bool decode_module(std::span<const uint8_t> bytes, Module& out, std::string& error);
 
-// Writes beside the target and renames, so a reader never sees half a file.
+// The start of the refusal of a file that is no module at all (it does
+// not begin with the magic), as told from a damaged one.
+inline constexpr const char* kNotAModule = "not an aup module";
+
+// Writes beside the target and renames, so a reader never sees half a
+// file; a failure names `path` (the file the caller asked for).
 bool write_module_file(const std::string& path, const Module& m, std::string& error);
 bool read_module_file(const std::string& path, Module& out, std::string& error);
 

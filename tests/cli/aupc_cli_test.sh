@@ -86,7 +86,7 @@ grep -q "^aupc build: expected an .aup source file" "$tmp/aupc.err" || fail "aup
 # Its own help, version and errors.
 run aupc "$aupc"
 [ "$(cat "$tmp/aupc.rc")" -eq 2 ] || fail "bare aupc exits 2"
-grep -q "Subcommands:" "$tmp/aupc.err" && grep -q "check" "$tmp/aupc.err" && grep -q "build" "$tmp/aupc.err" ||
+grep -q "^Commands:" "$tmp/aupc.err" && grep -q "check" "$tmp/aupc.err" && grep -q "build" "$tmp/aupc.err" ||
   fail "bare aupc prints the help: $(cat "$tmp/aupc.err")"
 run aupc "$aupc" --help
 [ "$(cat "$tmp/aupc.rc")" -eq 0 ] || fail "aupc --help exits 0"

@@ -75,7 +75,7 @@ def stopped_store(aup, tmp, module):
     if r.returncode != 2 or "a backup that did not finish; remove it first" not in r.stderr:
         fail(f"backup beside a partial one: exit {r.returncode}: {r.stderr}")
     r = run(aup, "backup", "--data", os.path.join(tmp, "none"), "--to", os.path.join(tmp, "x"))
-    if r.returncode != 2 or "cannot list" not in r.stderr:
+    if r.returncode != 2 or "no store at" not in r.stderr:
         fail(f"backup of no store: exit {r.returncode}: {r.stderr}")
     return data, want
 

@@ -621,7 +621,10 @@ class Matrix:
             run.clear_message(opening[0], "the refusal to open")
             outcome = "open refused, exit 2: " + opening[0][len("aup run: "):]
         else:
-            check(rc == 0, "exit %d at the end of input: %s" % (rc, stderr.strip()[-500:]))
+            # An event answered `unavailable` makes the run exit 1
+            # (docs/operations.md, "Exit status of a batch run").
+            want = 0 if run.first_refusal is None else 1
+            check(rc == want, "exit %d at the end of input (expected %d): %s" % (rc, want, stderr.strip()[-500:]))
             check(not rest, "answers after the end: %s" % rest[:3])
             for line in checkpoint_failures(stderr):
                 run.clear_message(line, "the checkpoint failure")

@@ -112,6 +112,26 @@ query balance(id: num) { return accounts[id].balance }
     CHECK(run.state().table(0).size() == 1);  // account 2 was never opened
   }
 
+  TEST_CASE("the answer of the request taken last tells a failure at once (what --bail stops at)") {
+    testing::Running run(kBank);
+    FakeDurability d(run.state());
+    Service service(run.module(), run.state(), ServiceOptions{});
+    Committer batch(service, d, 0);
+    CHECK(batch.last_answer() == nullptr);
+    take(service, batch, 1, R"({"event":"open","args":{"id":1}})");
+    REQUIRE(batch.last_answer() != nullptr);
+    CHECK(batch.last_answer()->ok());
+    take(service, batch, 1, R"({"event":"open","args":{"id":1}})");  // a duplicate
+    REQUIRE(batch.last_answer() != nullptr);
+    CHECK(batch.last_answer()->code == Code::Duplicate);
+    take(service, batch, 1, R"({"query":"balance","args":{"id":1}})");
+    REQUIRE(batch.last_answer() != nullptr);
+    CHECK(batch.last_answer()->ok());
+    Answers a;
+    CHECK(batch.commit(a));
+    CHECK(a.got.size() == 3);
+  }
+
   TEST_CASE("a failed commit answers every event of its batch unavailable with the reason, and undoes them") {
     testing::Running run(kBank);
     FakeDurability d(run.state());
