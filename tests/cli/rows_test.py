@@ -179,7 +179,12 @@ def shell(aup, addr):
         check(json.loads(lines[0])["result"]["rows"] == [json.loads(row(2, "bo"))], f"shell .get: {lines[0]}")
         check([x["id"] for x in json.loads(lines[1])["result"]["rows"]][:2] == [4, 5], f"shell .scan: {lines[1]}")
         check(json.loads(lines[2])["result"]["next"] == ["ann", 3], f"shell .scan index: {lines[2]}")
-    check("no table `nope`" in r.stderr and r.returncode == 1, f"shell .get nope: {r.returncode} {r.stderr!r}")
+    # A refused line is said and the script goes on: exit 0, as `aup run` (only --bail stops, exit 1).
+    check("no table `nope`" in r.stderr and r.returncode == 0, f"shell .get nope: {r.returncode} {r.stderr!r}")
+    r = run(aup, "shell", addr, "--bail", input=".get nope 1
+.get accounts 2
+")
+    check(r.returncode == 1 and r.stdout == "", f"shell --bail at .get nope: {r.returncode} {r.stdout!r}")
 
 
 def stats(aup, addr):
