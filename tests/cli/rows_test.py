@@ -181,9 +181,7 @@ def shell(aup, addr):
         check(json.loads(lines[2])["result"]["next"] == ["ann", 3], f"shell .scan index: {lines[2]}")
     # A refused line is said and the script goes on: exit 0, as `aup run` (only --bail stops, exit 1).
     check("no table `nope`" in r.stderr and r.returncode == 0, f"shell .get nope: {r.returncode} {r.stderr!r}")
-    r = run(aup, "shell", addr, "--bail", input=".get nope 1
-.get accounts 2
-")
+    r = run(aup, "shell", addr, "--bail", input=".get nope 1\n.get accounts 2\n")
     check(r.returncode == 1 and r.stdout == "", f"shell --bail at .get nope: {r.returncode} {r.stdout!r}")
 
 
