@@ -59,7 +59,12 @@ inline CLI::Validator whole_number(uint64_t lo, uint64_t hi, bool bytes = false)
         if (!end || *end != '\0' || errno == ERANGE) {
           return fmt::format("{}: expected a whole number{}, {}", text, bytes ? " of bytes" : "", range);
         }
-        if (v < lo || v > hi) return fmt::format("{}: out of range; expected {}", text, range);
+        if (v < lo || v > hi) {
+          // The ends in digits too when words said them (1 GiB): that is what is typed.
+          bool worded = amount_words(lo, bytes) != std::to_string(lo) || amount_words(hi, bytes) != std::to_string(hi);
+          return fmt::format("{}: out of range; expected {}{}", text, range,
+                             worded ? fmt::format(" ({} to {})", lo, hi) : std::string());
+        }
         return "";
       },
       "");
