@@ -53,12 +53,8 @@ class CopyProgress {
 int backup(const BackupOptions& o) {
   if (int rc = refuse_data_file("backup", o.data); rc >= 0) return rc;
   if (int rc = refuse_missing_store("backup", o.data); rc >= 0) return rc;
-  std::string faults;
-  std::unique_ptr<storage::Io> io = storage::io_from_environment(faults);
-  if (!io) {
-    fmt::print(stderr, "aup backup: AUP_FAULTS: {}\n", faults);
-    return 2;
-  }
+  std::unique_ptr<storage::Io> io = store_io("backup", stderr);
+  if (!io) return kExitUsage;
   storage::BackupReport report;
   storage::Status st;
   {

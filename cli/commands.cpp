@@ -71,6 +71,13 @@ int refuse_data_file(std::string_view command, const std::string& dir) {
   return kExitUsage;
 }
 
+std::unique_ptr<storage::Io> store_io(std::string_view command, std::FILE* err) {
+  std::string faults;
+  std::unique_ptr<storage::Io> io = storage::io_from_environment(faults);
+  if (!io) fmt::print(err, "aup {}: AUP_FAULTS: {}\n", command, faults);
+  return io;
+}
+
 int refuse_missing_store(std::string_view command, const std::string& dir) {
   struct stat st;
   std::string how = dir == "aup-data" ? "aup-data is the default; name the store with --data DIR"
@@ -508,12 +515,9 @@ int serve_store(const RunOptions& o, const runtime::ServiceOptions& so, Owner& o
 
 // The state kept in a store: opened, served, its figures printed.
 int run_on_store(const RunOptions& o, const vm::Module& m, vm::State& state, const runtime::ServiceOptions& so) {
+  std::unique_ptr<storage::Io> fs = store_io("run", stderr);
+  if (!fs) return kExitUsage;
   std::string error;
-  std::unique_ptr<storage::Io> fs = storage::io_from_environment(error);
-  if (!fs) {
-    fmt::print(stderr, "aup run: AUP_FAULTS: {}\n", error);
-    return kExitUsage;
-  }
   runtime::StateTables tables(state);
   std::unique_ptr<storage::Store> store;
   storage::StoreOpenReport report;
@@ -554,12 +558,9 @@ int refuse_with_read_only(const RunOptions& o) {
 // --read-only: the store read into the state and served, never written
 // (storage/read_only.h); every event refused.
 int run_read_only(const RunOptions& o, const vm::Module& m, vm::State& state, const runtime::ServiceOptions& so) {
+  std::unique_ptr<storage::Io> fs = store_io("run", stderr);
+  if (!fs) return kExitUsage;
   std::string error;
-  std::unique_ptr<storage::Io> fs = storage::io_from_environment(error);
-  if (!fs) {
-    fmt::print(stderr, "aup run: AUP_FAULTS: {}\n", error);
-    return kExitUsage;
-  }
   runtime::StateTables tables(state);
   std::unique_ptr<storage::ReadOnlyStore> store;
   storage::ReadOnlyReport report;
@@ -623,12 +624,8 @@ int promote_store(const std::string& dir, storage::Io& fs, const std::string& pr
 int promote(const PromoteOptions& o) {
   if (int rc = refuse_data_file("promote", o.data); rc >= 0) return rc;
   if (int rc = refuse_missing_store("promote", o.data); rc >= 0) return rc;
-  std::string error;
-  std::unique_ptr<storage::Io> fs = storage::io_from_environment(error);
-  if (!fs) {
-    fmt::print(stderr, "aup promote: AUP_FAULTS: {}\n", error);
-    return kExitUsage;
-  }
+  std::unique_ptr<storage::Io> fs = store_io("promote", stderr);
+  if (!fs) return kExitUsage;
   std::string primary;
   storage::Status st = storage::read_replica_of(*fs, o.data, primary);
   if (!st.ok()) {

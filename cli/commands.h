@@ -6,15 +6,20 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
-#include <vector>
 #include <string_view>
+#include <vector>
 
 namespace aup::vm {
 struct Module;
 }  // namespace aup::vm
+
+namespace aup::storage {
+class Io;
+}  // namespace aup::storage
 
 namespace aup::runtime {
 class BoundListeners;
@@ -115,5 +120,10 @@ std::unique_ptr<vm::Module> load_module(const std::string& path, int& exit_code)
 // how a store is named (--data DIR), exit 2. -1 when it holds a store
 // (or is a file: refuse_data_file()).
 int refuse_missing_store(std::string_view command, const std::string& dir);
+
+// The files a store command works on: the system's, or the fault plan
+// $AUP_FAULTS names (storage/io.h). Null after saying on `err` why the
+// plan cannot be read (the caller exits kExitUsage).
+std::unique_ptr<storage::Io> store_io(std::string_view command, std::FILE* err);
 
 }  // namespace aup::cli

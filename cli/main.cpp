@@ -604,12 +604,8 @@ int main(int argc, char** argv) {
   if (replay_cmd->parsed()) {
     if (int rc = aup::cli::refuse_data_file("replay", replay.data); rc >= 0) return rc;
     if (int rc = aup::cli::refuse_missing_store("replay", replay.data); rc >= 0) return rc;
-    std::string faults;
-    std::unique_ptr<aup::storage::Io> io = aup::storage::io_from_environment(faults);
-    if (!io) {
-      std::fprintf(stderr, "aup replay: AUP_FAULTS: %s\n", faults.c_str());
-      return aup::kExitUsage;
-    }
+    std::unique_ptr<aup::storage::Io> io = aup::cli::store_io("replay", stderr);
+    if (!io) return aup::kExitUsage;
     return aup::runtime::replay(*io, replay, stdout, stderr);
   }
   return aup::kExitUsage;

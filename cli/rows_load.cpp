@@ -167,12 +167,9 @@ int load(const LoadOptions& o, std::FILE* err) {
   std::unique_ptr<vm::Module> m = load_module(o.module, rc);
   if (!m) return rc;
   m->prepare();
+  std::unique_ptr<storage::Io> fs = store_io("load", err);
+  if (!fs) return kExitUsage;
   std::string error;
-  std::unique_ptr<storage::Io> fs = storage::io_from_environment(error);
-  if (!fs) {
-    fmt::print(err, "aup load: AUP_FAULTS: {}\n", error);
-    return kExitUsage;
-  }
   vm::State state(*m);
   runtime::StateTables tables(state);
   std::unique_ptr<storage::Store> store;
