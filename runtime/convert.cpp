@@ -158,9 +158,9 @@ bool query_string_args(std::string_view query, const vm::Module& m, const vm::Fu
     size_t p = 0;
     while (p < f.param_names.size() && f.param_names[p] != name) ++p;
     if (p == f.param_names.size()) {
-      error = fmt::format("unknown argument `{}`{}; `{}` takes {}", shown_value(name),
-                          did_you_mean(name, {f.param_names.begin(), f.param_names.end()}), f.name,
-                          f.param_names.empty() ? std::string("none") : fmt::format("{}", fmt::join(f.param_names, ", ")));
+      error = fmt::format("unknown argument `{}` (`{}` takes {}){}", shown_value(name), f.name,
+                          f.param_names.empty() ? std::string("none") : fmt::format("{}", fmt::join(f.param_names, ", ")),
+                          did_you_mean(name, {f.param_names.begin(), f.param_names.end()}));
       return false;
     }
     if (seen[p]) {

@@ -317,7 +317,7 @@ def run_query_strings(aup, bank, work, io_threads):
         if got[1] != 200 or not got[0].startswith('{"ok":true,"result":['):
             fail("%s: curl -G history: %r" % (where, got))
         for query, status, message in (
-                ("balance?idd=3", 400, "unknown argument `idd`; did you mean `id`?; `balance` takes id"),
+                ("balance?idd=3", 400, "unknown argument `idd` (`balance` takes id); did you mean `id`?"),
                 ("balance?id=three", 400, "id: expected number, got `three`"),
                 ("balance?id=3&id=4", 400, "argument `id` appears twice in the query string"),
                 ("balance?id=%3", 400, "bad percent-encoding `%3` in the query string"),

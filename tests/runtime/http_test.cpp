@@ -616,7 +616,7 @@ query one(id: num) { return id * 2 }
     CHECK(prepared("/queries/one?id=-2.5e3&") == R"({"id":-2.5e3})");
     CHECK(run.call(R"({"query":"one","args":{"id":4}})") == R"({"ok":true,"result":8})");
     const std::string bad = "bad_args ";
-    CHECK(prepared("/queries/one?idd=3") == bad + "unknown argument `idd`; did you mean `id`?; `one` takes id");
+    CHECK(prepared("/queries/one?idd=3") == bad + "unknown argument `idd` (`one` takes id); did you mean `id`?");
     CHECK(prepared("/queries/one?id=3&id=4") == bad + "argument `id` appears twice in the query string");
     CHECK(prepared("/queries/one?id=abc") == bad + "id: expected number, got `abc`");
     CHECK(prepared("/queries/one?id=") == bad + "id: expected number, got ``");
