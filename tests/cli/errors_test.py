@@ -81,6 +81,14 @@ def usage_errors(aup, aupc, bank, tmp):
             fail(f"the parser's own words: {r.stderr!r}")
 
 
+def listed_commands(aup):
+    """The commands `aup --help` lists (a name at column 2 under Commands:),
+    so that a command added later has its help checked too."""
+    text = run(aup, "--help").stdout
+    section = text.split("\nCommands:\n", 1)[1] if "\nCommands:\n" in text else ""
+    return re.findall(r"^  ([a-z][a-z-]*) ", section, re.M)
+
+
 def help_and_version(aup, aupc):
     for exe, name in [(aup, "aup"), (aupc, "aupc")]:
         for flag in ["-V", "--version"]:
@@ -99,8 +107,10 @@ def help_and_version(aup, aupc):
     # The help of every command: plain type names, no validator workings.
     internals = re.compile(r"\b(UINT|INT|FLOAT|TEXT|ENUM|REQUIRED)\b|in \[| OR \{|->\d|\{vm,jit\}|Positionals|"
                            r"Subcommands")
-    commands = [[c] for c in ["check", "build", "disasm", "run", "replay", "call", "stats", "cluster", "shell",
-                              "backup", "promote"]] + [["cluster", "status"]]
+    commands = [[c] for c in listed_commands(aup)] + [["cluster", "status"]]
+    for c in ["check", "run", "get", "scan", "dump", "load"]:  # the list is read, not empty
+        if [c] not in commands:
+            fail(f"aup --help does not list `{c}`: {commands}")
     for exe, name, cmds in [(aup, "aup", commands), (aupc, "aupc", [["check"], ["build"]])]:
         for cmd in [[]] + cmds:
             r = run(exe, *cmd, "--help")
