@@ -6,7 +6,8 @@
 
 #include <cassert>
 #include <cstring>
-#include <span>
+#include <new>
+#include <optional>
 
 #include "storage/codec.h"
 #include "storage/file_io.h"
@@ -147,41 +148,137 @@ class ImageFile {
   XXH3_state_t* state_;
 };
 
-// Reads a whole image file and checks its header and digest; `body` is the
-// part between them.
-Status load(Io& io, const std::string& path, uint8_t want_kind, std::vector<uint8_t>& bytes,
-            ImageRead& info, std::span<const uint8_t>& body, uint32_t& version) {
-  Status st = read_file(io, path, bytes);
-  if (!st.ok()) return st;  // an I/O error, not damage: the open exits 2, not 1
-  if (bytes.size() < imf::kHeaderBytes + imf::kDigestBytes) {
-    return Status::error(fmt::format("{} is damaged: it ends at byte {}, shorter than an empty image ({} bytes)", path,
-                                     bytes.size(), imf::kHeaderBytes + imf::kDigestBytes));
+// An image read front to back in pieces into one buffer, its digest taken
+// as each piece arrives: memory for a piece rather than for the file (an
+// image read whole needed a new buffer its size, which the kernel zeroes
+// page by page, for every image at every open), and each byte read once.
+// Rows are decoded from the buffer before the digest is known: whoever
+// reads them takes them back if check_digest() then fails.
+class ImageStream {
+ public:
+  static constexpr size_t kPiece = size_t{1} << 20;
+  ImageStream(Io& io, const std::string& path) : io_(io), path_(path) {}
+  ~ImageStream() {
+    if (fd_ >= 0) io_.close(fd_);
+    if (state_) XXH3_freeState(state_);
   }
-  const uint8_t* h = bytes.data();
+  ImageStream(const ImageStream&) = delete;
+  ImageStream& operator=(const ImageStream&) = delete;
+
+  // Opens the file and checks its header, kind and length (all before any
+  // of the body is read).
+  Status open(uint8_t want_kind, ImageRead& info, uint32_t& version);
+  // The body's bytes read and not yet consumed, from file offset offset().
+  const uint8_t* data() const { return buf_.data() + pos_; }
+  size_t avail() const { return end_ - pos_; }
+  size_t offset() const { return imf::kHeaderBytes + read_ - avail(); }
+  // Whether the buffer holds the rest of the body.
+  bool all_in() const { return read_ == body_; }
+  void consume_to(const uint8_t* p) { pos_ = static_cast<size_t>(p - buf_.data()); }
+  // Reads the next piece after what is not yet consumed (kept, moved to
+  // the front; the buffer doubles when it would be more than half of it:
+  // a row longer than a piece). Only while !all_in().
+  Status more();
+  // Reads the rest of the body, then compares its digest with the trailer.
+  // `info.bytes` is the file's size once it matches.
+  Status check_digest(ImageRead& info);
+
+ private:
+  Io& io_;
+  const std::string& path_;
+  int fd_ = -1;
+  uint64_t file_ = 0;  // the file's size
+  uint64_t body_ = 0;  // the body's length
+  uint64_t read_ = 0;  // body bytes read so far
+  std::vector<uint8_t> buf_;
+  size_t pos_ = 0, end_ = 0;
+  XXH3_state_t* state_ = nullptr;
+};
+
+Status ImageStream::open(uint8_t want_kind, ImageRead& info, uint32_t& version) {
+  fd_ = io_.open(path_, O_RDONLY, 0);
+  if (fd_ < 0) {
+    int e = -fd_;
+    return Status::error(fmt::format("cannot open {}: {}", path_, err_text(e)), e);
+  }
+  int64_t size = io_.file_size(fd_);
+  if (size < 0) return Status::error(fmt::format("cannot read {}: {}", path_, err_text(static_cast<int>(-size))), static_cast<int>(-size));
+  file_ = static_cast<uint64_t>(size);
+  if (file_ < imf::kHeaderBytes + imf::kDigestBytes) {
+    return Status::error(fmt::format("{} is damaged: it ends at byte {}, shorter than an empty image ({} bytes)",
+                                     path_, file_, imf::kHeaderBytes + imf::kDigestBytes));
+  }
+  uint8_t h[imf::kHeaderBytes];
+  size_t got = 0;
+  if (Status st = read_at(io_, fd_, h, sizeof h, 0, path_, got); !st.ok()) return st;
+  if (got != sizeof h) {
+    return Status::error(fmt::format("cannot read {}: it ends at byte {}, not at byte {} as when it was opened",
+                                     path_, got, file_), EIO);
+  }
   ImageHeader head;
-  if (st = decode_header(path, h, head); !st.ok()) return st;
+  if (Status st = decode_header(path_, h, head); !st.ok()) return st;
   info = ImageRead{};  // the caller's may hold an earlier read's columns
   version = head.version;
   info.seq = head.seq;
   info.rows = head.rows;
-  uint64_t body_len = head.body_bytes;
   if (head.kind != want_kind) {
     return Status::error(
-        fmt::format("{} is not the kind of image expected (kind {} at byte {})", path, head.kind, imf::kKindAt));
+        fmt::format("{} is not the kind of image expected (kind {} at byte {})", path_, head.kind, imf::kKindAt));
   }
-  uint64_t holds = bytes.size() - imf::kHeaderBytes - imf::kDigestBytes;
-  if (body_len != holds) {
+  uint64_t holds = file_ - imf::kHeaderBytes - imf::kDigestBytes;
+  if (head.body_bytes != holds) {
     return Status::error(fmt::format("{} is damaged: the header promises {} bytes of rows, the file holds {} "
                                      "(it ends at byte {})",
-                                     path, body_len, holds, bytes.size()));
+                                     path_, head.body_bytes, holds, file_));
   }
-  body = std::span<const uint8_t>(h + imf::kHeaderBytes, body_len);
-  if (XXH3_64bits(body.data(), body.size()) != bytes::get_u64(h + imf::kHeaderBytes + body_len)) {
+  body_ = head.body_bytes;
+  state_ = XXH3_createState();
+  if (!state_) throw std::bad_alloc();
+  XXH3_64bits_reset(state_);
+  buf_.resize(static_cast<size_t>(std::min<uint64_t>(kPiece, std::max<uint64_t>(body_, 1))));
+  return body_ > 0 ? more() : Status::good();
+}
+
+Status ImageStream::more() {
+  assert(!all_in());
+  size_t kept = avail();
+  std::memmove(buf_.data(), buf_.data() + pos_, kept);
+  pos_ = 0;
+  end_ = kept;
+  if (kept > buf_.size() / 2) buf_.resize(buf_.size() * 2);
+  size_t want = static_cast<size_t>(std::min<uint64_t>(buf_.size() - kept, body_ - read_));
+  uint64_t at = imf::kHeaderBytes + read_;
+  size_t got = 0;
+  if (Status st = read_at(io_, fd_, buf_.data() + kept, want, at, path_, got); !st.ok()) return st;
+  if (got != want) {
+    return Status::error(fmt::format("cannot read {}: it ends at byte {}, not at byte {} as when it was opened",
+                                     path_, at + got, file_), EIO);
+  }
+  XXH3_64bits_update(state_, buf_.data() + kept, got);
+  read_ += got;
+  end_ += got;
+  return Status::good();
+}
+
+Status ImageStream::check_digest(ImageRead& info) {
+  while (!all_in()) {
+    pos_ = end_;  // the rest is only hashed
+    if (Status st = more(); !st.ok()) return st;
+  }
+  uint8_t trailer[imf::kDigestBytes];
+  size_t got = 0;
+  uint64_t at = imf::kHeaderBytes + body_;
+  if (Status st = read_at(io_, fd_, trailer, sizeof trailer, at, path_, got); !st.ok()) return st;
+  if (got != sizeof trailer) {
+    return Status::error(fmt::format("cannot read {}: it ends at byte {}, not at byte {} as when it was opened",
+                                     path_, at + got, file_), EIO);
+  }
+  if (XXH3_64bits_digest(state_) != bytes::get_u64(trailer)) {
     return Status::error(fmt::format("{} is damaged: the digest at byte {} does not match its body, bytes {}..{}",
-                                     path, imf::kHeaderBytes + body_len, imf::kHeaderBytes,
-                                     imf::kHeaderBytes + body_len - 1));
+                                     path_, imf::kHeaderBytes + body_, imf::kHeaderBytes,
+                                     imf::kHeaderBytes + body_ - 1));
   }
-  info.bytes = bytes.size();
+  info.bytes = file_;
   return Status::good();
 }
 
@@ -283,50 +380,125 @@ Status write_vars_image(Io& io, const std::string& dir, const Schema& schema, co
   return st;
 }
 
-Status read_table_image(Io& io, const std::string& path, ImageRead& info,
-                        const std::function<Status(uint64_t* row)>& row_fn) {
-  std::vector<uint8_t> bytes;
-  std::span<const uint8_t> body;
-  uint32_t version = 0;
-  Status st = load(io, path, imf::kTable, bytes, info, body, version);
-  if (!st.ok()) return st;
-  Decoder d(body.data(), body.size(), imf::kHeaderBytes);
-  if (!decode_table_schema(d, info.table, version)) {
-    return Status::error(fmt::format("{} is damaged: its column list does not decode (byte {}): {}", path,
-                                     d.error_offset(), d.problem()));
+namespace {
+
+// Who takes a table image's rows (read_rows): its columns first, then
+// each row (its number and first byte) in the image's own layout.
+class RowSink {
+ public:
+  virtual ~RowSink() = default;
+  // Whether the sink checks the rows' key order itself (else read_rows does).
+  virtual bool checks_order(const TableSchema& columns) = 0;
+  virtual Status row(uint64_t* row, uint64_t r, size_t at) = 0;
+  // The digest did not match: the rows taken are to be given back.
+  virtual void drop_rows() {}
+};
+
+// A failure while reading the body is reported as the digest's when the
+// digest does not match either (the bytes are not what was written, so
+// what they decode to says little), as when the digest was checked first.
+Status digest_first(ImageStream& s, ImageRead& info, RowSink& sink, Status st) {
+  if (st.err != 0) return st;  // an I/O error, not damage: the open exits 2, not 1
+  Status digest = s.check_digest(info);
+  if (digest.ok() || digest.err != 0) return digest.ok() ? st : digest;
+  sink.drop_rows();
+  return digest;
+}
+
+// The column list at the body's start.
+Status read_columns(ImageStream& s, const std::string& path, ImageRead& info, uint32_t version) {
+  for (;;) {
+    Decoder d(s.data(), s.avail(), s.offset());
+    info.table = TableSchema{};
+    if (decode_table_schema(d, info.table, version)) {
+      s.consume_to(d.position());
+      return Status::good();
+    }
+    if (s.all_in()) {
+      return Status::error(fmt::format("{} is damaged: its column list does not decode (byte {}): {}", path,
+                                       d.error_offset(), d.problem()));
+    }
+    if (Status st = s.more(); !st.ok()) return st;
   }
+}
+
+// Reads a table image's rows into `sink`, piece by piece, checking them
+// (each decodes, keys in order unless the sink checks them, nothing after
+// the last) and the digest at the end.
+Status read_rows(Io& io, const std::string& path, ImageRead& info, RowSink& sink) {
+  ImageStream s(io, path);
+  uint32_t version = 0;
+  Status st = s.open(imf::kTable, info, version);
+  if (!st.ok()) return st;
+  if (st = read_columns(s, path, info, version); !st.ok()) return digest_first(s, info, sink, st);
   const TableSchema& t = info.table;
   const std::vector<uint32_t> order = field_write_order(t);
   std::vector<uint64_t> row(t.fields.size());
-  KeyOrder keys(t);
-  for (uint64_t r = 0; r < info.rows; ++r) {
-    size_t at = d.offset();
-    for (uint32_t f : order) row[f] = d.value(t.fields[f].type);
-    // The key only once the row decoded: a text that did not is null.
-    if (!d.ok() || !keys.next(row.data())) {
-      release_texts(t, row.data());
-      if (!d.ok()) {
-        return Status::error(fmt::format("{} is damaged: row {} does not decode (byte {}): {}", path, r, at, d.error()));
+  std::optional<KeyOrder> keys;
+  if (!sink.checks_order(t)) keys.emplace(t);
+  uint64_t r = 0;
+  while (r < info.rows) {
+    Decoder d(s.data(), s.avail(), s.offset());
+    for (; r < info.rows; ++r) {
+      const uint8_t* start = d.position();
+      size_t at = d.offset();
+      for (uint32_t f : order) row[f] = d.value(t.fields[f].type);
+      if (!d.ok() && !s.all_in()) {  // the row goes on in the next piece
+        release_texts(t, row.data());
+        s.consume_to(start);
+        break;
       }
-      return Status::error(fmt::format("{} is damaged: row {} is out of key order (byte {})", path, r, at));
+      // The key only once the row decoded: a text that did not is null.
+      if (!d.ok() || (keys && !keys->next(row.data()))) {
+        release_texts(t, row.data());
+        st = !d.ok() ? Status::error(fmt::format("{} is damaged: row {} does not decode (byte {}): {}", path, r, at,
+                                                 d.error()))
+                     : Status::error(fmt::format("{} is damaged: row {} is out of key order (byte {})", path, r, at));
+        return digest_first(s, info, sink, st);
+      }
+      if (st = sink.row(row.data(), r, at); !st.ok()) return digest_first(s, info, sink, st);
+      s.consume_to(d.position());
     }
-    st = row_fn(row.data());
-    if (!st.ok()) return st;
+    if (r < info.rows && (st = s.more(), !st.ok())) return st;
   }
-  if (!d.done()) {
-    return Status::error(fmt::format("{} is damaged: bytes after the last row (byte {})", path, d.offset()));
+  if (s.avail() > 0 || !s.all_in()) {
+    st = Status::error(fmt::format("{} is damaged: bytes after the last row (byte {})", path, s.offset()));
+    return digest_first(s, info, sink, st);
   }
-  return Status::good();
+  return digest_first(s, info, sink, Status::good());
+}
+
+// read_table_image's sink: every row to the caller's function.
+class FunctionSink : public RowSink {
+ public:
+  explicit FunctionSink(const std::function<Status(uint64_t* row)>& f) : f_(f) {}
+  bool checks_order(const TableSchema&) override { return false; }
+  Status row(uint64_t* row, uint64_t, size_t) override { return f_(row); }
+
+ private:
+  const std::function<Status(uint64_t* row)>& f_;
+};
+
+}  // namespace
+
+Status read_table_image(Io& io, const std::string& path, ImageRead& info,
+                        const std::function<Status(uint64_t* row)>& row_fn) {
+  FunctionSink sink(row_fn);
+  return read_rows(io, path, info, sink);
 }
 
 Status read_vars_image(Io& io, const std::string& path, ImageRead& info,
                        const std::function<void(const VarSchema& var, uint64_t value)>& var) {
-  std::vector<uint8_t> bytes;
-  std::span<const uint8_t> body;
+  ImageStream s(io, path);
   uint32_t version = 0;
-  Status st = load(io, path, imf::kVars, bytes, info, body, version);
+  Status st = s.open(imf::kVars, info, version);
   if (!st.ok()) return st;
-  Decoder d(body.data(), body.size(), imf::kHeaderBytes);
+  // A few vars: the whole body, its digest checked before any is decoded.
+  while (!s.all_in()) {
+    if (st = s.more(); !st.ok()) return st;
+  }
+  if (st = s.check_digest(info); !st.ok()) return st;
+  Decoder d(s.data(), s.avail(), imf::kHeaderBytes);
   uint64_t n = d.varint();
   if (n != info.rows || n > 65536) {
     return Status::error(fmt::format("{} is damaged: var count {} at byte {}", path, n, imf::kHeaderBytes));
@@ -360,57 +532,125 @@ std::string missing_key_field(const std::string& path, const TableSchema& target
   }
   return {};
 }
+
+// load_table_image's sink: rows converted to the target's layout (columns
+// matched by name) into its tree. An image keyed as the target is (its
+// rows in the tree's key order, as the writer walked the tree) is built
+// bottom up, its key order checked as it goes; any other (a key that
+// changed) is inserted row by row.
+class TreeSink : public RowSink {
+ public:
+  TreeSink(const std::string& path, const TableSchema& target, vm::BTree& tree, uint64_t& rows)
+      : path_(path), target_(target), tree_(tree), rows_(rows), spec_(key_spec(target)),
+        converted_(target.fields.size()) {}
+  bool checks_order(const TableSchema& cols) override;
+  Status row(uint64_t* row, uint64_t r, size_t at) override;
+  ~TreeSink() override {
+    for (const vm::Key& k : inserted_) vm::release(k.text);
+  }
+  void drop_rows() override;
+
+ private:
+  void convert(const TableSchema& cols, uint64_t* row);
+  const std::string& path_;
+  const TableSchema& target_;
+  vm::BTree& tree_;
+  uint64_t& rows_;
+  const vm::KeySpec spec_;
+  const TableSchema* cols_ = nullptr;
+  std::vector<int> column_field_;  // per image column its target field, or -1
+  std::vector<bool> given_;        // per target field: an image column fills it
+  std::vector<uint64_t> converted_;
+  std::optional<vm::BTree::Builder> builder_;
+  std::vector<vm::Key> inserted_;  // without a builder: the keys inserted (held), to take them back
+  uint64_t taken_ = 0;
+};
+
+void TreeSink::drop_rows() {
+  if (builder_) builder_->discard();
+  for (const vm::Key& k : inserted_) {
+    std::vector<uint64_t> out(target_.fields.size());
+    bool erased = tree_.erase(k, out.data());
+    assert(erased);
+    (void)erased;
+    release_texts(target_, out.data());
+    vm::release(k.text);
+  }
+  inserted_.clear();
+  rows_ -= taken_;
+  taken_ = 0;
+}
+
+bool TreeSink::checks_order(const TableSchema& cols) {
+  cols_ = &cols;
+  given_.assign(target_.fields.size(), false);
+  for (uint32_t c = 0; c < cols.fields.size(); ++c) {
+    uint32_t f = 0;
+    while (f < target_.fields.size() && target_.fields[f].name != cols.fields[c].name) ++f;
+    bool same = f < target_.fields.size() && target_.fields[f].type == cols.fields[c].type;
+    column_field_.push_back(same ? static_cast<int>(f) : -1);
+    if (same) given_[f] = true;
+  }
+  bool same_key = cols.key_fields.size() == target_.key_fields.size();
+  for (size_t i = 0; same_key && i < cols.key_fields.size(); ++i) {
+    same_key = column_field_[cols.key_fields[i]] == static_cast<int>(target_.key_fields[i]);
+  }
+  if (same_key && tree_.size() == 0) builder_.emplace(tree_);
+  return builder_.has_value();
+}
+
+void TreeSink::convert(const TableSchema& cols, uint64_t* row) {
+  for (uint32_t c = 0; c < cols.fields.size(); ++c) {
+    if (column_field_[c] >= 0) {
+      converted_[static_cast<size_t>(column_field_[c])] = row[c];
+    } else if (cols.fields[c].type == FieldType::Text) {
+      vm::release(reinterpret_cast<vm::TextObj*>(row[c]));
+    }
+  }
+  for (uint32_t f = 0; f < target_.fields.size(); ++f) {
+    if (given_[f]) continue;
+    const FieldSchema& fs = target_.fields[f];
+    converted_[f] = fs.type == FieldType::Num    ? std::bit_cast<uint64_t>(fs.default_value.num)
+                    : fs.type == FieldType::Bool ? (fs.default_value.boolean ? 1u : 0u)
+                                                 : reinterpret_cast<uint64_t>(vm::heap_text(fs.default_value.text));
+  }
+}
+
+Status TreeSink::row(uint64_t* row, uint64_t r, size_t at) {
+  if (r == 0) {
+    if (std::string why = missing_key_field(path_, target_, given_); !why.empty()) {
+      release_texts(*cols_, row);  // a refused row's texts are still ours
+      return Status::error(why);
+    }
+  }
+  convert(*cols_, row);
+  vm::HeldKey key(spec_, converted_.data());
+  bool taken = builder_ ? builder_->append(key.key(), converted_.data()) : tree_.insert(key.key(), converted_.data());
+  if (!taken) {
+    release_texts(target_, converted_.data());
+    if (builder_) return Status::error(fmt::format("{} is damaged: row {} is out of key order (byte {})", path_, r, at));
+    return Status::error(fmt::format("{} is damaged: a key appears twice", path_));
+  }
+  if (!builder_) {
+    inserted_.push_back(key.key());
+    vm::retain(key.key().text);
+  }
+  ++rows_;
+  ++taken_;
+  return Status::good();
+}
+
 }  // namespace
 
 Status load_table_image(Io& io, const std::string& path, const TableSchema& target, vm::BTree& tree,
                         ImageRead& info, uint64_t& rows) {
-  std::vector<uint64_t> converted(target.fields.size());
-  const vm::KeySpec spec = key_spec(target);
-  // The image's columns to the target's, worked out at its first row.
-  std::vector<int> column_field;
-  std::vector<bool> given;
   const uint64_t rows_before = rows;
-  Status st = read_table_image(io, path, info, [&](uint64_t* row) -> Status {
-    const TableSchema& cols = info.table;
-    if (column_field.empty()) {
-      given.assign(target.fields.size(), false);
-      for (uint32_t c = 0; c < cols.fields.size(); ++c) {
-        uint32_t f = 0;
-        while (f < target.fields.size() && target.fields[f].name != cols.fields[c].name) ++f;
-        bool same = f < target.fields.size() && target.fields[f].type == cols.fields[c].type;
-        column_field.push_back(same ? static_cast<int>(f) : -1);
-        if (same) given[f] = true;
-      }
-      if (std::string why = missing_key_field(path, target, given); !why.empty()) {
-        release_texts(cols, row);  // a refused row's texts are still ours
-        return Status::error(why);
-      }
-    }
-    for (uint32_t c = 0; c < cols.fields.size(); ++c) {
-      if (column_field[c] >= 0) {
-        converted[static_cast<size_t>(column_field[c])] = row[c];
-      } else if (cols.fields[c].type == FieldType::Text) {
-        vm::release(reinterpret_cast<vm::TextObj*>(row[c]));
-      }
-    }
-    for (uint32_t f = 0; f < target.fields.size(); ++f) {
-      if (given[f]) continue;
-      const FieldSchema& fs = target.fields[f];
-      converted[f] = fs.type == FieldType::Num    ? std::bit_cast<uint64_t>(fs.default_value.num)
-                     : fs.type == FieldType::Bool ? (fs.default_value.boolean ? 1u : 0u)
-                                                  : reinterpret_cast<uint64_t>(vm::heap_text(fs.default_value.text));
-    }
-    vm::HeldKey key(spec, converted.data());
-    if (!tree.insert(key.key(), converted.data())) {
-      release_texts(target, converted.data());
-      return Status::error(fmt::format("{} is damaged: a key appears twice", path));
-    }
-    ++rows;
-    return Status::good();
-  });
+  TreeSink sink(path, target, tree, rows);
+  Status st = read_rows(io, path, info, sink);
   // Every row the header counts is in the tree: one dropped here would be
   // dropped from the store at its next checkpoint.
   assert(!st.ok() || rows - rows_before == info.rows);
+  (void)rows_before;
   return st;
 }
 

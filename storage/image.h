@@ -38,9 +38,12 @@ struct ImageRead {
   std::vector<VarSchema> vars;  // kind vars
 };
 
-// Reads an image whole and checks it (header, digest, key order). `row`
-// receives each row in the image's own layout (texts as new heap texts the
-// callee owns); `var` each var value. A missing file is reported with
+// Reads an image and checks it (header, digest, key order), front to back
+// in pieces of 1 MiB. `row` receives each row in the image's own layout
+// (texts as new heap texts the callee owns) as its piece is read, before
+// the digest at the end is known: a status naming the digest means the
+// rows given were not the image's. `var` receives each var value (the
+// vars image is checked whole first). A missing file is reported with
 // err == ENOENT.
 Status read_table_image(Io& io, const std::string& path, ImageRead& info,
                         const std::function<Status(uint64_t* row)>& row);
@@ -49,7 +52,11 @@ Status read_vars_image(Io& io, const std::string& path, ImageRead& info,
 
 // Loads an image into `tree` (empty, in `target`'s layout): columns are
 // matched by name, so an image written before a migration (lacking new
-// fields) loads with their defaults. `rows` counts the rows loaded.
+// fields) loads with their defaults. `rows` counts the rows loaded. The
+// tree is built bottom up (vm::BTree::Builder) when the image is keyed as
+// the target (always, from a store: a key cannot change), with the keys'
+// order checked as it goes. An image refused for its digest leaves the
+// tree as it was; one refused in its rows keeps those before the damage.
 Status load_table_image(Io& io, const std::string& path, const TableSchema& target, vm::BTree& tree,
                         ImageRead& info, uint64_t& rows);
 

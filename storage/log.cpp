@@ -165,6 +165,11 @@ class SegmentReader {
     if (n <= buf_.size() || buf_.size() >= size_) return Status::good();
     uint64_t want = std::min(size_, std::max({n, 2 * static_cast<uint64_t>(buf_.size()), kFirstRead}));
     size_t done = buf_.size();
+    // Room for the whole segment at the first growth: doubling moved the
+    // bytes read so far, and each larger buffer was new memory for the
+    // kernel to zero (127 MiB of it for a 64 MiB segment). Only what is
+    // read is touched.
+    if (buf_.capacity() < want) buf_.reserve(static_cast<size_t>(size_));
     buf_.resize(want, 0);  // shorter than its header says: the rest reads as zeros
     size_t got = 0;
     return read_at(io_, fd_, buf_.data() + done, want - done, done, path_, got);

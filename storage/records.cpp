@@ -422,7 +422,9 @@ const char* PayloadApplier::put(const Group& g) {
   }
   vm::HeldKey key(g.tree.layout().key, row_.data());
   uint64_t* there = nullptr;
-  if (!g.tree.insert(key.key(), row_.data())) {
+  // A row past the table's last (an append-only table's, as most puts a
+  // replay meets) goes in at the right edge without a descent.
+  if (!g.tree.append(key.key(), row_.data()) && !g.tree.insert(key.key(), row_.data())) {
     there = g.tree.find_mut(key.key());
     if (follows_) tables_.row_leaving(g.target, there);
     for (uint32_t f = 0; f < tts.fields.size(); ++f) release_slot(tts.fields[f].type, there[f]);

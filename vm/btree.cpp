@@ -453,6 +453,92 @@ BTree::Split BTree::split_inner(Inner* n, bool appending) {
   return Split{true, right, right->keys[0], right->cum[moved - 1], Pos{}};
 }
 
+bool BTree::append(const Key& k, const uint64_t* row) {
+  assert(!view_);
+  Inner* path[kMaxDepth];
+  uint32_t depth = 0;
+  Node* n = root_;
+  if (!n || n->refs != 1) return false;
+  while (!n->leaf) {
+    Inner* in = static_cast<Inner*>(n);
+    path[depth++] = in;
+    n = in->kids[in->count - 1];
+    if (n->refs != 1) return false;
+  }
+  if (n->count == 0 || n->count == leaf_cap_ || !key_less(leaf_keys(n)[n->count - 1], k)) return false;
+  uint32_t i = n->count++;
+  leaf_keys(n)[i] = k;
+  retain(k.text);
+  std::memcpy(leaf_rows(n) + i * layout_.slots, row, layout_.slots * sizeof(uint64_t));
+  for (uint32_t d = 0; d < depth; ++d) ++path[d]->cum[path[d]->count - 1];
+  ++size_;
+  ++version_;
+  return true;
+}
+
+// ---- bulk build ------------------------------------------------------------------
+
+BTree::Builder::Builder(BTree& t, double fill) : t_(t) {
+  assert(!t.view_ && t.root_ == nullptr && t.size_ == 0);
+  double per = std::clamp(fill, 0.0, 1.0) * t.leaf_cap_;
+  per_leaf_ = std::clamp<uint32_t>(static_cast<uint32_t>(per), 1, t.leaf_cap_);
+}
+
+bool BTree::Builder::append(const Key& k, const uint64_t* row) {
+  assert(!done_);
+  if (rows_ > 0 && !key_less(last_, k)) return false;
+  if (leaves_.empty() || leaves_.back().rows == per_leaf_) leaves_.push_back(Built{t_.new_leaf(), k, 0});
+  Built& b = leaves_.back();
+  uint32_t i = b.node->count++;
+  t_.leaf_keys(b.node)[i] = k;
+  retain(k.text);
+  uint32_t slots = t_.layout_.slots;
+  std::memcpy(t_.leaf_rows(b.node) + i * slots, row, slots * sizeof(uint64_t));
+  ++b.rows;
+  ++rows_;
+  last_ = k;
+  return true;
+}
+
+void BTree::Builder::finish() {
+  if (done_) return;
+  done_ = true;
+  if (leaves_.empty()) return;
+  std::vector<Built> level = std::move(leaves_), up;
+  while (level.size() > 1) {
+    up.clear();
+    for (size_t from = 0; from < level.size(); from += kInnerFan) {
+      Inner* in = t_.new_inner();
+      size_t to = std::min(level.size(), from + kInnerFan);
+      uint64_t rows = 0;
+      for (size_t j = from; j < to; ++j) {
+        uint32_t c = static_cast<uint32_t>(j - from);
+        rows += level[j].rows;
+        in->kids[c] = level[j].node;
+        in->cum[c] = rows;
+        // The leftmost node of a level has no lower bound (as a root an
+        // insert makes: keys[0] is unused in seeks); every other key is one.
+        in->keys[c] = j == 0 ? Key{} : level[j].first;
+        retain(in->keys[c].text);
+      }
+      in->count = static_cast<uint16_t>(to - from);
+      up.push_back(Built{in, level[from].first, rows});
+    }
+    std::swap(level, up);
+  }
+  t_.root_ = level[0].node;
+  t_.size_ = rows_;
+  ++t_.version_;
+}
+
+void BTree::Builder::discard() {
+  assert(!done_);
+  for (Built& b : leaves_) t_.free_node(b.node);
+  leaves_.clear();
+  rows_ = 0;
+  done_ = true;
+}
+
 // ---- erase ------------------------------------------------------------------------
 
 bool BTree::erase(const Key& k, uint64_t* out) {

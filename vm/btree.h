@@ -174,6 +174,49 @@ class BTree {
     bool live_ = true;
   };
 
+  // Inserts a row whose key is above every key of the tree at its right
+  // edge, without a descent: the log's replay of a batch that only adds
+  // rows past the end (an order's lines, a transfer). False, nothing
+  // taken, unless the tree has rows, `k` is above the last, no node on the
+  // right edge is shared and the last leaf has room: the caller inserts.
+  bool append(const Key& k, const uint64_t* row);
+
+  // Builds an empty tree bottom up from rows in strictly increasing key
+  // order (an image's): leaves filled in turn to `fill` of their capacity,
+  // then each inner level over the one below, full, as inserts in key
+  // order would build it (at fill 1 the same nodes), with no descent per
+  // row. The tree has its rows once finish() ran (or the builder is gone);
+  // until then it must not be read or changed.
+  class Builder {
+   public:
+    explicit Builder(BTree& t, double fill = 1.0);
+    ~Builder() { finish(); }
+    Builder(const Builder&) = delete;
+    Builder& operator=(const Builder&) = delete;
+    // Adds a row as insert does (slots copied, texts taken over, k.text
+    // retained). False, nothing taken, if `k` is not above the last key
+    // added: an image whose keys do not increase is damaged.
+    bool append(const Key& k, const uint64_t* row);
+    uint64_t rows() const { return rows_; }
+    // Builds the inner levels and gives the tree its root (once).
+    void finish();
+    // Drops every row added (their texts released): the tree stays empty.
+    void discard();
+
+   private:
+    struct Built {
+      Node* node;
+      Key first;  // its first key (held by the leaf it is in)
+      uint64_t rows;
+    };
+    BTree& t_;
+    uint32_t per_leaf_;
+    std::vector<Built> leaves_;
+    Key last_;
+    uint64_t rows_ = 0;
+    bool done_ = false;
+  };
+
   // Memory held by nodes (bytes), for stats.
   size_t node_bytes() const { return node_bytes_; }
   bool is_view() const { return view_; }

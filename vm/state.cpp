@@ -344,10 +344,9 @@ bool State::rebuild_indexes(std::string& error, const std::function<void(uint32_
   return true;
 }
 
-// The tree has no bulk load, so the entries are sorted first and inserted
-// in order (each insert then lands at the right edge). In that order equal
-// values of a unique index sit side by side: the index fields' encoding is
-// a prefix of the entry's.
+// The entries are collected, sorted, and the tree built from them bottom
+// up (no descent per entry). In that order equal values of a unique index
+// sit side by side: the index fields' encoding is a prefix of the entry's.
 bool State::rebuild_index(uint32_t i, std::string& error) {
   const IndexDesc& d = module_.indexes[i];
   const BTree& table = *tables_[d.table];
@@ -366,6 +365,7 @@ bool State::rebuild_index(uint32_t i, std::string& error) {
   });
   std::sort(all.begin(), all.end(), [](const Entry& a, const Entry& b) { return key_less(a.key, b.key); });
   bool ok = true;
+  BTree::Builder build(tree);
   for (size_t j = 0; j < all.size(); ++j) {
     if (ok && d.unique && j > 0 && key_cmp(all[j].head, all[j - 1].head) == 0) {
       error = fmt::format("unique index `{}` of `{}`: the rows with keys {} and {} both have {}", d.name,
@@ -377,9 +377,10 @@ bool State::rebuild_index(uint32_t i, std::string& error) {
     if (ok) {
       Value slot = all[j].row.text ? ptr_value(all[j].row.text) : num_value(order_num(all[j].row.ord));
       retain(all[j].row.text);
-      bool inserted = tree.insert(all[j].key, &slot);
-      assert(inserted);
-      (void)inserted;
+      // Entries hold the primary key, so no two are equal.
+      bool appended = build.append(all[j].key, &slot);
+      assert(appended);
+      (void)appended;
     }
     release(all[j].key.text);
     release(all[j].head.text);

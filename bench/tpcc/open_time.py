@@ -1,24 +1,34 @@
 #!/usr/bin/env python3
-"""How long `aup run` takes to open a TPC-C store, and what its secondary
-indexes add (they are rebuilt at every open, not stored: docs/store-format.md).
+"""How long `aup run` takes to open a store (TPC-C at each W, and a bank
+store of many transfers), what the TPC-C secondary indexes add (they are
+rebuilt at every open, not stored: docs/store-format.md), and, with
+--before, the same against another build in the same run.
 
-For each W: `aup-tpcc load` makes the store once; then `aup run MODULE
---data STORE --engine vm </dev/null` (open, recover, rebuild the indexes,
-exit at the end of input) is timed with examples/tpcc/tpcc.aup and, as the
-baseline measured in the same run, with its schema alone (records, tables
-and vars; no index, no code: dropping an index is allowed, the tables are
-the same), the two alternating, after one untimed open of each. The VM engine keeps JIT
-compilation out of the figures; modules are built once beforehand. aup is
-pinned to the last CPU. Reports wall and CPU time medians with their
-spread and the ratio, in bench/results/open_time.{json,md}.
+For each W: `aup-tpcc load` makes the store once (kept with --keep: a later
+run reuses it); then `aup run MODULE --data STORE --engine vm </dev/null`
+(open, recover, rebuild the indexes, exit at the end of input) is timed
+with examples/tpcc/tpcc.aup and, as the baseline measured in the same run,
+with its schema alone (records, tables and vars; no index, no code:
+dropping an index is allowed, the tables are the same). With
+--bank-transfers N, a store of examples/bank/bank.aup with 10,000 accounts
+and N transfers (sent once to `aup run`, which checkpoints as it serves)
+is timed the same way with bank.aup itself. Every
+command (each build, each module) runs once untimed, then all of them in
+turn, the order reversed every other repetition. The VM engine keeps JIT
+compilation out of the figures; modules are built once beforehand by each
+build. aup is pinned to the last CPU. Reports wall and CPU time medians
+with their spread, the ratios, and the open time per million rows and per
+GB of images, in bench/results/open_time.{json,md}.
 
-usage: open_time.py BUILD_DIR [--warehouses 1,10] [--reps 5] [--dir DIR] [--out DIR]
+usage: open_time.py BUILD_DIR [--before BUILD_DIR] [--warehouses 1,10] [--bank-transfers N] [--reps 5]
+                    [--dir DIR] [--keep] [--out DIR]
 """
 import argparse
 import datetime
 import json
 import os
 import platform
+import random
 import re
 import resource
 import shutil
@@ -63,19 +73,63 @@ def index_count(source):
     return sum(1 for l in source.splitlines() if re.match(r"\s*(unique\s+)?index\s+\w+\s+on\s", l))
 
 
-def measure(build, aup, w, reps, work, modules, pin):
+def store_summary(aup, store):
+    """(rows, image bytes) of a store, from `aup replay`'s summary."""
+    out = subprocess.run([aup, "replay", "--data", store], check=True, capture_output=True, text=True).stdout
+    rows = sum(int(n) for n in re.findall(r"^\s+table \S+: (\d+) rows", out, re.M))
+    images = sum(os.path.getsize(os.path.join(store, f)) for f in os.listdir(store) if f.startswith("image"))
+    return rows, images
+
+
+def tpcc_store(build, work, w, keep):
     store_dir = os.path.join(work, f"w{w}")
+    store = os.path.join(store_dir, "store")
+    if keep and os.path.isdir(store):
+        print(f"open_time: reusing the W={w} store {store}", flush=True)
+        return store
     shutil.rmtree(store_dir, ignore_errors=True)
     print(f"open_time: loading W={w} into {store_dir} ...", flush=True)
-    t0 = time.monotonic()
     subprocess.run([os.path.join(build, "bench/tpcc/aup-tpcc"), "load", "--backend", "aup", "--dir", store_dir,
                     "--warehouses", str(w)], check=True, stdout=subprocess.DEVNULL)
-    load_s = time.monotonic() - t0
-    store = os.path.join(store_dir, "store")
-    res = {"warehouses": w, "load_s": load_s, "sides": {}}
-    cmds = {side: pin + [aup, "run", m, "--data", store, "--engine", "vm"] for side, m in modules.items()}
-    for side in cmds:  # untimed: the first open after the load may replay the log and write images
+    return store
+
+
+def bank_store(aup, module, work, transfers, keep):
+    """A bank store as serving makes one: 10,000 accounts opened and funded,
+    then `transfers` transfers of 1 between random accounts (seeded), sent
+    to `aup run` (which checkpoints as it goes, so the images hold most
+    rows and the log the rest)."""
+    store = os.path.join(work, f"bank{transfers}")
+    if keep and os.path.isdir(store):
+        print(f"open_time: reusing the bank store {store}", flush=True)
+        return store
+    shutil.rmtree(store, ignore_errors=True)
+    print(f"open_time: sending {transfers:,} transfers to a store in {store} ...", flush=True)
+    rng = random.Random(36)
+    accounts = 10000
+    p = subprocess.Popen([aup, "run", module, "--data", store], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    out = p.stdin
+    lines = [f'{{"event":"open","args":{{"id":{a},"owner":"owner {a}"}}}}\n' for a in range(1, accounts + 1)]
+    lines += [f'{{"event":"deposit","args":{{"id":{a},"amount":1000000000}}}}\n' for a in range(1, accounts + 1)]
+    out.write("".join(lines).encode())
+    for start in range(0, transfers, 100000):
+        chunk = []
+        for _ in range(min(100000, transfers - start)):
+            f = rng.randrange(1, accounts + 1)
+            t = rng.randrange(1, accounts)
+            chunk.append(f'{{"event":"transfer","args":{{"from":{f},"to":{t if t < f else t + 1},"amount":1}}}}\n')
+        out.write("".join(chunk).encode())
+    out.close()
+    if p.wait() != 0:
+        sys.exit(f"open_time: making the bank store {store} failed")
+    return store
+
+
+def measure(name, store, cmds, reps, summary_aup):
+    """Times every command of `cmds` (side -> argv) on `store`, alternating."""
+    for side in cmds:  # untimed: the first open after a load may replay the log and write images
         run_timed(cmds[side])
+    rows, images = store_summary(summary_aup, store)
     walls = {s: [] for s in cmds}
     cpus = {s: [] for s in cmds}
     for rep in range(reps):
@@ -84,42 +138,80 @@ def measure(build, aup, w, reps, work, modules, pin):
             wall, cpu, _ = run_timed(cmds[side])
             walls[side].append(wall)
             cpus[side].append(cpu)
-        print(f"open_time: W={w} rep {rep + 1}/{reps}: " +
+        print(f"open_time: {name} rep {rep + 1}/{reps}: " +
               ", ".join(f"{s} {walls[s][-1] * 1000:.0f} ms" for s in cmds), flush=True)
+    res = {"store": name, "rows": rows, "image_bytes": images, "sides": {}}
+    res["store_bytes"] = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(store) for f in fs)
     for side in cmds:
         res["sides"][side] = {"wall_s": spread(walls[side]), "cpu_s": spread(cpus[side])}
-    ratios = [a / b for a, b in zip(walls["indexes"], walls["no_indexes"])]
-    res["wall_ratio"] = spread(ratios)
-    res["store_bytes"] = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(store) for f in fs)
+    for side in cmds:  # after / before, per pair of runs
+        if side.startswith("after/") and ("before/" + side[6:]) in cmds:
+            b = "before/" + side[6:]
+            res.setdefault("after_over_before", {})[side[6:]] = spread(
+                [x / y for x, y in zip(walls[side], walls[b])])
     return res
 
 
+def ms(x):
+    return f"{x['median'] * 1000:,.0f} ({x['min'] * 1000:,.0f}–{x['max'] * 1000:,.0f})"
+
+
 def markdown(env, results, n_indexes):
-    out = [f"# Opening a TPC-C store: what rebuilding the indexes costs\n",
+    builds = env["builds"]
+    out = [f"# Opening a store: TPC-C with and without its indexes, a bank store\n",
            f"Generated {env['date']} by `{env['command']}`.\n",
-           f"Machine: {env['machine']}; load average {env['load']:.2f} at the start. `aup run tpcc.aup --data STORE "
-           f"--engine vm </dev/null` (open, recover, rebuild {n_indexes} index(es), exit), against the module's "
-           f"schema alone (no indexes, no code), alternating, {env['reps']} repetitions after one untimed open each; "
-           f"medians, min–max in brackets; aup pinned to CPU {env['cpu']}.\n",
-           "| W | store MB | open, indexes (ms) | open, no indexes (ms) | ratio | CPU, indexes (ms) | CPU, none (ms) |",
-           "|---:|---:|---:|---:|---:|---:|---:|"]
+           f"Machine: {env['machine']}; load average {env['load']:.2f} at the start. `aup run MODULE --data STORE "
+           f"--engine vm </dev/null` (open, recover, rebuild the indexes, exit); TPC-C with tpcc.aup (its "
+           f"{n_indexes} indexes rebuilt) and with its schema alone (no indexes, no code), the bank store with "
+           f"bank.aup; builds: {', '.join(f'{k} = {v}' for k, v in builds.items())}. Every command alternating, "
+           f"{env['reps']} repetitions after one untimed open each; medians, min–max in brackets; aup pinned to "
+           f"CPU {env['cpu']}. Per million rows and per GB of images: the median open, module with indexes.\n",
+           "| store | rows | images MB | build | open (ms) | open, no indexes (ms) | CPU (ms) | ms per M rows "
+           "| ms per GB |",
+           "|---|---:|---:|---|---:|---:|---:|---:|---:|"]
     for r in results:
-        a, b = r["sides"]["indexes"], r["sides"]["no_indexes"]
-        ms = lambda x: f"{x['median'] * 1000:.0f} ({x['min'] * 1000:.0f}–{x['max'] * 1000:.0f})"
-        out.append(f"| {r['warehouses']} | {r['store_bytes'] / 1e6:.0f} | {ms(a['wall_s'])} | {ms(b['wall_s'])} | "
-                   f"{r['wall_ratio']['median']:.2f} | {ms(a['cpu_s'])} | {ms(b['cpu_s'])} |")
+        for b in builds:
+            main = r["sides"].get(f"{b}/indexes") or r["sides"].get(f"{b}/module")
+            plain = r["sides"].get(f"{b}/no_indexes")
+            med = main["wall_s"]["median"] * 1000
+            out.append(f"| {r['store']} | {r['rows']:,} | {r['image_bytes'] / 1e6:,.0f} | {b} | {ms(main['wall_s'])} | "
+                       f"{ms(plain['wall_s']) if plain else '—'} | {ms(main['cpu_s'])} | "
+                       f"{med / (r['rows'] / 1e6):,.0f} | {med / (r['image_bytes'] / 1e9):,.0f} |")
+    if any("after_over_before" in r for r in results):
+        out += ["", "After ÷ before, per pair of runs (median, min–max):", "",
+                "| store | module | after ÷ before |", "|---|---|---:|"]
+        for r in results:
+            for side, x in r.get("after_over_before", {}).items():
+                out.append(f"| {r['store']} | {side} | {x['median']:.2f} ({x['min']:.2f}–{x['max']:.2f}) |")
     return "\n".join(out) + "\n"
+
+
+def build_modules(builds, sources, work):
+    """Each build's .aupm of each module: (build, module) -> path."""
+    modules = {}
+    for b, build in builds.items():
+        for side, src in sources.items():
+            out = os.path.join(work, f"{b}-{side}.aupm")
+            subprocess.run([os.path.join(build, "cli/aup"), "build", src, "-o", out], check=True,
+                           stdout=subprocess.DEVNULL)
+            modules[(b, side)] = out
+    return modules
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("build")
-    ap.add_argument("--warehouses", default="1,10")
+    ap.add_argument("--before", help="another build directory, timed in the same run (`before`; BUILD is `after`)")
+    ap.add_argument("--warehouses", default="1,10", help="TPC-C stores to time (empty: none)")
+    ap.add_argument("--bank-transfers", type=int, default=0, help="also a bank store of this many transfers")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--dir", default="/dev/shm/aup-open-time")
+    ap.add_argument("--keep", action="store_true", help="reuse the stores in --dir, and leave them there")
     ap.add_argument("--out", default="bench/results")
     ap.add_argument("--module", default="examples/tpcc/tpcc.aup")
+    ap.add_argument("--bank-module", default="examples/bank/bank.aup")
     a = ap.parse_args()
+    builds = {"after": a.build, "before": a.before} if a.before else {"this": a.build}
     aup = os.path.join(a.build, "cli/aup")
     os.makedirs(a.dir, exist_ok=True)
     source = open(a.module).read()
@@ -129,19 +221,26 @@ def main():
     plain = os.path.join(a.dir, "tpcc_no_indexes.aup")
     with open(plain, "w") as f:
         f.write(without_indexes(source))
-    modules = {}
-    for side, src in (("indexes", a.module), ("no_indexes", plain)):
-        out = os.path.join(a.dir, side + ".aupm")
-        subprocess.run([aup, "build", src, "-o", out], check=True, stdout=subprocess.DEVNULL)
-        modules[side] = out
+    modules = build_modules(builds, {"indexes": a.module, "no_indexes": plain, "module": a.bank_module}, a.dir)
     load_at_start = os.getloadavg()[0]
     cpu = os.cpu_count() - 1
     pin = ["taskset", "-c", str(cpu)] if shutil.which("taskset") and cpu > 0 else []
-    results = [measure(a.build, aup, int(w), a.reps, a.dir, modules, pin) for w in a.warehouses.split(",")]
+
+    def cmds(store, sides):
+        return {f"{b}/{s}": pin + [os.path.join(builds[b], "cli/aup"), "run", modules[(b, s)], "--data", store,
+                                   "--engine", "vm"] for b in builds for s in sides}
+
+    results = []
+    for w in [int(x) for x in a.warehouses.split(",") if x]:
+        store = tpcc_store(a.build, a.dir, w, a.keep)
+        results.append(measure(f"TPC-C W={w}", store, cmds(store, ["indexes", "no_indexes"]), a.reps, aup))
+    if a.bank_transfers:
+        store = bank_store(aup, a.bank_module, a.dir, a.bank_transfers, a.keep)
+        results.append(measure(f"bank, {a.bank_transfers:,} transfers", store, cmds(store, ["module"]), a.reps, aup))
     env = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "command": "python3 bench/tpcc/open_time.py " + " ".join(sys.argv[1:]),
            "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}",
-           "load": load_at_start, "reps": a.reps, "cpu": cpu}
+           "load": load_at_start, "reps": a.reps, "cpu": cpu, "builds": builds}
     md = markdown(env, results, n_indexes)
     os.makedirs(a.out, exist_ok=True)
     base = os.path.join(a.out, "open_time")  # .json and .md, as the other benchmarks' reports
@@ -150,7 +249,8 @@ def main():
     with open(base + ".md", "w") as f:
         f.write(md)
     print(md)
-    shutil.rmtree(a.dir, ignore_errors=True)
+    if not a.keep:
+        shutil.rmtree(a.dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

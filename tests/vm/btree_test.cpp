@@ -31,6 +31,91 @@ void check_against(const BTree& t, const std::map<double, double>& m) {
   CHECK_FALSE(c.valid());
 }
 
+// ---- bulk builds: the tree's nodes read as its users would not ----
+
+// Rows under `n` in key order (their first slots' bits).
+std::vector<uint64_t> slots_under(const BTree& t, const Node* n) {
+  std::vector<uint64_t> out;
+  t.for_each(n, [&](const Key&, const uint64_t* row) { out.push_back(row[1]); });
+  return out;
+}
+
+Key first_key(const BTree& t, const Node* n) {
+  Key k;
+  bool seen = false;
+  t.for_each(n, [&](const Key& key, const uint64_t*) {
+    if (!seen) k = key;
+    seen = true;
+  });
+  return k;
+}
+
+// The invariants insert and erase keep, checked under `n` at `depth`: every
+// leaf at one depth, within its capacity and not empty, each inner node's
+// counts its children's, each separator its child's first key, unshared.
+void check_node(const BTree& t, const Node* n, uint32_t depth, uint32_t& leaf_depth) {
+  REQUIRE(n->refs == 1);
+  REQUIRE(n->count > 0);
+  if (n->leaf) {
+    REQUIRE(n->count <= t.leaf_capacity());
+    if (leaf_depth == UINT32_MAX) leaf_depth = depth;
+    REQUIRE(depth == leaf_depth);
+    return;
+  }
+  const Inner* in = static_cast<const Inner*>(n);
+  REQUIRE(in->count <= kInnerFan);
+  uint64_t rows = 0;
+  for (uint32_t i = 0; i < in->count; ++i) {
+    rows += BTree::rows_under(in->kids[i]);
+    REQUIRE(in->cum[i] == rows);
+    if (i > 0) REQUIRE(key_cmp(in->keys[i], first_key(t, in->kids[i])) == 0);
+    check_node(t, in->kids[i], depth + 1, leaf_depth);
+  }
+}
+
+void check_invariants(const BTree& t, size_t n) {
+  REQUIRE(t.size() == n);
+  REQUIRE(BTree::rows_under(t.root()) == n);
+  if (n == 0) {
+    CHECK(t.root() == nullptr);
+    return;
+  }
+  uint32_t leaf_depth = UINT32_MAX;
+  check_node(t, t.root(), 0, leaf_depth);
+  // Every key found, ranked and reached by position.
+  for (size_t i = 0; i < n; i += 1 + n / 500) {
+    Key k = num_key(static_cast<double>(2 * i));
+    REQUIRE(t.find(k) != nullptr);
+    REQUIRE(t.rank(k) == i);
+    Key at;
+    REQUIRE(t.at(i, &at) != nullptr);
+    REQUIRE(key_cmp(at, k) == 0);
+  }
+}
+
+// Two trees of the same nodes: shape, counts, separators and rows.
+void check_same_nodes(const BTree& a, const Node* x, const BTree& b, const Node* y) {
+  REQUIRE(x->leaf == y->leaf);
+  REQUIRE(x->count == y->count);
+  if (x->leaf) {
+    REQUIRE(slots_under(a, x) == slots_under(b, y));
+    return;
+  }
+  const Inner* p = static_cast<const Inner*>(x);
+  const Inner* q = static_cast<const Inner*>(y);
+  for (uint32_t i = 0; i < p->count; ++i) {
+    REQUIRE(p->cum[i] == q->cum[i]);
+    REQUIRE(key_cmp(p->keys[i], q->keys[i]) == 0);
+    check_same_nodes(a, p->kids[i], b, q->kids[i]);
+  }
+}
+
+// Rows of keys 0, 2, 4, ...: slot 1 says which.
+void row_of(size_t i, uint64_t (&row)[2]) {
+  row[0] = std::bit_cast<uint64_t>(static_cast<double>(2 * i));
+  row[1] = i * 7 + 1;
+}
+
 TEST_SUITE("btree") {
   TEST_CASE("empty tree") {
     BTree t(two_slots());
@@ -366,6 +451,117 @@ TEST_SUITE("btree") {
       release(probe);
     }
     CHECK(t.size() == m.size() / 2);
+  }
+
+  TEST_CASE("a tree built bottom up is the tree inserts in key order build, at node boundaries") {
+    const uint32_t cap = BTree(two_slots()).leaf_capacity();
+    const size_t level = size_t{cap} * kInnerFan;
+    for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{cap - 1}, size_t{cap}, size_t{cap + 1}, 2 * size_t{cap},
+                     level, level + 1, level * kInnerFan + 3 * cap + 5}) {
+      CAPTURE(n);
+      BTree inserted(two_slots()), built(two_slots());
+      {
+        BTree::Builder b(built);
+        for (size_t i = 0; i < n; ++i) {
+          uint64_t row[2];
+          row_of(i, row);
+          REQUIRE(inserted.insert(num_key(static_cast<double>(2 * i)), row));
+          REQUIRE(b.append(num_key(static_cast<double>(2 * i)), row));
+        }
+        CHECK(b.rows() == n);
+      }  // the builder's end finishes the tree
+      check_invariants(built, n);
+      check_invariants(inserted, n);
+      if (n > 0) check_same_nodes(inserted, inserted.root(), built, built.root());
+      CHECK(built.node_bytes() == inserted.node_bytes());
+      // It goes on as any tree: inserts between, erases, appends past the end.
+      uint64_t row[2] = {0, 9};
+      CHECK(built.insert(num_key(-1), row));
+      CHECK(built.insert(num_key(2.0 * static_cast<double>(n) + 1), row));
+      uint64_t out[2];
+      CHECK(built.erase(num_key(-1), out));
+      if (n > 0) CHECK(built.erase(num_key(0), out));
+      CHECK(built.size() == (n > 0 ? n : 1));
+    }
+  }
+
+  TEST_CASE("a bottom-up build fills leaves to the fill asked for, and holds the invariants") {
+    for (double fill : {0.0, 0.5, 0.9, 1.0}) {
+      CAPTURE(fill);
+      BTree t(two_slots());
+      const size_t n = 20000;
+      BTree::Builder b(t, fill);
+      for (size_t i = 0; i < n; ++i) {
+        uint64_t row[2];
+        row_of(i, row);
+        REQUIRE(b.append(num_key(static_cast<double>(2 * i)), row));
+      }
+      b.finish();
+      check_invariants(t, n);
+      uint32_t per_leaf = std::max<uint32_t>(1, static_cast<uint32_t>(fill * t.leaf_capacity()));
+      const Node* leftmost = t.root();
+      while (!leftmost->leaf) leftmost = static_cast<const Inner*>(leftmost)->kids[0];
+      CHECK(leftmost->count == per_leaf);
+      std::vector<uint64_t> want;
+      for (size_t i = 0; i < n; ++i) want.push_back(i * 7 + 1);
+      CHECK(slots_under(t, t.root()) == want);
+    }
+  }
+
+  TEST_CASE("a bottom-up build refuses a key not above the last, and can be dropped") {
+    RowLayout layout{2, {0}, KeySpec{{0}, 1}};
+    BTree t(layout);
+    {
+      BTree::Builder b(t);
+      for (const char* s : {"a", "abcdefgh", "abcdefghi", "b"}) {
+        TextObj* text = heap_text(s);
+        uint64_t row[2] = {reinterpret_cast<uint64_t>(text), 0};
+        REQUIRE(b.append(text_key(text), row));
+      }
+      for (const char* s : {"b", "abcdefghi", ""}) {  // equal, then below
+        TextObj* text = heap_text(s);
+        uint64_t row[2] = {reinterpret_cast<uint64_t>(text), 0};
+        CHECK_FALSE(b.append(text_key(text), row));
+        release(text);  // refused: still the caller's
+      }
+      CHECK(b.rows() == 4);
+      b.discard();  // the texts go back (the ASan build sees a leak otherwise)
+    }
+    CHECK(t.size() == 0);
+    CHECK(t.root() == nullptr);
+    TextObj* text = heap_text("z");
+    uint64_t row[2] = {reinterpret_cast<uint64_t>(text), 0};
+    CHECK(t.insert(text_key(text), row));  // still an empty tree to fill
+  }
+
+  TEST_CASE("append adds past the end without a descent, and declines whatever it cannot") {
+    BTree t(two_slots()), want(two_slots());
+    uint64_t row[2] = {0, 1};
+    CHECK_FALSE(t.append(num_key(1), row));  // empty
+    REQUIRE(t.insert(num_key(1), row));
+    REQUIRE(want.insert(num_key(1), row));
+    size_t appended = 0;
+    for (int i = 2; i < 5000; ++i) {
+      row[1] = static_cast<uint64_t>(i);
+      if (t.append(num_key(i), row)) {
+        ++appended;
+      } else {
+        REQUIRE(t.insert(num_key(i), row));  // the last leaf was full
+      }
+      REQUIRE(want.insert(num_key(i), row));
+    }
+    CHECK(appended > 4000);
+    CHECK_FALSE(t.append(num_key(10), row));    // not above the last key
+    CHECK_FALSE(t.append(num_key(4999), row));  // equal to it
+    REQUIRE(t.size() == want.size());
+    check_same_nodes(want, want.root(), t, t.root());
+    Node* snap = t.share();
+    CHECK_FALSE(t.append(num_key(6000), row));  // the right edge is a snapshot's too
+    CHECK(BTree::rows_under(snap) == 4999);
+    t.drop_root(snap);
+    CHECK(t.append(num_key(6000), row));
+    CHECK(t.rank(num_key(6000)) == 4999);
+    CHECK(t.at(4999) != nullptr);
   }
 }
 
