@@ -220,6 +220,13 @@ void add_replication_options(CLI::App& cmd, RunOptions& o, CLI::Option* listen) 
       ->needs(listen);
 }
 
+// An option that may be given again, one value an occurrence (`--from 1
+// --from a`, `--listen A --listen B`): the word after its value is never
+// taken for a second one (`--listen A MODULE` leaves MODULE).
+CLI::Option* repeatable(CLI::Option* o) {
+  return o->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
 void add_listen_options(CLI::App& cmd, RunOptions& o) {
   CLI::Option* listen =
       cmd.add_option("--listen", o.listen,
@@ -227,9 +234,8 @@ void add_listen_options(CLI::App& cmd, RunOptions& o) {
                      "(mode 0600), HOST:PORT or :PORT (loopback), or HTTP on http://HOST:PORT or\n"
                      "http://:PORT (loopback); may be given more than once; each address is printed on\n"
                      "stderr")
-          ->type_name("ADDR")
-          ->allow_extra_args(false)  // one address an occurrence: `--listen A MODULE` leaves MODULE
-          ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+          ->type_name("ADDR");
+  repeatable(listen);
   cmd.add_flag("--bail", o.bail,
                "over stdin: stop at the first request that fails (its answer is the last one printed;\n"
                "nothing after it is run) and exit 1")
@@ -460,16 +466,13 @@ CLI::App* add_scan_command(CLI::App& app, aup::cli::ScanOptions& o) {
               "Exit status: 0 answered, 1 the server refused the read, 2 usage or connection problems.");
   cmd->add_option("address", o.address, kRowsAddress)->required()->type_name("ADDRESS");
   cmd->add_option("table", o.table, "the table")->required()->type_name("TABLE");
-  cmd->add_option("--from", o.from,
+  repeatable(cmd->add_option("--from", o.from,
                   "the first rows' values, one a flag in the order's field order (--from 1 --from a),\n"
                   "or one JSON array of them ('[1,\"a\"]')")
-      ->type_name("VALUE")
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--to", o.to, "the last rows' values, as --from's (inclusive: --to 5 ends after every row with 5)")
-      ->type_name("VALUE")
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      ->type_name("VALUE"));
+  repeatable(cmd->add_option("--to", o.to,
+                             "the last rows' values, as --from's (inclusive: --to 5 ends after every row with 5)")
+      ->type_name("VALUE"));
   cmd->add_option("--index", o.index, "read in this index's order (its fields, then the key's)")->type_name("NAME");
   cmd->add_option_function<uint32_t>(
          "--limit", [&o](const uint32_t& n) { o.limit = n; }, "rows at most (default 100, at most 10000)")
@@ -491,10 +494,8 @@ CLI::App* add_dump_command(CLI::App& app, aup::cli::DumpOptions& o) {
   cmd->add_option("--data", o.data, "a store directory to read instead of a server")
       ->type_name("DIR")
       ->excludes(address);
-  cmd->add_option("--table", o.tables, "only this table (may be given more than once; default: every table)")
-      ->type_name("NAME")
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  repeatable(cmd->add_option("--table", o.tables, "only this table (may be given more than once; default: every table)")
+      ->type_name("NAME"));
   add_timeout(*cmd, o.timeout_seconds);
   return cmd;
 }

@@ -55,10 +55,11 @@ struct StoreDir {
   ~StoreDir() { fs::remove_all(fs::path(path).parent_path()); }
 };
 
-// A module running on a store, committing each batch of lines together.
-class Durable {
- public:
-  Durable(const std::string& source, const std::string& dir, Io& io, StoreOptions so = small_store()) {
+// A module compiled from source, its state and the tables a store reads
+// into: what the harnesses below open a store with.
+class Compiled {
+ protected:
+  explicit Compiled(const std::string& source) {
     auto checked = check_source("test.aup", source);
     REQUIRE(checked->ok());
     Diagnostics d;
@@ -68,6 +69,18 @@ class Durable {
     state_ = std::make_unique<vm::State>(*module_);
     schema_ = runtime::schema_of(*module_);
     tables_ = std::make_unique<runtime::StateTables>(*state_);
+  }
+  std::unique_ptr<vm::Module> module_;
+  std::unique_ptr<vm::State> state_;
+  Schema schema_;
+  std::unique_ptr<runtime::StateTables> tables_;
+};
+
+// A module running on a store, committing each batch of lines together.
+class Durable : Compiled {
+ public:
+  Durable(const std::string& source, const std::string& dir, Io& io, StoreOptions so = small_store())
+      : Compiled(source) {
     status_ = Store::open(io, dir, schema_, so, *tables_, store_, report_, nullptr);
     if (!status_.ok()) return;
     service_ = std::make_unique<runtime::Service>(*module_, *state_, runtime::ServiceOptions{});
@@ -162,10 +175,6 @@ class Durable {
   }
 
  private:
-  std::unique_ptr<vm::Module> module_;
-  std::unique_ptr<vm::State> state_;
-  Schema schema_;
-  std::unique_ptr<runtime::StateTables> tables_;
   std::unique_ptr<Store> store_;
   StoreOpenReport report_;
   Status status_;
@@ -1707,18 +1716,9 @@ on add { lines.add(Line { w: add.w, d: add.d, o: add.o, qty: 1 }) }
 
 // `aup run --read-only`'s store (storage/read_only.h), read from stores the
 // Durable above wrote: here for that harness.
-class ReadOnly {
+class ReadOnly : Compiled {
  public:
-  ReadOnly(const std::string& source, const std::string& dir, Io& io) {
-    auto checked = check_source("test.aup", source);
-    REQUIRE(checked->ok());
-    Diagnostics d;
-    module_ = generate(*checked, d);
-    REQUIRE(module_);
-    module_->prepare();
-    state_ = std::make_unique<vm::State>(*module_);
-    schema_ = runtime::schema_of(*module_);
-    tables_ = std::make_unique<runtime::StateTables>(*state_);
+  ReadOnly(const std::string& source, const std::string& dir, Io& io) : Compiled(source) {
     status_ = ReadOnlyStore::open(io, dir, schema_, *tables_, store_, report_);
   }
   const Status& status() const { return status_; }
@@ -1726,10 +1726,6 @@ class ReadOnly {
   std::string dump() { return Durable::dump_state(store_->schema(), schema_, *state_); }
 
  private:
-  std::unique_ptr<vm::Module> module_;
-  std::unique_ptr<vm::State> state_;
-  Schema schema_;
-  std::unique_ptr<runtime::StateTables> tables_;
   std::unique_ptr<ReadOnlyStore> store_;
   ReadOnlyReport report_;
   Status status_;
