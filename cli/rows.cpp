@@ -83,9 +83,7 @@ const TableInfo* find_table(const std::vector<TableInfo>& tables, const std::str
     if (t.name == name) return &t;
     names.push_back(t.name);
   }
-  std::string close = did_you_mean(name, names);
-  error = close.empty() ? fmt::format("no table `{}`; tables: {}", name, fmt::join(names, ", "))
-                        : fmt::format("no table `{}`{}", name, close);
+  error = fmt::format("no table `{}`{}", name, did_you_mean_or_list(name, names, "tables"));
   return nullptr;
 }
 
@@ -98,11 +96,9 @@ bool order_fields(const TableInfo& t, const std::string& index, std::vector<ArgS
     if (it == t.indexes.end()) {
       std::vector<std::string_view> known;
       for (const auto& i : t.indexes) known.push_back(i.first);
-      std::string close = did_you_mean(index, known);
       error = fmt::format("`{}` has no index `{}`{}", t.name, index,
-                          !close.empty()     ? close
-                          : known.empty()    ? std::string(": it has no indexes")
-                                             : fmt::format("; its indexes: {}", fmt::join(known, ", ")));
+                          known.empty() ? std::string(": it has no indexes")
+                                        : did_you_mean_or_list(index, known, "its indexes"));
       return false;
     }
     names = it->second;

@@ -101,9 +101,7 @@ std::string parse_line(const vm::Module& m, const JsonDoc& doc, uint32_t& table,
   }
   std::vector<std::string_view> names;
   for (const vm::TableDesc& td : m.tables) names.push_back(td.name);
-  std::string close = did_you_mean(n, names);
-  return fmt::format("the module has no table `{}`{}", n,
-                     close.empty() ? fmt::format("; its tables: {}", fmt::join(names, ", ")) : close);
+  return fmt::format("the module has no table `{}`{}", n, did_you_mean_or_list(n, names, "its tables"));
 }
 
 // "unknown field `idd`" and the closest field of the record.

@@ -62,4 +62,13 @@ std::string did_you_mean(std::string_view wrong, const std::vector<std::string_v
   return "; did you mean `" + best + "`?";
 }
 
+std::string did_you_mean_or_list(std::string_view wrong, const std::vector<std::string_view>& candidates,
+                                 std::string_view what) {
+  std::string close = did_you_mean(wrong, candidates);
+  if (!close.empty()) return close;
+  std::string list;
+  for (std::string_view c : candidates) (list += list.empty() ? "" : ", ") += c;
+  return "; " + std::string(what) + ": " + (list.empty() ? "none" : list);
+}
+
 }  // namespace aup

@@ -19,4 +19,10 @@ std::string closest_name(std::string_view wrong, const std::vector<std::string_v
 // "; did you mean `x`?" or "".
 std::string did_you_mean(std::string_view wrong, const std::vector<std::string_view>& candidates);
 
+// "; did you mean `x`?", or when no name is close all of them, "; WHAT: a,
+// b" ("; WHAT: none"): for a name the user picks from a short list (a
+// table, an index).
+std::string did_you_mean_or_list(std::string_view wrong, const std::vector<std::string_view>& candidates,
+                                 std::string_view what);
+
 }  // namespace aup

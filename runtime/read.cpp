@@ -57,16 +57,6 @@ std::string field_list(const vm::Module& m, uint32_t table, const std::vector<ui
   return s + ")";
 }
 
-// "; did you mean `x`?" when a name is close, else the names there are:
-// "; tables: a, b".
-std::string hint(std::string_view wrong, const std::vector<std::string_view>& names, std::string_view what) {
-  std::string close = did_you_mean(wrong, names);
-  if (!close.empty()) return close;
-  std::string s;
-  for (std::string_view n : names) s += (s.empty() ? "" : ", ") + std::string(n);
-  return fmt::format("; {}: {}", what, s.empty() ? "none" : s);
-}
-
 // The members of a read object, by name (nodes of their values); the first
 // problem found.
 struct ReadMembers {
@@ -116,7 +106,7 @@ std::string resolve_table(const vm::Module& m, const JsonDoc& doc, const ReadMem
   }
   std::vector<std::string_view> names;
   for (const vm::TableDesc& td : m.tables) names.push_back(td.name);
-  return fmt::format("no table `{}`{}", n.str, hint(n.str, names, "tables"));
+  return fmt::format("no table `{}`{}", n.str, did_you_mean_or_list(n.str, names, "tables"));
 }
 
 std::string resolve_index(const vm::Module& m, const JsonDoc& doc, uint32_t node, uint32_t table, uint32_t& index) {
@@ -133,7 +123,7 @@ std::string resolve_index(const vm::Module& m, const JsonDoc& doc, uint32_t node
   }
   const std::string& tn = m.tables[table].name;
   if (names.empty()) return fmt::format("`{}` has no index `{}`: it has no indexes", tn, n.str);
-  return fmt::format("`{}` has no index `{}`{}", tn, n.str, hint(n.str, names, "its indexes"));
+  return fmt::format("`{}` has no index `{}`{}", tn, n.str, did_you_mean_or_list(n.str, names, "its indexes"));
 }
 
 // `limit` (rows) or `bytes`: a whole number, 1 to `most`; `fallback`

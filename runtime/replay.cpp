@@ -327,9 +327,7 @@ int dump_store(storage::Io& io, const std::string& dir, const std::vector<std::s
       for (const auto& ts : schema.tables) {
         if (!storage::is_key_table(ts.name)) names.push_back(ts.name);
       }
-      std::string close = did_you_mean(name, names);
-      fmt::print(err, "aup dump: no table `{}` in the store{}\n", name,
-                 close.empty() ? fmt::format("; tables: {}", fmt::join(names, ", ")) : close);
+      fmt::print(err, "aup dump: no table `{}` in the store{}\n", name, did_you_mean_or_list(name, names, "tables"));
       return 2;
     }
     dumped.push_back(t);

@@ -25,6 +25,13 @@ TEST_SUITE("suggest") {
     CHECK(did_you_mean("ordr_cnt", fields) == "; did you mean `order_cnt`?");
     CHECK(did_you_mean("zzzzzz", fields).empty());
   }
+
+  TEST_CASE("a close name is suggested; else every name is listed, or none said") {
+    std::vector<std::string_view> tables = {"accounts", "lines"};
+    CHECK(did_you_mean_or_list("acounts", tables, "tables") == "; did you mean `accounts`?");
+    CHECK(did_you_mean_or_list("orders", tables, "tables") == "; tables: accounts, lines");
+    CHECK(did_you_mean_or_list("orders", {}, "tables") == "; tables: none");
+  }
 }
 
 }  // namespace
