@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string_view>
@@ -13,6 +14,7 @@
 #include "bench/tpcc/aup_answers.h"
 #include "bench/tpcc/aup_dump.h"
 #include "bench/tpcc/aup_json.h"
+#include "bench/tpcc/aup_pipeline.h"
 #include "bench/server/client.h"
 #include "bench/server/server_process.h"
 #include "bench/server/temp_dir.h"
@@ -91,6 +93,30 @@ class AupTerminal final : public Terminal {
   uint64_t next_id_ = 1;
   std::string request_;
   std::string answer_;
+  JsonLine json_;
+};
+
+// One terminal on a connection that others share (aup_pipeline.h): one
+// transaction in flight of its own, among the others' on the connection.
+class SharedTerminal final : public Terminal {
+ public:
+  explicit SharedTerminal(std::shared_ptr<SharedConnection> conn) : conn_(std::move(conn)) {}
+
+  TxResult execute(const Transaction& tx) override {
+    uint64_t id = conn_->next_id();
+    request_.clear();
+    append_request_json(request_, tx, id);
+    request_ += '\n';
+    std::string_view what = name_of(kind_of(tx));
+    conn_->ask(waiter_, id, request_, what);
+    json_.parse(waiter_.answer, what);
+    return tx_result(tx, id, json_);
+  }
+
+ private:
+  std::shared_ptr<SharedConnection> conn_;
+  std::string request_;
+  Waiter waiter_;
   JsonLine json_;
 };
 
@@ -174,6 +200,7 @@ class AupBackend final : public Backend {
  public:
   explicit AupBackend(const BackendConfig& config) : config_(config), store_dir_(config.dir + "/store") {
     check_config(config);
+    check_connections(config);
     std::filesystem::create_directories(config.dir);
     device_ = std::make_unique<bench::BlockDevice>(config.dir);
     socket_ = config.dir + "/aup.sock";
@@ -198,9 +225,19 @@ class AupBackend final : public Backend {
     pipeline.finish();
   }
 
-  std::unique_ptr<Terminal> terminal(uint32_t) override {
+  // A connection of its own unless config.connections asks for fewer than
+  // the terminals; then terminal i shares connection i % connections, made
+  // by the first terminal that needs it.
+  std::unique_ptr<Terminal> terminal(uint32_t index) override {
     running();
-    return std::make_unique<AupTerminal>(socket_);
+    uint32_t n = config_.connections;
+    if (n == 0 || n == config_.terminals) return std::make_unique<AupTerminal>(socket_);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shared_.size() != n) shared_.resize(n);
+    uint32_t k = index % n;
+    std::shared_ptr<SharedConnection>& c = shared_[k];
+    if (!c) c = std::make_shared<SharedConnection>(connect(socket_), (config_.terminals - k + n - 1) / n);
+    return std::make_unique<SharedTerminal>(c);
   }
 
   std::vector<std::string> consistency(int64_t warehouses) override {
@@ -243,6 +280,7 @@ class AupBackend final : public Backend {
     {
       std::lock_guard<std::mutex> lock(mu_);
       s = std::move(server_);
+      shared_.clear();  // the next terminals connect to the next server
     }
     if (s) s->stop();  // a server that does not stop cleanly is killed as `s` goes
   }
@@ -274,6 +312,9 @@ class AupBackend final : public Backend {
   // called by one thread once they are gone (backend.h).
   std::mutex mu_;
   std::unique_ptr<server::ServerProcess> server_;  // null: not running
+  // The shared connections to it, when config_.connections asks for them;
+  // each also held by its terminals.
+  std::vector<std::shared_ptr<SharedConnection>> shared_;
 };
 
 }  // namespace

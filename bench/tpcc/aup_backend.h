@@ -2,7 +2,8 @@
 // DIR/store [--engine E]` started as a child process (pinned with taskset
 // when asked; --engine only when config.engine is set),
 // one connection per terminal, each sending a transaction's request line and
-// waiting for its answer; load events pipelined on one connection; the
+// waiting for its answer, or with config.connections the terminals sharing
+// that many pipelined connections (aup_pipeline.h); load events pipelined on one connection; the
 // consistency and sizes queries; the rows read back with `aup replay --dump`
 // once the server has stopped.
 #pragma once

@@ -63,7 +63,9 @@ struct TxResult {
   std::vector<int64_t> values;
 };
 
-// One terminal's connection: used by one thread at a time, never shared.
+// One terminal: used by one thread at a time. Its connection is its own,
+// or for aup with BackendConfig::connections one that other terminals'
+// requests share (each terminal still waits for its own answer).
 class Terminal {
  public:
   virtual ~Terminal() = default;
@@ -77,7 +79,12 @@ class Terminal {
 // Figures of the process that does the work (the aup server, or this process
 // for SQLite), read from /proc at one moment; the driver subtracts two.
 struct ProcessFigures {
-  double cpu_ns = 0;           // user + system, every thread (utime + stime)
+  // CPU time of every thread, kept apart: user (utime) is the work itself,
+  // system (stime) what the kernel did for it (sockets, wake-ups, writes),
+  // which is what a client's way of connecting changes most.
+  double user_ns = 0;
+  double system_ns = 0;
+  double cpu_ns() const { return user_ns + system_ns; }
   uint64_t write_bytes = 0;    // /proc/PID/io write_bytes: sent to the block device
   uint64_t resident_bytes = 0; // VmRSS
   // Sectors written × 512 by the block device holding the data (every
@@ -105,7 +112,21 @@ struct BackendConfig {
   uint32_t io_threads = 2;
   std::string server_cpus;
   std::string engine;
+  // aup only: the terminals share this many pipelined connections,
+  // terminal i using connection i % connections, many requests in flight
+  // on each (aup_pipeline.h); 0, or as many as terminals: a connection of
+  // its own per terminal. SQLite runs in this process and takes only 0.
+  uint32_t connections = 0;
 };
+
+// Throws std::invalid_argument with a sentence when `config.connections`
+// is not one that config.kind takes (aup: 0 or 1..terminals; SQLite: 0).
+void check_connections(const BackendConfig& config);
+
+// The connections to the aup server that `terminals` terminals use with
+// BackendConfig::connections `connections`: that, or one per terminal when
+// it is 0; 0 for a SQLite kind, which has none (it runs in this process).
+uint32_t server_connections(const std::string& kind, uint32_t terminals, uint32_t connections);
 
 class Backend {
  public:
@@ -140,7 +161,8 @@ class Backend {
   virtual void close() = 0;
 };
 
-// Makes the backend that config.kind names; throws for an unknown kind.
+// Makes the backend that config.kind names; throws for an unknown kind or
+// (check_connections) connections it does not take.
 std::unique_ptr<Backend> make_backend(const BackendConfig& config);
 
 // The kinds make_backend accepts, in report order.

@@ -166,9 +166,16 @@ double RunResult::new_orders_per_min() const {
   return seconds > 0 ? static_cast<double>(kinds[static_cast<int>(TxKind::new_order)].completed) * 60 / seconds : 0;
 }
 
-double RunResult::cpu_us_per_transaction() const {
+double RunResult::cpu_us_per_transaction() const { return user_us_per_transaction() + system_us_per_transaction(); }
+
+double RunResult::user_us_per_transaction() const {
   uint64_t n = transactions();
-  return n ? (after.cpu_ns - before.cpu_ns) / 1e3 / static_cast<double>(n) : 0;
+  return n ? (after.user_ns - before.user_ns) / 1e3 / static_cast<double>(n) : 0;
+}
+
+double RunResult::system_us_per_transaction() const {
+  uint64_t n = transactions();
+  return n ? (after.system_ns - before.system_ns) / 1e3 / static_cast<double>(n) : 0;
 }
 
 double RunResult::write_bytes_per_transaction() const {

@@ -46,8 +46,11 @@ struct RunResult {
   uint64_t transactions() const;
   double transactions_per_s() const;
   double new_orders_per_min() const;
-  // Server CPU per transaction (µs), device bytes per transaction, over the phase.
+  // Server CPU per transaction (µs): user + system, and each apart; bytes
+  // per transaction; over the phase.
   double cpu_us_per_transaction() const;
+  double user_us_per_transaction() const;
+  double system_us_per_transaction() const;
   double write_bytes_per_transaction() const;
   // -1 when the data is not on a block device.
   double device_bytes_per_transaction() const;

@@ -2,10 +2,10 @@
 // "TPC-C").
 //
 //   aup-tpcc load        --backend KIND --dir DIR [--warehouses W]
-//   aup-tpcc run         --backend KIND --dir DIR [--warehouses W] [--terminals N] [--seconds S]
+//   aup-tpcc run         --backend KIND --dir DIR [--warehouses W] [--terminals N] [--connections C] [--seconds S]
 //   aup-tpcc consistency --backend KIND --dir DIR [--warehouses W]
 //   aup-tpcc same-state  [--warehouses W] [--transactions N] [--sqlite KIND] [--dir DIR]
-//   aup-tpcc matrix      [--ram DIR] [--disk DIR] [--seconds S] [--cells KIND:N,...] [--out DIR]
+//   aup-tpcc matrix      [--ram DIR] [--disk DIR] [--seconds S] [--cells KIND:N,...] [--connections C,...] [--out DIR]
 //
 // Every command also takes --engine E: the aup server is started with
 // `aup run --engine E` (vm, jit); without it no --engine is passed.
@@ -129,18 +129,25 @@ int do_load(const Common& c) {
   return kExitOk;
 }
 
-int do_run(const Common& c, const RunSpec& spec_in, const std::string& json_path) {
+// "aup, W=1, 64 terminals" and, when they share fewer, " over 8 connections".
+std::string run_title(const BackendConfig& b) {
+  std::string title = fmt::format("{}, W={}, {} terminals", b.kind, b.warehouses, b.terminals);
+  uint32_t n = server_connections(b.kind, b.terminals, b.connections);
+  if (n != 0 && n != b.terminals) title += fmt::format(" over {} connections", n);
+  return title;
+}
+
+int do_run(const Common& c, const BackendConfig& config, const RunSpec& spec_in, const std::string& json_path) {
   RunSpec spec = spec_in;
   spec.warehouses = c.warehouses;
   spec.seed = c.seed;
-  Measured m = measure(backend_config(c, c.backend, c.dir, spec.terminals), spec, bench::parse_cpu_plan(c.cpus),
-                       progress_line);
+  Measured m = measure(config, spec, bench::parse_cpu_plan(c.cpus), progress_line);
   end_progress();
-  std::printf("%s, W=%lld, %u terminals: %s", c.backend.c_str(), static_cast<long long>(c.warehouses),
-              spec.terminals, measured_text(m).c_str());
+  std::printf("%s: %s", run_title(config).c_str(), measured_text(m).c_str());
   if (!json_path.empty()) {
-    std::string labels = fmt::format("\"backend\":\"{}\",\"warehouses\":{},\"terminals\":{}", c.backend,
-                                     c.warehouses, spec.terminals);
+    uint32_t n = server_connections(config.kind, config.terminals, config.connections);
+    std::string labels = fmt::format("\"backend\":\"{}\",\"warehouses\":{},\"terminals\":{},\"connections\":{}",
+                                     c.backend, c.warehouses, spec.terminals, n ? std::to_string(n) : "null");
     std::FILE* f = std::fopen(json_path.c_str(), "w");
     if (!f) throw std::runtime_error("cannot write " + json_path);
     std::string json = measured_json(m, labels) + "\n";
@@ -234,6 +241,12 @@ int main_impl(int argc, char** argv) {
   add_common(run_cmd, common, true);
   run_cmd->add_option("--terminals", spec.terminals, "terminals N, each waiting for its answer (default 1)")
       ->check(CLI::Range(uint32_t{1}, kMaxTerminals - 24));
+  uint32_t connections = 0;
+  run_cmd
+      ->add_option("--connections", connections,
+                   "aup only: the terminals share C pipelined connections, terminal i on connection i % C\n"
+                   "(1 to the terminals; default: a connection per terminal)")
+      ->check(CLI::Range(uint32_t{1}, kMaxTerminals - 24));
   run_cmd->add_option("--seconds", spec.seconds, "length of the timed phase (default 20)")
       ->check(CLI::Range(0.1, kMaxSeconds));
   run_cmd->add_option("--warmup", spec.warmup_s, "warm-up before it (default 2)")->check(CLI::Range(0.0, kMaxSeconds));
@@ -272,6 +285,13 @@ int main_impl(int argc, char** argv) {
   matrix_cmd->add_option("--cells", cells_text,
                          "the runs per medium and W as KIND:TERMINALS,... (default aup:16,aup:64,sqlite:1,\n"
                          "sqlite:4,sqlite-tuned:1,sqlite-tuned:4,sqlite-grouped:16,sqlite-grouped:64)");
+  std::vector<uint32_t> matrix_connections;
+  matrix_cmd
+      ->add_option("--connections", matrix_connections,
+                   "run every aup cell once per value C,... with its terminals sharing C pipelined connections\n"
+                   "(a value above a cell's terminals: a connection per terminal; default: that alone)")
+      ->delimiter(',')
+      ->check(CLI::Range(uint32_t{1}, kMaxTerminals - 24));
   matrix_cmd->add_option("--seconds", matrix.seconds, "timed phase per run (default 20)")
       ->check(CLI::Range(0.1, kMaxSeconds));
   matrix_cmd->add_option("--warmup", matrix.warmup, "warm-up per run (default 2)")->check(CLI::Range(0.0, kMaxSeconds));
@@ -283,16 +303,22 @@ int main_impl(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
+  BackendConfig run_config;
   try {
     bench::parse_cpu_plan(common.cpus);
-    matrix.cells = cells_text.empty() ? default_cells() : parse_cells(cells_text);
+    matrix.cells = with_connections(cells_text.empty() ? default_cells() : parse_cells(cells_text), matrix_connections);
+    if (run_cmd->parsed()) {
+      run_config = backend_config(common, common.backend, common.dir, spec.terminals);
+      run_config.connections = connections;
+      check_connections(run_config);
+    }
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "aup-tpcc: %s\n", e.what());
     return kExitUsage;
   }
   try {
     if (load_cmd->parsed()) return do_load(common);
-    if (run_cmd->parsed()) return do_run(common, spec, json_path);
+    if (run_cmd->parsed()) return do_run(common, run_config, spec, json_path);
     if (consistency_cmd->parsed()) return do_consistency(common);
     if (same_cmd->parsed()) return do_same_state(common, transactions, sqlite_kind);
     if (matrix_cmd->parsed()) {

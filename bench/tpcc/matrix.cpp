@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -52,6 +53,11 @@ void check_options(const MatrixOptions& o) {
     if (c.terminals < 1 || c.terminals > kMaxTerminals) {
       throw std::invalid_argument(fmt::format("{} terminals is outside 1..{}", c.terminals, kMaxTerminals));
     }
+    BackendConfig b;
+    b.kind = c.kind;
+    b.terminals = c.terminals;
+    b.connections = c.connections;
+    check_connections(b);
   }
   uint64_t runs = o.media.size() * o.warehouses.size() * o.cells.size() * uint64_t{o.reps};
   if (o.reps < 1 || runs > kMaxRuns) {
@@ -72,7 +78,7 @@ std::string layout_of(const std::string& kind, bool on_disk) {
 std::string loader_of(const std::string& layout) { return layout == "sqlite-1k" ? "sqlite-tuned" : layout; }
 
 BackendConfig config_for(const MatrixOptions& o, const MatrixMedium& m, const std::string& kind, const std::string& dir,
-                         int64_t w, uint32_t terminals) {
+                         int64_t w, uint32_t terminals, uint32_t connections) {
   BackendConfig c;
   c.kind = kind;
   c.dir = dir;
@@ -83,6 +89,7 @@ BackendConfig config_for(const MatrixOptions& o, const MatrixMedium& m, const st
   c.module = o.module;
   c.io_threads = o.io_threads;
   c.engine = o.engine;
+  c.connections = connections;
   return c;
 }
 
@@ -119,7 +126,7 @@ class Templates {
  private:
   std::unique_ptr<ScratchDir> load(const std::string& layout) {
     auto dir = std::make_unique<ScratchDir>(scratch_, fmt::format("template-{}-w{}", layout, w_));
-    BackendConfig c = config_for(o_, m_, loader_of(layout), dir->path(), w_, 1);
+    BackendConfig c = config_for(o_, m_, loader_of(layout), dir->path(), w_, 1, 0);
     pin_for_load(c, o_.cpus);
     std::string what = fmt::format("{} W={} load {}", m_.label, w_, layout);
     auto started = std::chrono::steady_clock::now();
@@ -143,24 +150,21 @@ class Templates {
   std::map<std::string, std::unique_ptr<ScratchDir>> dirs_;
 };
 
-std::string run_labels(const CellKey& k, uint32_t rep) {
-  return fmt::format("\"medium\":{},\"warehouses\":{},\"kind\":{},\"terminals\":{},\"rep\":{}",
-                     bench::json_string(k.medium), k.warehouses, bench::json_string(k.kind), k.terminals, rep);
-}
+std::string run_labels(const CellKey& k, uint32_t rep) { return cell_labels_json(k) + fmt::format(",\"rep\":{}", rep); }
 
 // One run on a fresh copy of `template_dir`; its figures, or its
 // consistency problems, go into `results`.
 void run_cell(const MatrixOptions& o, const MatrixMedium& m, const std::string& scratch, const CellKey& key,
               uint32_t rep, const std::string& template_dir, MatrixResults& results) {
-  std::string what =
-      fmt::format("{} W={} {} {} terminals, rep {}/{}", m.label, key.warehouses, key.kind, key.terminals, rep, o.reps);
+  std::string what = fmt::format("{} W={} {} {} terminals{}, rep {}/{}", m.label, key.warehouses, key.kind,
+                                 key.terminals, connections_text(key), rep, o.reps);
   Measured measured;
   {
     ScratchDir run(scratch, "run");
     progress(what + ": copying the template");
     copy_template(template_dir, run.path());
     RunSpec spec{key.warehouses, key.terminals, o.seed, o.warmup, o.seconds, 0};
-    measured = measure(config_for(o, m, key.kind, run.path(), key.warehouses, key.terminals), spec, o.cpus,
+    measured = measure(config_for(o, m, key.kind, run.path(), key.warehouses, key.terminals, key.connections), spec, o.cpus,
                        [&](const std::string& line) { progress(what + ": " + line); });
   }
   if (!measured.problems.empty()) {
@@ -183,7 +187,7 @@ void run_medium(const MatrixOptions& o, const MatrixMedium& m, MatrixResults& re
     Templates templates(o, m, scratch.path(), w, results);
     for (uint32_t rep = 1; rep <= o.reps; ++rep) {
       for (const MatrixCell& c : o.cells) {
-        CellKey key{m.label, w, c.kind, c.terminals};
+        CellKey key{m.label, w, c.kind, c.terminals, c.connections};
         run_cell(o, m, scratch.path(), key, rep, templates.for_kind(c.kind), results);
       }
     }
@@ -195,6 +199,26 @@ void run_medium(const MatrixOptions& o, const MatrixMedium& m, MatrixResults& re
 std::vector<MatrixCell> default_cells() {
   return {{"aup", 16},         {"aup", 64},         {"sqlite", 1},          {"sqlite", 4},
           {"sqlite-tuned", 1}, {"sqlite-tuned", 4}, {"sqlite-grouped", 16}, {"sqlite-grouped", 64}};
+}
+
+std::vector<MatrixCell> with_connections(const std::vector<MatrixCell>& cells, const std::vector<uint32_t>& connections) {
+  if (connections.empty()) return cells;
+  std::vector<MatrixCell> out;
+  for (const MatrixCell& c : cells) {
+    if (c.kind != "aup") {
+      out.push_back(c);
+      continue;
+    }
+    size_t first = out.size();
+    for (uint32_t n : connections) {
+      MatrixCell e{c.kind, c.terminals, n >= c.terminals ? 0 : n};
+      if (std::none_of(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
+                       [&](const MatrixCell& x) { return x.connections == e.connections; })) {
+        out.push_back(e);
+      }
+    }
+  }
+  return out;
 }
 
 int run_matrix(const MatrixOptions& o) {

@@ -1,6 +1,7 @@
 // The matrix (docs/benchmarks.md, "TPC-C"): for each medium (RAM: a
 // directory in /dev/shm; disk: one on the work volume) and each W (1, 4):
-// aup at 16 and 64 terminals, sqlite and sqlite-tuned at 1 and 4, and
+// aup at 16 and 64 terminals (with --connections, also with the terminals
+// sharing fewer connections), sqlite and sqlite-tuned at 1 and 4, and
 // sqlite-grouped at 16 and 64. Each (medium, W, storage layout) is loaded
 // once into a template directory; every run starts from a fresh copy of it,
 // so every run begins from the same rows. After each run: consistency
@@ -28,6 +29,9 @@ struct MatrixMedium {
 struct MatrixCell {
   std::string kind;   // a backend kind
   uint32_t terminals;
+  // aup: BackendConfig::connections (0: a connection per terminal); always
+  // 0 for SQLite.
+  uint32_t connections = 0;
 };
 
 struct MatrixOptions {
@@ -49,6 +53,12 @@ struct MatrixOptions {
 
 // aup 16, 64; sqlite 1, 4; sqlite-tuned 1, 4; sqlite-grouped 16, 64.
 std::vector<MatrixCell> default_cells();
+
+// `cells` with each aup cell repeated once per value of `connections`, in
+// order: its terminals sharing that many connections, or a connection per
+// terminal for a value at or above its terminals (said once, however many
+// values say it). Empty `connections`: `cells` as they are.
+std::vector<MatrixCell> with_connections(const std::vector<MatrixCell>& cells, const std::vector<uint32_t>& connections);
 
 // Runs the matrix, printing a progress line per run to stderr and the
 // Markdown table to stdout; writes the results when out_dir is set.

@@ -65,19 +65,21 @@ std::string rate(double tx_per_s) { return bench::grouped(static_cast<uint64_t>(
 
 // aup at `terminals` over the best sqlite-tuned cell of (medium, W).
 std::optional<Ratio> over_best_tuned(const MatrixOptions& o, const MatrixResults& results, const MatrixMedium& m,
-                                     int64_t w, uint32_t terminals, double aup_tx) {
+                                     const CellKey& aup, double aup_tx) {
+  int64_t w = aup.warehouses;
   double best = 0;
   uint32_t best_terminals = 0;
   for (const MatrixCell& c : o.cells) {
     if (c.kind != "sqlite-tuned") continue;
-    std::optional<CellFigures> f = cell_figures(results, CellKey{m.label, w, c.kind, c.terminals});
+    std::optional<CellFigures> f = cell_figures(results, CellKey{m.label, w, c.kind, c.terminals, 0});
     if (f && f->median.transactions_per_s > best) {
       best = f->median.transactions_per_s;
       best_terminals = c.terminals;
     }
   }
   if (best <= 0) return std::nullopt;
-  Ratio r{m.label, w, terminals, "tx/s over the best sqlite-tuned", "", aup_tx / best, std::nullopt};
+  Ratio r{m.label, w, aup.terminals, connections_of(aup), "tx/s over the best sqlite-tuned", "", aup_tx / best,
+          std::nullopt};
   r.detail = fmt::format("aup {} tx/s, sqlite-tuned {} tx/s at {} terminal{}", rate(aup_tx), rate(best), best_terminals,
                          best_terminals == 1 ? "" : "s");
   if (!m.on_disk) r.goal = kRamOverBestTuned;
@@ -85,27 +87,48 @@ std::optional<Ratio> over_best_tuned(const MatrixOptions& o, const MatrixResults
 }
 
 // aup at `terminals` over sqlite-grouped at the same count.
-std::optional<Ratio> over_grouped(const MatrixMedium& m, const MatrixResults& results, int64_t w, uint32_t terminals,
+std::optional<Ratio> over_grouped(const MatrixMedium& m, const MatrixResults& results, const CellKey& aup,
                                   double aup_tx) {
-  std::optional<CellFigures> g = cell_figures(results, CellKey{m.label, w, "sqlite-grouped", terminals});
+  std::optional<CellFigures> g =
+      cell_figures(results, CellKey{m.label, aup.warehouses, "sqlite-grouped", aup.terminals, 0});
   if (!g || g->median.transactions_per_s <= 0) return std::nullopt;
   double grouped_tx = g->median.transactions_per_s;
-  Ratio r{m.label,     w, terminals, "tx/s over sqlite-grouped at the same terminals", "", aup_tx / grouped_tx,
-          std::nullopt};
+  Ratio r{m.label,     aup.warehouses, aup.terminals, connections_of(aup), "tx/s over sqlite-grouped at the same terminals",
+          "",          aup_tx / grouped_tx, std::nullopt};
   r.detail = fmt::format("aup {} tx/s, sqlite-grouped {} tx/s", rate(aup_tx), rate(grouped_tx));
-  if (m.on_disk && terminals == kDiskGoalTerminals) r.goal = kDiskOverGrouped;
+  if (m.on_disk && aup.terminals == kDiskGoalTerminals) r.goal = kDiskOverGrouped;
   return r;
 }
 
-std::optional<Ratio> resident_over_state(const MatrixMedium& m, int64_t w, uint32_t terminals, const RunFigures& f) {
+std::optional<Ratio> resident_over_state(const MatrixMedium& m, const CellKey& aup, const RunFigures& f) {
   if (f.state_bytes <= 0) return std::nullopt;
-  Ratio r{m.label,           w, terminals, "resident memory over state bytes", "", f.resident_bytes / f.state_bytes,
+  Ratio r{m.label,
+          aup.warehouses,
+          aup.terminals,
+          connections_of(aup),
+          "resident memory over state bytes",
+          "",
+          f.resident_bytes / f.state_bytes,
           kResidentOverState};
   r.detail = fmt::format("aup resident {:.1f} MB, state {:.1f} MB", f.resident_bytes / 1e6, f.state_bytes / 1e6);
   return r;
 }
 
 }  // namespace
+
+uint32_t connections_of(const CellKey& k) { return server_connections(k.kind, k.terminals, k.connections); }
+
+std::string cell_labels_json(const CellKey& k) {
+  uint32_t n = connections_of(k);
+  return fmt::format("\"medium\":{},\"warehouses\":{},\"kind\":{},\"terminals\":{},\"connections\":{}",
+                     bench::json_string(k.medium), k.warehouses, bench::json_string(k.kind), k.terminals,
+                     n ? std::to_string(n) : "null");
+}
+
+std::string connections_text(const CellKey& k) {
+  uint32_t n = connections_of(k);
+  return n != 0 && n != k.terminals ? fmt::format(" over {} connections", n) : "";
+}
 
 const std::vector<double>& cdf_fractions() {
   static const std::vector<double> fractions = make_cdf_fractions();
@@ -122,6 +145,8 @@ RunFigures figures_of(const Measured& m) {
     f.p99_us[k] = r.kinds[k].percentile_us(0.99);
   }
   f.cpu_us_per_transaction = r.cpu_us_per_transaction();
+  f.user_us_per_transaction = r.user_us_per_transaction();
+  f.system_us_per_transaction = r.system_us_per_transaction();
   f.write_bytes_per_transaction = r.write_bytes_per_transaction();
   f.device_bytes_per_transaction = r.device_bytes_per_transaction();
   f.resident_bytes = static_cast<double>(m.resident_bytes);
@@ -153,6 +178,8 @@ std::optional<CellFigures> cell_figures(const MatrixResults& results, const Cell
   }
   m.p99_us_all = median_of(timed, [](const RunFigures& f) { return f.p99_us_all; });
   m.cpu_us_per_transaction = median_of(runs, [](const RunFigures& f) { return f.cpu_us_per_transaction; });
+  m.user_us_per_transaction = median_of(runs, [](const RunFigures& f) { return f.user_us_per_transaction; });
+  m.system_us_per_transaction = median_of(runs, [](const RunFigures& f) { return f.system_us_per_transaction; });
   m.write_bytes_per_transaction = median_of(runs, [](const RunFigures& f) { return f.write_bytes_per_transaction; });
   m.device_bytes_per_transaction =
       median_of(runs, [](const RunFigures& f) { return f.device_bytes_per_transaction; });  // -1 in all, or none
@@ -173,7 +200,7 @@ std::vector<CellKey> cell_keys(const MatrixOptions& o) {
   std::vector<CellKey> keys;
   for (const MatrixMedium& m : o.media) {
     for (int64_t w : o.warehouses) {
-      for (const MatrixCell& c : o.cells) keys.push_back(CellKey{m.label, w, c.kind, c.terminals});
+      for (const MatrixCell& c : o.cells) keys.push_back(CellKey{m.label, w, c.kind, c.terminals, c.connections});
     }
   }
   return keys;
@@ -185,12 +212,12 @@ std::vector<Ratio> ratios(const MatrixOptions& o, const MatrixResults& results) 
     for (int64_t w : o.warehouses) {
       for (const MatrixCell& c : o.cells) {
         if (c.kind != "aup") continue;
-        std::optional<CellFigures> a = cell_figures(results, CellKey{m.label, w, c.kind, c.terminals});
+        CellKey key{m.label, w, c.kind, c.terminals, c.connections};
+        std::optional<CellFigures> a = cell_figures(results, key);
         if (!a) continue;
         double tx = a->median.transactions_per_s;
-        for (std::optional<Ratio> r :
-             {over_best_tuned(o, results, m, w, c.terminals, tx), over_grouped(m, results, w, c.terminals, tx),
-              resident_over_state(m, w, c.terminals, a->median)}) {
+        for (std::optional<Ratio> r : {over_best_tuned(o, results, m, key, tx), over_grouped(m, results, key, tx),
+                                       resident_over_state(m, key, a->median)}) {
           if (r) out.push_back(std::move(*r));
         }
       }
@@ -200,8 +227,11 @@ std::vector<Ratio> ratios(const MatrixOptions& o, const MatrixResults& results) 
 }
 
 std::string ratio_text(const Ratio& r) {
-  std::string out = fmt::format("{} W={}, aup at {} terminals: {:.2f}x {} ({})", r.medium, r.warehouses, r.terminals,
-                                r.value, r.what, r.detail);
+  std::string over = r.connections != 0 && r.connections != r.terminals
+                         ? fmt::format(" over {} connections", r.connections)
+                         : "";
+  std::string out = fmt::format("{} W={}, aup at {} terminals{}: {:.2f}x {} ({})", r.medium, r.warehouses, r.terminals,
+                                over, r.value, r.what, r.detail);
   if (r.goal) {
     out += fmt::format("; goal {} {:.1f}x: {}", r.goal->at_least ? "≥" : "≤", r.goal->bound,
                        r.goal->met(r.value) ? "met" : "missed");

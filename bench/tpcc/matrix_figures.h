@@ -24,7 +24,9 @@ struct RunFigures {
   std::array<double, kTxKinds> p50_us{};
   std::array<double, kTxKinds> p99_us{};
   double p99_us_all = 0;  // every type together
-  double cpu_us_per_transaction = 0;
+  double cpu_us_per_transaction = 0;  // user + system
+  double user_us_per_transaction = 0;
+  double system_us_per_transaction = 0;
   double write_bytes_per_transaction = 0;
   double device_bytes_per_transaction = -1;  // -1: not on a block device
   double resident_bytes = 0;
@@ -39,8 +41,21 @@ struct CellKey {
   int64_t warehouses = 1;
   std::string kind;
   uint32_t terminals = 1;
+  uint32_t connections = 0;  // MatrixCell::connections
   bool operator==(const CellKey&) const = default;
 };
+
+// The connections an aup cell's terminals use: MatrixCell::connections, or
+// one per terminal; 0 for SQLite (server_connections).
+uint32_t connections_of(const CellKey& k);
+
+// The cell's labels as JSON members: medium, warehouses, kind, terminals,
+// connections (null for SQLite).
+std::string cell_labels_json(const CellKey& k);
+
+// " over 8 connections" for an aup cell whose terminals share fewer
+// connections than they are; "" for any other.
+std::string connections_text(const CellKey& k);
 
 struct RunRecord {
   CellKey cell;
@@ -102,6 +117,7 @@ struct Ratio {
   std::string medium;
   int64_t warehouses = 1;
   uint32_t terminals = 1;  // aup's
+  uint32_t connections = 0;  // aup's, as CellKey
   std::string what;        // "tx/s over the best sqlite-tuned", ...
   std::string detail;      // both sides' figures, for a person
   double value = 0;

@@ -23,11 +23,6 @@ std::string ms(double us) {
   return fmt::format("{:.0f}", v);
 }
 
-std::string cell_labels_json(const CellKey& c) {
-  return fmt::format("\"medium\":{},\"warehouses\":{},\"kind\":{},\"terminals\":{}", json_string(c.medium),
-                     c.warehouses, json_string(c.kind), c.terminals);
-}
-
 // A path as results show it: relative to the working directory when inside
 // it, so committed results name no one's checkout.
 std::string shown_path(const std::string& p) {
@@ -44,8 +39,8 @@ std::string options_json(const MatrixOptions& o) {
   for (size_t i = 0; i < o.warehouses.size(); ++i) out += fmt::format("{}{}", i ? ", " : "", o.warehouses[i]);
   out += "],\n    \"cells\": [";
   for (size_t i = 0; i < o.cells.size(); ++i) {
-    out += fmt::format("{}{{\"kind\": {}, \"terminals\": {}}}", i ? ", " : "", json_string(o.cells[i].kind),
-                       o.cells[i].terminals);
+    out += fmt::format("{}{{\"kind\": {}, \"terminals\": {}, \"connections\": {}}}", i ? ", " : "",
+                       json_string(o.cells[i].kind), o.cells[i].terminals, o.cells[i].connections);
   }
   out += "],\n    \"media\": [";
   for (size_t i = 0; i < o.media.size(); ++i) {
@@ -105,9 +100,10 @@ std::string cells_json(const MatrixOptions& o, const MatrixResults& results) {
     out += fmt::format(
         "{}\n    {{{},\"runs\":{},\"median\":{{\"transactions_per_s\":{:.1f},\"transactions_per_s_min\":{:.1f},"
         "\"transactions_per_s_max\":{:.1f},\"new_orders_per_min\":{:.0f},\"cpu_us_per_transaction\":{:.2f},"
-        "\"write_bytes_per_transaction\":{:.1f},\"device_bytes_per_transaction\":{},\"resident_bytes\":{:.0f},\"state_bytes\":{:.0f},\"per_type\":{}}}}}",
+        "\"user_us_per_transaction\":{:.2f},\"system_us_per_transaction\":{:.2f},\"write_bytes_per_transaction\":{:.1f},\"device_bytes_per_transaction\":{},\"resident_bytes\":{:.0f},\"state_bytes\":{:.0f},\"per_type\":{}}}}}",
         first ? "" : ",", cell_labels_json(key), c->runs, m.transactions_per_s, c->transactions_per_s_min,
-        c->transactions_per_s_max, m.new_orders_per_min, m.cpu_us_per_transaction, m.write_bytes_per_transaction,
+        c->transactions_per_s_max, m.new_orders_per_min, m.cpu_us_per_transaction, m.user_us_per_transaction,
+        m.system_us_per_transaction, m.write_bytes_per_transaction,
         m.device_bytes_per_transaction < 0 ? std::string("null") : fmt::format("{:.1f}", m.device_bytes_per_transaction),
         m.resident_bytes, m.state_bytes, per_type_json(m));
     first = false;
@@ -124,9 +120,9 @@ std::string ratios_json(const std::vector<Ratio>& ratios) {
                                          r.goal->at_least ? "true" : "false", r.goal->met(r.value) ? "true" : "false")
                            : "null";
     out += fmt::format(
-        "{}\n    {{\"medium\":{},\"warehouses\":{},\"aup_terminals\":{},\"what\":{},\"value\":{:.3f},"
-        "\"detail\":{},\"goal\":{}}}",
-        i ? "," : "", json_string(r.medium), r.warehouses, r.terminals, json_string(r.what), r.value,
+        "{}\n    {{\"medium\":{},\"warehouses\":{},\"aup_terminals\":{},\"aup_connections\":{},\"what\":{},"
+        "\"value\":{:.3f},\"detail\":{},\"goal\":{}}}",
+        i ? "," : "", json_string(r.medium), r.warehouses, r.terminals, r.connections, json_string(r.what), r.value,
         json_string(r.detail), goal);
   }
   return out + "]\n";
@@ -163,7 +159,10 @@ std::string load_text(const MatrixOptions& o) {
       "sqlite-tuned and sqlite-grouped on disk); every run starts from a fresh copy of it, flushed to its device "
       "before the run. Per run: a {} s warm-up, a {} s timed phase, then TPC-C consistency conditions 1-4 "
       "(clause 3.3.2.1-3.3.2.4) for every warehouse; a run that fails them is left out. aup is `aup run "
-      "--listen` with --io-threads {}; the SQLite backends run in this process, a connection per terminal. "
+      "--listen` with --io-threads {}, reached over a Unix-socket connection per terminal, or, where the connections "
+      "column says fewer, the terminals sharing that many pipelined connections (terminal i on connection i mod C, "
+      "each terminal waiting for its own answer); the SQLite backends run in this process, a database connection "
+      "per terminal (–). "
       "Media: {}.",
       o.seed, o.warmup, o.seconds, o.io_threads, media_text(o));
 }
@@ -177,7 +176,8 @@ std::string figures_text(const MatrixOptions& o) {
   return "Figures: tx/s is the transactions completed in the timed phase (rolled-back New-Orders included) over "
          "its length; NO/min the New-Orders among them per minute; latencies from sending a transaction to its "
          "final answer, in ms; server CPU is utime + stime of the working process (the aup server, or this whole "
-         "process for SQLite, terminals included) per transaction; bytes written is /proc/PID/io write_bytes of "
+         "process for SQLite, terminals included) per transaction, and apart: user (utime) and system (stime, the "
+         "kernel's work for it: sockets, wake-ups, writes); bytes written is /proc/PID/io write_bytes of "
          "that process per transaction, and device the sectors written × 512 of the block device holding the data "
          "(/sys/block/DEV/stat: every process's writes, the file system's journal included; – in memory); resident is its VmRSS after the run, state the rows' size as data (8 "
          "bytes a number). " +
@@ -207,10 +207,13 @@ std::string table_row(const CellKey& key, const CellFigures& c, bool with_range)
   std::string tx = count(m.transactions_per_s);
   if (with_range) tx += fmt::format(" ({}-{})", count(c.transactions_per_s_min), count(c.transactions_per_s_max));
   std::string device = m.device_bytes_per_transaction < 0 ? "–" : count(m.device_bytes_per_transaction);
-  return fmt::format("| {} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {:.1f} | {} | {} | {:.1f} | {:.1f} | {:.2f} |\n",
-                     key.medium, key.warehouses, key.kind, key.terminals, tx, count(m.new_orders_per_min),
-                     ms(m.p50_us[kNewOrder]), ms(m.p99_us[kNewOrder]), ms(m.p50_us[kPayment]), ms(m.p99_us[kPayment]),
-                     m.cpu_us_per_transaction, count(m.write_bytes_per_transaction), device, m.resident_bytes / 1e6,
+  uint32_t n = connections_of(key);
+  return fmt::format(
+      "| {} | {} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {:.1f} | {:.1f} | {:.1f} | {} | {} | {:.1f} | {:.1f} | "
+      "{:.2f} |\n",
+      key.medium, key.warehouses, key.kind, key.terminals, n ? std::to_string(n) : "–", tx,
+      count(m.new_orders_per_min), ms(m.p50_us[kNewOrder]), ms(m.p99_us[kNewOrder]), ms(m.p50_us[kPayment]),
+      ms(m.p99_us[kPayment]), m.cpu_us_per_transaction, m.user_us_per_transaction, m.system_us_per_transaction, count(m.write_bytes_per_transaction), device, m.resident_bytes / 1e6,
                      m.state_bytes / 1e6, m.state_bytes > 0 ? m.resident_bytes / m.state_bytes : 0.0);
 }
 
@@ -218,9 +221,10 @@ std::string table_row(const CellKey& key, const CellFigures& c, bool with_range)
 
 std::string matrix_table(const MatrixOptions& o, const MatrixResults& results) {
   std::string out =
-      "| medium | W | backend | terminals | tx/s | NO/min | New-Order p50 / p99 ms | Payment p50 / p99 ms | "
-      "server CPU µs/tx | bytes written/tx: process | device | resident MB | state MB | resident ÷ state |\n"
-      "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "| medium | W | backend | terminals | connections | tx/s | NO/min | New-Order p50 / p99 ms | Payment p50 / p99 ms | "
+      "server CPU µs/tx | user µs/tx | system µs/tx | bytes written/tx: process | device | resident MB | state MB | "
+      "resident ÷ state |\n"
+      "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const CellKey& key : cell_keys(o)) {
     std::optional<CellFigures> c = cell_figures(results, key);
     if (c) out += table_row(key, *c, o.reps > 1);

@@ -68,11 +68,12 @@ std::string measured_json(const Measured& m, const std::string& labels) {
   if (!labels.empty()) out += ",";
   out += fmt::format(
       "\"seconds\":{:.3f},\"transactions\":{},\"transactions_per_s\":{:.1f},\"new_orders_per_min\":{:.0f},"
-      "\"cpu_us_per_transaction\":{:.2f},\"write_bytes_per_transaction\":{:.1f},\"device_bytes_per_transaction\":{},"
+      "\"cpu_us_per_transaction\":{:.2f},\"user_us_per_transaction\":{:.2f},\"system_us_per_transaction\":{:.2f},"
+      "\"write_bytes_per_transaction\":{:.1f},\"device_bytes_per_transaction\":{},"
       "\"driver_cpu_us_per_transaction\":{:.2f},"
       "\"resident_bytes\":{},\"state_bytes\":{},\"rows\":{},\"consistent\":{},\"problems\":{}",
       r.seconds, r.transactions(), r.transactions_per_s(), r.new_orders_per_min(), r.cpu_us_per_transaction(),
-      r.write_bytes_per_transaction(), device_json(r.device_bytes_per_transaction()),
+      r.user_us_per_transaction(), r.system_us_per_transaction(), r.write_bytes_per_transaction(), device_json(r.device_bytes_per_transaction()),
       r.transactions() ? r.driver_cpu_ns / 1e3 / static_cast<double>(r.transactions()) : 0.0, m.resident_bytes,
       m.state_bytes, m.counts.total(), m.problems.empty() ? "true" : "false", problems_json(m.problems));
   append_kinds_json(out, r);
@@ -84,10 +85,10 @@ std::string measured_text(const Measured& m) {
   const RunResult& r = m.result;
   std::string out = fmt::format(
       "{:.0f} transactions/s, {:.0f} New-Orders/min over {:.1f} s ({} transactions)\n"
-      "server CPU {:.1f} us/transaction, {:.0f} bytes written/transaction{}, resident {:.1f} MB for {:.1f} MB of "
-      "state ({:.2f}x)\n",
+      "server CPU {:.1f} us/transaction (user {:.1f}, system {:.1f}), {:.0f} bytes written/transaction{}, resident "
+      "{:.1f} MB for {:.1f} MB of state ({:.2f}x)\n",
       r.transactions_per_s(), r.new_orders_per_min(), r.seconds, r.transactions(), r.cpu_us_per_transaction(),
-      r.write_bytes_per_transaction(),
+      r.user_us_per_transaction(), r.system_us_per_transaction(), r.write_bytes_per_transaction(),
       r.device_bytes_per_transaction() < 0
           ? std::string()
           : fmt::format(" ({:.0f} by the device)", r.device_bytes_per_transaction()), static_cast<double>(m.resident_bytes) / 1e6,

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -37,6 +38,18 @@ std::string colour_of(const std::string& kind) {
   return "#9467bd";
 }
 
+// A line of the throughput plot: a backend, and for aup how many
+// connections its terminals share (MatrixCell::connections; 0 a connection
+// per terminal).
+struct Series {
+  std::string kind;
+  uint32_t connections = 0;
+  bool operator==(const Series&) const = default;
+  std::string title() const {
+    return connections == 0 ? kind : fmt::format("{} over {} connections", kind, connections);
+  }
+};
+
 // The backends of o.cells in their first-seen order.
 std::vector<std::string> kinds_of(const MatrixOptions& o) {
   std::vector<std::string> kinds;
@@ -44,6 +57,16 @@ std::vector<std::string> kinds_of(const MatrixOptions& o) {
     if (std::find(kinds.begin(), kinds.end(), c.kind) == kinds.end()) kinds.push_back(c.kind);
   }
   return kinds;
+}
+
+// The series of o.cells in their first-seen order.
+std::vector<Series> series_of(const MatrixOptions& o) {
+  std::vector<Series> series;
+  for (const MatrixCell& c : o.cells) {
+    Series s{c.kind, c.connections};
+    if (std::find(series.begin(), series.end(), s) == series.end()) series.push_back(s);
+  }
+  return series;
 }
 
 // Data blocks in gnuplot's `index` sense (separated by two blank lines) and
@@ -88,20 +111,23 @@ std::string panels_script(const std::vector<Panel>& panels) {
 std::optional<Panel> throughput_panel(const MatrixOptions& o, const MatrixResults& results, PlotData& data,
                                       const MatrixMedium& m, int64_t w) {
   Panel panel{fmt::format("{}, W={}", m.label, w), {}};
-  for (const std::string& kind : kinds_of(o)) {
+  std::map<std::string, int> dashes;  // a backend's first series solid, the next dashed, ...
+  for (const Series& series : series_of(o)) {
     std::string rows;
     for (const MatrixCell& c : o.cells) {
-      if (c.kind != kind) continue;
-      std::optional<CellFigures> f = cell_figures(results, CellKey{m.label, w, kind, c.terminals});
+      if (Series{c.kind, c.connections} != series) continue;
+      std::optional<CellFigures> f = cell_figures(results, CellKey{m.label, w, c.kind, c.terminals, c.connections});
       if (f) {
         rows += fmt::format("{} {:.1f} {:.1f} {:.1f}\n", c.terminals, f->median.transactions_per_s,
                             f->transactions_per_s_min, f->transactions_per_s_max);
       }
     }
     if (rows.empty()) continue;
-    int index = data.add(fmt::format("{} W={} {}: terminals, tx/s (median, min, max)", m.label, w, kind), rows);
-    panel.clauses.push_back(fmt::format("'{}.dat' index {} using 1:2 with linespoints lw 2 pt 7 lc rgb '{}' title '{}'",
-                                        kThroughput, index, colour_of(kind), kind));
+    int index =
+        data.add(fmt::format("{} W={} {}: terminals, tx/s (median, min, max)", m.label, w, series.title()), rows);
+    panel.clauses.push_back(
+        fmt::format("'{}.dat' index {} using 1:2 with linespoints lw 2 dt {} pt 7 lc rgb '{}' title '{}'", kThroughput,
+                    index, ++dashes[series.kind], colour_of(series.kind), series.title()));
   }
   if (panel.clauses.empty()) return std::nullopt;
   return panel;
@@ -151,16 +177,17 @@ std::optional<Panel> latency_panel(const MatrixOptions& o, const MatrixResults& 
                                    const MatrixMedium& m, int64_t w) {
   Panel panel{fmt::format("{}, W={}", m.label, w), {}};
   for (const std::string& kind : kinds_of(o)) {
-    int dash = 1;  // the kind's first terminal count solid, the next dashed, ...
+    int dash = 1;  // the kind's first cell solid, the next dashed, ...
     for (const MatrixCell& c : o.cells) {
       if (c.kind != kind) continue;
-      std::optional<CellFigures> f = cell_figures(results, CellKey{m.label, w, kind, c.terminals});
+      CellKey key{m.label, w, kind, c.terminals, c.connections};
+      std::optional<CellFigures> f = cell_figures(results, key);
       std::string rows = f ? cdf_rows(f->median, span) : "";
       if (rows.empty()) continue;
-      int index = data.add(
-          fmt::format("{} W={} {} {} terminals: latency ms, cumulative fraction", m.label, w, kind, c.terminals), rows);
-      panel.clauses.push_back(fmt::format("'{}.dat' index {} using 1:2 with lines lw 2 dt {} lc rgb '{}' title '{} {}'",
-                                          kLatency, index, dash++, colour_of(kind), kind, c.terminals));
+      std::string title = fmt::format("{} {}{}", kind, c.terminals, connections_text(key));
+      int index = data.add(fmt::format("{} W={} {} terminals: latency ms, cumulative fraction", m.label, w, title), rows);
+      panel.clauses.push_back(fmt::format("'{}.dat' index {} using 1:2 with lines lw 2 dt {} lc rgb '{}' title '{}'",
+                                          kLatency, index, dash++, colour_of(kind), title));
     }
   }
   if (panel.clauses.empty()) return std::nullopt;

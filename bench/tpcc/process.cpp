@@ -8,7 +8,9 @@ namespace aup::tpcc {
 
 ProcessFigures process_figures(pid_t pid, const bench::BlockDevice& device) {
   ProcessFigures f;
-  f.cpu_ns = bench::process_cpu(pid).total();
+  bench::ProcessCpu cpu = bench::process_cpu(pid);
+  f.user_ns = cpu.user_ns;
+  f.system_ns = cpu.system_ns;
   f.write_bytes = bench::proc_field(bench::proc_file(pid, "io"), "write_bytes:");
   f.resident_bytes = bench::proc_field(bench::proc_file(pid, "status"), "VmRSS:") * 1024;
   if (std::optional<double> b = device.bytes_written()) f.device_bytes = *b;
