@@ -4,7 +4,7 @@
 // the W=1 load, counts, consistency after the load and after transactions
 // from four threads, the rollback, a Payment against the dump, durability
 // across a restart, and a socket for a data directory too deep for
-// sun_path.
+// sun_path; and eight terminals sharing two pipelined connections.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -157,6 +157,17 @@ Expected run_terminals(Backend& backend, uint32_t terminals, uint64_t per_termin
     sum.deliveries += each[t].deliveries;
   }
   return sum;
+}
+
+// The sockets this process has open (/proc/self/fd).
+size_t own_sockets() {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    std::filesystem::path target = std::filesystem::read_symlink(e.path(), ec);
+    if (!ec && target.string().rfind("socket:", 0) == 0) ++n;
+  }
+  return n;
 }
 
 std::string exception_text(const std::function<void()>& f) {
@@ -317,6 +328,56 @@ TEST_SUITE("aup backend") {
     CHECK(f.user_ns > 0);
     CHECK(f.system_ns > 0);  // sockets and the load's writes
     CHECK(f.resident_bytes > 0);
+  }
+
+  TEST_CASE("eight terminals over two shared connections: two sockets, counts as they answered, consistency") {
+    Loaded& l = loaded();
+    l.backend->close();  // the shared store's server; it starts again when next needed
+    BackendConfig c = config_for(l.dir.path() + "/data");
+    c.terminals = 8;
+    c.connections = 2;
+    std::unique_ptr<Backend> b = make_aup_backend(c);
+    TableCounts before = b->counts();
+    {
+      size_t sockets = own_sockets();
+      std::vector<std::unique_ptr<Terminal>> ts;
+      for (uint32_t t = 0; t < 8; ++t) ts.push_back(b->terminal(t));
+      CHECK(own_sockets() == sockets + 2);
+      // A rollback comes back as such on a shared connection too.
+      NewOrderTx flagged{1, 1, 1, {{1, 1, 5}, {kUnusedItem, 1, 1}}, true};
+      CHECK(ts[5]->execute(flagged).outcome == Outcome::rolled_back);
+    }
+    Expected e = run_terminals(*b, 8, 250, 20240612);
+    TableCounts after = b->counts();
+    CHECK(e.new_orders > 500);
+    CHECK(after.rows[table_index("orders")] == before.rows[table_index("orders")] + e.new_orders);
+    CHECK(after.rows[table_index("order_lines")] == before.rows[table_index("order_lines")] + e.lines);
+    CHECK(after.rows[table_index("history")] == before.rows[table_index("history")] + e.payments);
+    const int new_orders = table_index("new_orders");
+    CHECK(after.rows[new_orders] + e.deliveries == before.rows[new_orders] + e.new_orders);
+    CHECK(b->consistency(1).empty());
+    b->close();
+  }
+
+  TEST_CASE("connections: 1 to the terminals for aup, none for SQLite, each refused with a sentence") {
+    TempDir dir(kTempParent, "aup-tpcc-test");
+    BackendConfig c = config_for(dir.path() + "/data");  // 4 terminals
+    for (uint32_t n : {0U, 1U, 3U, 4U}) {
+      c.connections = n;
+      CHECK_NOTHROW(check_connections(c));
+    }
+    c.connections = 5;
+    CHECK_THROWS_WITH_AS(make_backend(c), "5 connections for 4 terminals: --connections takes 1 to the terminals",
+                         std::invalid_argument);
+    c.kind = "sqlite-grouped";
+    c.connections = 2;
+    CHECK_THROWS_WITH_AS(make_backend(c), doctest::Contains("sqlite-grouped takes no --connections: SQLite runs in this process"),
+                         std::invalid_argument);
+    c.connections = 0;
+    CHECK_NOTHROW(check_connections(c));
+    CHECK(server_connections("aup", 64, 0) == 64);
+    CHECK(server_connections("aup", 64, 8) == 8);
+    CHECK(server_connections("sqlite", 4, 0) == 0);
   }
 
   TEST_CASE("a rollback New-Order answers rolled_back and changes no counts") {
