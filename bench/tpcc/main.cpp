@@ -221,6 +221,78 @@ std::vector<MatrixCell> parse_cells(const std::string& text) {
   return cells;
 }
 
+// `run`'s own options.
+struct RunArgs {
+  RunSpec spec;  // 20 s after a 2 s warm-up unless told
+  uint32_t connections = 0;  // 0: a connection per terminal
+  std::string json_path;
+};
+
+CLI::App* add_run_command(CLI::App& app, Common& common, RunArgs& a) {
+  CLI::App* cmd = app.add_subcommand(
+      "run", "Run N terminals against a loaded store for a warm-up and a timed phase, then check consistency.");
+  add_common(cmd, common, true);
+  cmd->add_option("--terminals", a.spec.terminals, "terminals N, each waiting for its answer (default 1)")
+      ->check(CLI::Range(uint32_t{1}, kMaxTerminals - 24));
+  cmd->add_option("--connections", a.connections,
+                  "aup only: the terminals share C pipelined connections, terminal i on connection i % C\n"
+                  "(1 to the terminals; default: a connection per terminal)")
+      ->check(CLI::Range(uint32_t{1}, kMaxTerminals - 24));
+  cmd->add_option("--seconds", a.spec.seconds, "length of the timed phase (default 20)")
+      ->check(CLI::Range(0.1, kMaxSeconds));
+  cmd->add_option("--warmup", a.spec.warmup_s, "warm-up before it (default 2)")->check(CLI::Range(0.0, kMaxSeconds));
+  cmd->add_option("--json", a.json_path, "also write the figures as one JSON object to this file");
+  return cmd;
+}
+
+// `matrix`'s own options.
+struct MatrixArgs {
+  MatrixOptions matrix;
+  std::string ram_dir = "/dev/shm", disk_dir;
+  bool ram_only = false;
+  std::string cells_text;
+  std::vector<uint32_t> connections;
+};
+
+CLI::App* add_matrix_command(CLI::App& app, Common& common, MatrixArgs& a) {
+  CLI::App* cmd = app.add_subcommand(
+      "matrix",
+      "The comparison: RAM and disk, W=1 and W=4, aup at 16 and 64 terminals, sqlite and sqlite-tuned\n"
+      "at 1 and 4, sqlite-grouped at 16 and 64; results to bench/results/tpcc.{json,md,*.svg}.");
+  add_common(cmd, common, false);
+  cmd->add_option("--ram", a.ram_dir, "a directory in memory (default /dev/shm)");
+  cmd->add_option("--disk", a.disk_dir, "a directory on the work volume (default: build/tpcc-bench)");
+  cmd->add_flag("--ram-only", a.ram_only, "leave the disk rows out");
+  cmd->add_option("--warehouse-counts", a.matrix.warehouses, "the W values (default 1 4)");
+  cmd->add_option("--cells", a.cells_text,
+                  "the runs per medium and W as KIND:TERMINALS,... (default aup:16,aup:64,sqlite:1,\n"
+                  "sqlite:4,sqlite-tuned:1,sqlite-tuned:4,sqlite-grouped:16,sqlite-grouped:64)");
+  cmd->add_option("--connections", a.connections,
+                  "run every aup cell once per value C,... with its terminals sharing C pipelined connections\n"
+                  "(a value at or above a cell's terminals: a connection per terminal; default: that alone)")
+      ->delimiter(',')
+      ->check(CLI::Range(uint32_t{1}, kMaxTerminals - 24));
+  cmd->add_option("--seconds", a.matrix.seconds, "timed phase per run (default 20)")->check(CLI::Range(0.1, kMaxSeconds));
+  cmd->add_option("--warmup", a.matrix.warmup, "warm-up per run (default 2)")->check(CLI::Range(0.0, kMaxSeconds));
+  cmd->add_option("--reps", a.matrix.reps, "repetitions of every run (default 1)")->check(CLI::Range(1, 100));
+  cmd->add_option("--out", a.matrix.out_dir, "where tpcc.json, tpcc.md and the plots go (default: none)");
+  return cmd;
+}
+
+int do_matrix(const Common& common, MatrixArgs& a, int argc, char** argv) {
+  MatrixOptions& matrix = a.matrix;
+  matrix.media.push_back(MatrixMedium{"ram", a.ram_dir, false});
+  if (!a.ram_only) matrix.media.push_back(MatrixMedium{"disk", a.disk_dir.empty() ? "build/tpcc-bench" : a.disk_dir, true});
+  matrix.seed = common.seed;
+  matrix.aup = common.aup;
+  matrix.module = common.module;
+  matrix.io_threads = common.io_threads;
+  matrix.engine = common.engine;
+  matrix.cpus = bench::parse_cpu_plan(common.cpus);
+  for (int i = 0; i < argc; ++i) matrix.command += (i ? " " : "") + std::string(argv[i]);
+  return run_matrix(matrix);
+}
+
 int main_impl(int argc, char** argv) {
   CLI::App app{"aup-tpcc: TPC-C on aup (`aup run --listen`) and on SQLite (in this process), the same\n"
                "transactions from the same seeded generator, measured side by side."};
@@ -232,25 +304,8 @@ int main_impl(int argc, char** argv) {
   CLI::App* load_cmd = app.add_subcommand("load", "Load the initial population of W warehouses into an empty store.");
   add_common(load_cmd, common, true);
 
-  RunSpec spec;
-  spec.seconds = 20;
-  spec.warmup_s = 2;
-  std::string json_path;
-  CLI::App* run_cmd = app.add_subcommand(
-      "run", "Run N terminals against a loaded store for a warm-up and a timed phase, then check consistency.");
-  add_common(run_cmd, common, true);
-  run_cmd->add_option("--terminals", spec.terminals, "terminals N, each waiting for its answer (default 1)")
-      ->check(CLI::Range(uint32_t{1}, kMaxTerminals - 24));
-  uint32_t connections = 0;
-  run_cmd
-      ->add_option("--connections", connections,
-                   "aup only: the terminals share C pipelined connections, terminal i on connection i % C\n"
-                   "(1 to the terminals; default: a connection per terminal)")
-      ->check(CLI::Range(uint32_t{1}, kMaxTerminals - 24));
-  run_cmd->add_option("--seconds", spec.seconds, "length of the timed phase (default 20)")
-      ->check(CLI::Range(0.1, kMaxSeconds));
-  run_cmd->add_option("--warmup", spec.warmup_s, "warm-up before it (default 2)")->check(CLI::Range(0.0, kMaxSeconds));
-  run_cmd->add_option("--json", json_path, "also write the figures as one JSON object to this file");
+  RunArgs run;
+  CLI::App* run_cmd = add_run_command(app, common, run);
 
   CLI::App* consistency_cmd = app.add_subcommand(
       "consistency", "Check TPC-C consistency conditions 1-4 (clause 3.3.2.1-3.3.2.4) on a store.");
@@ -269,34 +324,8 @@ int main_impl(int argc, char** argv) {
       ->check(CLI::IsMember(std::vector<std::string>{"sqlite", "sqlite-tuned", "sqlite-grouped"}));
   same_cmd->add_option("--dir", common.dir, "where both stores go (default: a temporary directory, removed)");
 
-  MatrixOptions matrix;
-  std::string ram_dir = "/dev/shm", disk_dir;
-  bool ram_only = false;
-  CLI::App* matrix_cmd = app.add_subcommand(
-      "matrix",
-      "The comparison: RAM and disk, W=1 and W=4, aup at 16 and 64 terminals, sqlite and sqlite-tuned\n"
-      "at 1 and 4, sqlite-grouped at 16 and 64; results to bench/results/tpcc.{json,md,*.svg}.");
-  add_common(matrix_cmd, common, false);
-  matrix_cmd->add_option("--ram", ram_dir, "a directory in memory (default /dev/shm)");
-  matrix_cmd->add_option("--disk", disk_dir, "a directory on the work volume (default: build/tpcc-bench)");
-  matrix_cmd->add_flag("--ram-only", ram_only, "leave the disk rows out");
-  matrix_cmd->add_option("--warehouse-counts", matrix.warehouses, "the W values (default 1 4)");
-  std::string cells_text;
-  matrix_cmd->add_option("--cells", cells_text,
-                         "the runs per medium and W as KIND:TERMINALS,... (default aup:16,aup:64,sqlite:1,\n"
-                         "sqlite:4,sqlite-tuned:1,sqlite-tuned:4,sqlite-grouped:16,sqlite-grouped:64)");
-  std::vector<uint32_t> matrix_connections;
-  matrix_cmd
-      ->add_option("--connections", matrix_connections,
-                   "run every aup cell once per value C,... with its terminals sharing C pipelined connections\n"
-                   "(a value above a cell's terminals: a connection per terminal; default: that alone)")
-      ->delimiter(',')
-      ->check(CLI::Range(uint32_t{1}, kMaxTerminals - 24));
-  matrix_cmd->add_option("--seconds", matrix.seconds, "timed phase per run (default 20)")
-      ->check(CLI::Range(0.1, kMaxSeconds));
-  matrix_cmd->add_option("--warmup", matrix.warmup, "warm-up per run (default 2)")->check(CLI::Range(0.0, kMaxSeconds));
-  matrix_cmd->add_option("--reps", matrix.reps, "repetitions of every run (default 1)")->check(CLI::Range(1, 100));
-  matrix_cmd->add_option("--out", matrix.out_dir, "where tpcc.json, tpcc.md and the plots go (default: none)");
+  MatrixArgs m;
+  CLI::App* matrix_cmd = add_matrix_command(app, common, m);
 
   try {
     app.parse(argc, argv);
@@ -306,10 +335,10 @@ int main_impl(int argc, char** argv) {
   BackendConfig run_config;
   try {
     bench::parse_cpu_plan(common.cpus);
-    matrix.cells = with_connections(cells_text.empty() ? default_cells() : parse_cells(cells_text), matrix_connections);
+    m.matrix.cells = with_connections(m.cells_text.empty() ? default_cells() : parse_cells(m.cells_text), m.connections);
     if (run_cmd->parsed()) {
-      run_config = backend_config(common, common.backend, common.dir, spec.terminals);
-      run_config.connections = connections;
+      run_config = backend_config(common, common.backend, common.dir, run.spec.terminals);
+      run_config.connections = run.connections;
       check_connections(run_config);
     }
   } catch (const std::invalid_argument& e) {
@@ -318,21 +347,10 @@ int main_impl(int argc, char** argv) {
   }
   try {
     if (load_cmd->parsed()) return do_load(common);
-    if (run_cmd->parsed()) return do_run(common, run_config, spec, json_path);
+    if (run_cmd->parsed()) return do_run(common, run_config, run.spec, run.json_path);
     if (consistency_cmd->parsed()) return do_consistency(common);
     if (same_cmd->parsed()) return do_same_state(common, transactions, sqlite_kind);
-    if (matrix_cmd->parsed()) {
-      matrix.media.push_back(MatrixMedium{"ram", ram_dir, false});
-      if (!ram_only) matrix.media.push_back(MatrixMedium{"disk", disk_dir.empty() ? "build/tpcc-bench" : disk_dir, true});
-      matrix.seed = common.seed;
-      matrix.aup = common.aup;
-      matrix.module = common.module;
-      matrix.io_threads = common.io_threads;
-      matrix.engine = common.engine;
-      matrix.cpus = bench::parse_cpu_plan(common.cpus);
-      for (int i = 0; i < argc; ++i) matrix.command += (i ? " " : "") + std::string(argv[i]);
-      return run_matrix(matrix);
-    }
+    if (matrix_cmd->parsed()) return do_matrix(common, m, argc, argv);
   } catch (const std::exception& e) {
     end_progress();
     std::fprintf(stderr, "aup-tpcc: %s\n", e.what());
