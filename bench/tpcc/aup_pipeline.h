@@ -22,7 +22,9 @@
 // Failure: a send that fails, a closed connection or 30 s without an answer
 // (server::Connection), or an answer that does not match breaks the
 // connection: every waiter wakes with the reason, and every later request
-// fails at once.
+// fails at once. (A send blocked because a live server stopped reading is
+// not woken, as on a terminal's own connection: server::Connection's send
+// has no timeout.)
 #pragma once
 
 #include <condition_variable>
