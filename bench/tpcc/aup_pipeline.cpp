@@ -50,7 +50,7 @@ void SharedConnection::ask(Waiter& w, uint64_t id, std::string_view request, std
   w.answered = false;
   outbox_.append(request);
   in_flight_.push(&w);
-  if (!sending_) send_outbox(lock);
+  if (!sender_) send_outbox(w, lock);
   while (!w.answered && broken_.empty()) {
     if (!reading_) {
       read_until_answered(w, lock);
@@ -62,8 +62,8 @@ void SharedConnection::ask(Waiter& w, uint64_t id, std::string_view request, std
 }
 
 // Called with `lock` held and nobody sending; returns with it held.
-void SharedConnection::send_outbox(std::unique_lock<std::mutex>& lock) {
-  sending_ = true;
+void SharedConnection::send_outbox(Waiter& w, std::unique_lock<std::mutex>& lock) {
+  sender_ = &w;
   while (!outbox_.empty() && broken_.empty()) {
     sending_buf_.swap(outbox_);  // outbox_ gets the emptied buffer of the last send
     lock.unlock();
@@ -77,7 +77,7 @@ void SharedConnection::send_outbox(std::unique_lock<std::mutex>& lock) {
     sending_buf_.clear();
     if (!error.empty()) break_with(error);
   }
-  sending_ = false;
+  sender_ = nullptr;
 }
 
 // Called with `lock` held and nobody reading; returns with it held once
@@ -104,9 +104,9 @@ void SharedConnection::read_until_answered(Waiter& w, std::unique_lock<std::mute
     }
   }
   reading_ = false;
-  // The oldest waiter reads next; if it is sending, it finds nobody
-  // reading once its send is done.
-  if (!in_flight_.empty()) in_flight_.oldest()->wake.notify_one();
+  // The oldest waiter not sending reads next; a sender finds nobody reading
+  // once its send is done.
+  if (Waiter* next = in_flight_.oldest_other_than(sender_)) next->wake.notify_one();
 }
 
 // Gives the first `lines` of lines_ to their waiters (under mu_).

@@ -16,7 +16,9 @@
 //
 // Receiving: one waiting thread at a time reads (the reader). It gives each
 // answer to its waiter and wakes that waiter only; once its own answer has
-// come it leaves reading to the oldest waiter still waiting. Nobody spins:
+// come it leaves reading to the oldest waiter still waiting that is not
+// sending (a sender blocked because the server, with answers unread, has
+// stopped reading must not be the only one who could read them). Nobody spins:
 // every waiter sleeps on its own condition variable.
 //
 // Failure: a send that fails, a closed connection or 30 s without an answer
@@ -64,6 +66,15 @@ class InFlight {
   void push(Waiter* w) { queue_.push_back(w); }
   bool empty() const { return queue_.empty(); }
   Waiter* oldest() const { return queue_.front(); }
+  // The oldest waiter that is not `w` (the sender, which cannot read while
+  // it sends); null when there is none. `w` has at most one request in
+  // flight, so that is the first or the second.
+  Waiter* oldest_other_than(const Waiter* w) const {
+    for (size_t i = 0; i < queue_.size() && i < 2; ++i) {
+      if (queue_[i] != w) return queue_[i];
+    }
+    return nullptr;
+  }
   // The waiter that `line`, the next answer, belongs to, taken off the
   // queue. Throws std::runtime_error quoting the line when nothing is in
   // flight or the line's id is not the oldest request's.
@@ -92,7 +103,7 @@ class SharedConnection {
   void ask(Waiter& w, uint64_t id, std::string_view request, std::string_view what);
 
  private:
-  void send_outbox(std::unique_lock<std::mutex>& lock);
+  void send_outbox(Waiter& w, std::unique_lock<std::mutex>& lock);
   void read_until_answered(Waiter& w, std::unique_lock<std::mutex>& lock);
   void hand_out(size_t lines);
   void break_with(const std::string& why);
@@ -106,7 +117,7 @@ class SharedConnection {
   // Under mu_:
   uint64_t next_id_ = 1;
   std::string outbox_;   // requests not yet handed to a send
-  bool sending_ = false;
+  const Waiter* sender_ = nullptr;  // the waiter whose thread is sending; null: nobody
   bool reading_ = false;
   InFlight in_flight_;
   std::string broken_;   // why the connection broke; empty while it works

@@ -152,6 +152,9 @@ TEST_SUITE("aup pipeline") {
     f.push(&a);
     f.push(&b);
     CHECK(f.oldest() == &a);
+    CHECK(f.oldest_other_than(nullptr) == &a);
+    CHECK(f.oldest_other_than(&a) == &b);  // a is sending: b reads
+    CHECK(f.oldest_other_than(&b) == &a);
     CHECK(f.match(R"({"id":3,"ok":true})") == &a);
     // 9 is next: an answer to 3 again, or to 4, is not its answer.
     CHECK_THROWS_WITH_AS(f.match(R"({"id":4,"ok":true})"),
@@ -160,9 +163,11 @@ TEST_SUITE("aup pipeline") {
     CHECK_THROWS_WITH_AS(f.match(R"({"ok":false,"error":{}})"), doctest::Contains("request 9"), std::runtime_error);
     CHECK(f.match(R"({"id":9,"ok":true})") == &b);
     CHECK(f.empty());
+    CHECK(f.oldest_other_than(&a) == nullptr);
     CHECK_THROWS_WITH_AS(f.match(R"({"id":10,"ok":true})"), doctest::Contains("an answer to no request"),
                          std::runtime_error);
     f.push(&a);
+    CHECK(f.oldest_other_than(&a) == nullptr);  // the sender's own request alone: it reads after sending
     f.push(&b);
     CHECK(f.take_all().size() == 2);
     CHECK(f.empty());
