@@ -85,7 +85,7 @@ std::string measured_text(const Measured& m) {
   const RunResult& r = m.result;
   std::string out = fmt::format(
       "{:.0f} transactions/s, {:.0f} New-Orders/min over {:.1f} s ({} transactions)\n"
-      "server CPU {:.1f} us/transaction (user {:.1f}, system {:.1f}), {:.0f} bytes written/transaction{}, resident "
+      "server CPU {:.1f} us/transaction, user {:.1f} + system {:.1f}, {:.0f} bytes written/transaction{}, resident "
       "{:.1f} MB for {:.1f} MB of state ({:.2f}x)\n",
       r.transactions_per_s(), r.new_orders_per_min(), r.seconds, r.transactions(), r.cpu_us_per_transaction(),
       r.user_us_per_transaction(), r.system_us_per_transaction(), r.write_bytes_per_transaction(),
