@@ -93,8 +93,13 @@ class FakeServer {
     });
   }
   ~FakeServer() {
-    thread_.join();
+    join();
     ::close(listen_);
+  }
+  // Waits for `serve` to return (the client has to have hung up, or it
+  // has to stop of itself).
+  void join() {
+    if (thread_.joinable()) thread_.join();
   }
   FakeServer(const FakeServer&) = delete;
   FakeServer& operator=(const FakeServer&) = delete;
@@ -199,6 +204,7 @@ TEST_SUITE("aup pipeline") {
       }
       for (std::thread& th : ts) th.join();
     }  // closes the connection: the server's loop ends
+    server.join();  // and `served` is its last count
     for (uint32_t t = 0; t < kThreads; ++t) CHECK(wrong[t] == 0);
     CHECK(served == kThreads * kAsks);
   }
