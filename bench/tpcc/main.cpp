@@ -272,7 +272,8 @@ CLI::App* add_matrix_command(CLI::App& app, Common& common, MatrixArgs& a) {
                   "(a value at or above a cell's terminals: a connection per terminal; default: that alone)")
       ->delimiter(',')
       ->check(CLI::Range(uint32_t{1}, kMaxTerminals - 24));
-  cmd->add_option("--seconds", a.matrix.seconds, "timed phase per run (default 20)")->check(CLI::Range(0.1, kMaxSeconds));
+  cmd->add_option("--seconds", a.matrix.seconds, "timed phase per run (default 20)")
+      ->check(CLI::Range(0.1, kMaxSeconds));
   cmd->add_option("--warmup", a.matrix.warmup, "warm-up per run (default 2)")->check(CLI::Range(0.0, kMaxSeconds));
   cmd->add_option("--reps", a.matrix.reps, "repetitions of every run (default 1)")->check(CLI::Range(1, 100));
   cmd->add_option("--out", a.matrix.out_dir, "where tpcc.json, tpcc.md and the plots go (default: none)");
@@ -282,7 +283,9 @@ CLI::App* add_matrix_command(CLI::App& app, Common& common, MatrixArgs& a) {
 int do_matrix(const Common& common, MatrixArgs& a, int argc, char** argv) {
   MatrixOptions& matrix = a.matrix;
   matrix.media.push_back(MatrixMedium{"ram", a.ram_dir, false});
-  if (!a.ram_only) matrix.media.push_back(MatrixMedium{"disk", a.disk_dir.empty() ? "build/tpcc-bench" : a.disk_dir, true});
+  if (!a.ram_only) {
+    matrix.media.push_back(MatrixMedium{"disk", a.disk_dir.empty() ? "build/tpcc-bench" : a.disk_dir, true});
+  }
   matrix.seed = common.seed;
   matrix.aup = common.aup;
   matrix.module = common.module;
@@ -335,7 +338,8 @@ int main_impl(int argc, char** argv) {
   BackendConfig run_config;
   try {
     bench::parse_cpu_plan(common.cpus);
-    m.matrix.cells = with_connections(m.cells_text.empty() ? default_cells() : parse_cells(m.cells_text), m.connections);
+    m.matrix.cells =
+        with_connections(m.cells_text.empty() ? default_cells() : parse_cells(m.cells_text), m.connections);
     if (run_cmd->parsed()) {
       run_config = backend_config(common, common.backend, common.dir, run.spec.terminals);
       run_config.connections = run.connections;

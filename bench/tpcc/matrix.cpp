@@ -164,7 +164,8 @@ void run_cell(const MatrixOptions& o, const MatrixMedium& m, const std::string& 
     progress(what + ": copying the template");
     copy_template(template_dir, run.path());
     RunSpec spec{key.warehouses, key.terminals, o.seed, o.warmup, o.seconds, 0};
-    measured = measure(config_for(o, m, key.kind, run.path(), key.warehouses, key.terminals, key.connections), spec, o.cpus,
+    BackendConfig config = config_for(o, m, key.kind, run.path(), key.warehouses, key.terminals, key.connections);
+    measured = measure(config, spec, o.cpus,
                        [&](const std::string& line) { progress(what + ": " + line); });
   }
   if (!measured.problems.empty()) {
@@ -201,7 +202,8 @@ std::vector<MatrixCell> default_cells() {
           {"sqlite-tuned", 1}, {"sqlite-tuned", 4}, {"sqlite-grouped", 16}, {"sqlite-grouped", 64}};
 }
 
-std::vector<MatrixCell> with_connections(const std::vector<MatrixCell>& cells, const std::vector<uint32_t>& connections) {
+std::vector<MatrixCell> with_connections(const std::vector<MatrixCell>& cells,
+                                         const std::vector<uint32_t>& connections) {
   if (connections.empty()) return cells;
   std::vector<MatrixCell> out;
   for (const MatrixCell& c : cells) {

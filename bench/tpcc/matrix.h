@@ -58,7 +58,8 @@ std::vector<MatrixCell> default_cells();
 // order: its terminals sharing that many connections, or a connection per
 // terminal for a value at or above its terminals (said once, however many
 // values say it). Empty `connections`: `cells` as they are.
-std::vector<MatrixCell> with_connections(const std::vector<MatrixCell>& cells, const std::vector<uint32_t>& connections);
+std::vector<MatrixCell> with_connections(const std::vector<MatrixCell>& cells,
+                                         const std::vector<uint32_t>& connections);
 
 // Runs the matrix, printing a progress line per run to stderr and the
 // Markdown table to stdout; writes the results when out_dir is set.

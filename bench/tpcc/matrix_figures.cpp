@@ -93,8 +93,8 @@ std::optional<Ratio> over_grouped(const MatrixMedium& m, const MatrixResults& re
       cell_figures(results, CellKey{m.label, aup.warehouses, "sqlite-grouped", aup.terminals, 0});
   if (!g || g->median.transactions_per_s <= 0) return std::nullopt;
   double grouped_tx = g->median.transactions_per_s;
-  Ratio r{m.label,     aup.warehouses, aup.terminals, connections_of(aup), "tx/s over sqlite-grouped at the same terminals",
-          "",          aup_tx / grouped_tx, std::nullopt};
+  Ratio r{m.label, aup.warehouses, aup.terminals, connections_of(aup), "tx/s over sqlite-grouped at the same terminals",
+          "",      aup_tx / grouped_tx, std::nullopt};
   r.detail = fmt::format("aup {} tx/s, sqlite-grouped {} tx/s", rate(aup_tx), rate(grouped_tx));
   if (m.on_disk && aup.terminals == kDiskGoalTerminals) r.goal = kDiskOverGrouped;
   return r;

@@ -100,7 +100,8 @@ std::string cells_json(const MatrixOptions& o, const MatrixResults& results) {
     out += fmt::format(
         "{}\n    {{{},\"runs\":{},\"median\":{{\"transactions_per_s\":{:.1f},\"transactions_per_s_min\":{:.1f},"
         "\"transactions_per_s_max\":{:.1f},\"new_orders_per_min\":{:.0f},\"cpu_us_per_transaction\":{:.2f},"
-        "\"user_us_per_transaction\":{:.2f},\"system_us_per_transaction\":{:.2f},\"write_bytes_per_transaction\":{:.1f},\"device_bytes_per_transaction\":{},\"resident_bytes\":{:.0f},\"state_bytes\":{:.0f},\"per_type\":{}}}}}",
+        "\"user_us_per_transaction\":{:.2f},\"system_us_per_transaction\":{:.2f},\"write_bytes_per_transaction\":{:.1f},"
+        "\"device_bytes_per_transaction\":{},\"resident_bytes\":{:.0f},\"state_bytes\":{:.0f},\"per_type\":{}}}}}",
         first ? "" : ",", cell_labels_json(key), c->runs, m.transactions_per_s, c->transactions_per_s_min,
         c->transactions_per_s_max, m.new_orders_per_min, m.cpu_us_per_transaction, m.user_us_per_transaction,
         m.system_us_per_transaction, m.write_bytes_per_transaction,
@@ -213,15 +214,17 @@ std::string table_row(const CellKey& key, const CellFigures& c, bool with_range)
       "{:.2f} |\n",
       key.medium, key.warehouses, key.kind, key.terminals, n ? std::to_string(n) : "–", tx,
       count(m.new_orders_per_min), ms(m.p50_us[kNewOrder]), ms(m.p99_us[kNewOrder]), ms(m.p50_us[kPayment]),
-      ms(m.p99_us[kPayment]), m.cpu_us_per_transaction, m.user_us_per_transaction, m.system_us_per_transaction, count(m.write_bytes_per_transaction), device, m.resident_bytes / 1e6,
-                     m.state_bytes / 1e6, m.state_bytes > 0 ? m.resident_bytes / m.state_bytes : 0.0);
+      ms(m.p99_us[kPayment]), m.cpu_us_per_transaction, m.user_us_per_transaction, m.system_us_per_transaction,
+      count(m.write_bytes_per_transaction), device, m.resident_bytes / 1e6, m.state_bytes / 1e6,
+      m.state_bytes > 0 ? m.resident_bytes / m.state_bytes : 0.0);
 }
 
 }  // namespace
 
 std::string matrix_table(const MatrixOptions& o, const MatrixResults& results) {
   std::string out =
-      "| medium | W | backend | terminals | connections | tx/s | NO/min | New-Order p50 / p99 ms | Payment p50 / p99 ms | "
+      "| medium | W | backend | terminals | connections | tx/s | NO/min | New-Order p50 / p99 ms | "
+      "Payment p50 / p99 ms | "
       "server CPU µs/tx | user µs/tx | system µs/tx | bytes written/tx: process | device | resident MB | state MB | "
       "resident ÷ state |\n"
       "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";

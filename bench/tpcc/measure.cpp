@@ -73,7 +73,8 @@ std::string measured_json(const Measured& m, const std::string& labels) {
       "\"driver_cpu_us_per_transaction\":{:.2f},"
       "\"resident_bytes\":{},\"state_bytes\":{},\"rows\":{},\"consistent\":{},\"problems\":{}",
       r.seconds, r.transactions(), r.transactions_per_s(), r.new_orders_per_min(), r.cpu_us_per_transaction(),
-      r.user_us_per_transaction(), r.system_us_per_transaction(), r.write_bytes_per_transaction(), device_json(r.device_bytes_per_transaction()),
+      r.user_us_per_transaction(), r.system_us_per_transaction(), r.write_bytes_per_transaction(),
+      device_json(r.device_bytes_per_transaction()),
       r.transactions() ? r.driver_cpu_ns / 1e3 / static_cast<double>(r.transactions()) : 0.0, m.resident_bytes,
       m.state_bytes, m.counts.total(), m.problems.empty() ? "true" : "false", problems_json(m.problems));
   append_kinds_json(out, r);

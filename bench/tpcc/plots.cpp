@@ -185,7 +185,8 @@ std::optional<Panel> latency_panel(const MatrixOptions& o, const MatrixResults& 
       std::string rows = f ? cdf_rows(f->median, span) : "";
       if (rows.empty()) continue;
       std::string title = fmt::format("{} {}{}", kind, c.terminals, connections_text(key));
-      int index = data.add(fmt::format("{} W={} {} terminals: latency ms, cumulative fraction", m.label, w, title), rows);
+      int index =
+          data.add(fmt::format("{} W={} {} terminals: latency ms, cumulative fraction", m.label, w, title), rows);
       panel.clauses.push_back(fmt::format("'{}.dat' index {} using 1:2 with lines lw 2 dt {} lc rgb '{}' title '{}'",
                                           kLatency, index, dash++, colour_of(kind), title));
     }

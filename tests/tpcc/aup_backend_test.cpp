@@ -371,7 +371,8 @@ TEST_SUITE("aup backend") {
                          std::invalid_argument);
     c.kind = "sqlite-grouped";
     c.connections = 2;
-    CHECK_THROWS_WITH_AS(make_backend(c), doctest::Contains("sqlite-grouped takes no --connections: SQLite runs in this process"),
+    CHECK_THROWS_WITH_AS(make_backend(c),
+                         doctest::Contains("sqlite-grouped takes no --connections: SQLite runs in this process"),
                          std::invalid_argument);
     c.connections = 0;
     CHECK_NOTHROW(check_connections(c));

@@ -224,8 +224,8 @@ TEST_SUITE("aup pipeline") {
     }
     // Broken for good: the next request fails at once, for the same reason.
     Waiter w;
-    CHECK_THROWS_WITH_AS(c.ask(w, c.next_id(), request_line(99), "q"), doctest::Contains("answers come in request order"),
-                         std::runtime_error);
+    CHECK_THROWS_WITH_AS(c.ask(w, c.next_id(), request_line(99), "q"),
+                         doctest::Contains("answers come in request order"), std::runtime_error);
   }
 
   TEST_CASE("a server that hangs up wakes every waiter with the reason") {

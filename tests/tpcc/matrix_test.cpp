@@ -74,7 +74,9 @@ TEST_SUITE("matrix") {
     CHECK(connections_text(per_terminal).empty());
     // The ratios name the aup cell they come from.
     bool named = false;
-    for (const Ratio& r : ratios(o, results)) named |= ratio_text(r).find("64 terminals over 8 connections") != std::string::npos;
+    for (const Ratio& r : ratios(o, results)) {
+      named |= ratio_text(r).find("64 terminals over 8 connections") != std::string::npos;
+    }
     CHECK(named);
   }
 }
