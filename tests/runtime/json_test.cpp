@@ -108,7 +108,19 @@ TEST_SUITE("json") {
     i = doc.after(i);
     CHECK(doc.node(i).finite);
     CHECK(doc.node(i).num == 0);
-    for (const char* bad : {"01", "1.", ".5", "+1", "1e", "-", "0x10", "1.e5", "NaN", "Infinity"}) {
+    // Integers of up to 15 digits are read without from_chars: at and past
+    // that length, signed, and with a fraction or an exponent after them.
+    REQUIRE(doc.parse("[999999999999999, -999999999999999, 1000000000000000, 9999999999999999, 12345678901234567890, "
+                      "7, -7, 12.5, 12e1, 123456789012345.5]", error));
+    double integers[] = {999999999999999.0, -999999999999999.0, 1e15, 1e16, 12345678901234567890.0, 7, -7, 12.5, 120,
+                         123456789012345.5};
+    i = doc.first_child(0);
+    for (double w : integers) {
+      CHECK(std::bit_cast<uint64_t>(doc.node(i).num) == std::bit_cast<uint64_t>(w));
+      CHECK(doc.node(i).finite);
+      i = doc.after(i);
+    }
+    for (const char* bad : {"01", "1.", ".5", "+1", "1e", "-", "0x10", "1.e5", "NaN", "Infinity", "-a", "12a"}) {
       CAPTURE(bad);
       parse_error(bad);
     }
