@@ -480,8 +480,11 @@ bool Vm::tadd(uint32_t table, Value recv, bool replace) {
   const TableDesc& td = module_.tables[table];
   const RecordDesc& rd = module_.records[td.record];
   auto* rec = as_ptr<RecObj>(recv);
-  std::array<Value, 256> row{};  // zeros: releasing a partly built row is safe
   uint32_t n = static_cast<uint32_t>(rd.fields.size());
+  // Zeros in the row's own fields (releasing a partly built row is then
+  // safe), not in all 256: a TPC-C order line has 10.
+  std::array<Value, 256> row;
+  std::fill_n(row.data(), n, Value{0});
   for (uint32_t i = 0; i < n; ++i) {
     auto where = [&] { return fmt::format("`{}` of `{}`", rd.fields[i].name, td.name); };
     if (!stored(rd.fields[i].type, rec->fields[i], &row[i], where)) {
