@@ -382,6 +382,26 @@ void json_append_string(std::string& out, std::string_view s) {
 void json_append_number(std::string& out, double d) {
   assert(std::isfinite(d));
   char buf[32];
+  // A whole number below 2^52 (ids, counts, cents) in integer digits, which
+  // costs a fraction of the shortest-digits search. Below 2^52 a double's
+  // neighbours are within 0.5, so its shortest digits are the integer's,
+  // less trailing zeros; to_chars writes them as `1e+06` or `1.5e+06` when
+  // that is shorter than the integer (the integer on a tie), and so do we.
+  // -0 is left to to_chars, which writes it `-0`.
+  if (std::fabs(d) < 0x1p52 && d == std::trunc(d) && !(d == 0 && std::signbit(d))) {
+    char* first = buf;
+    if (d < 0) *first++ = '-';
+    auto [end, ec] = std::to_chars(first, buf + sizeof buf, static_cast<uint64_t>(std::fabs(d)));
+    auto digits = static_cast<size_t>(end - first);
+    size_t zeros = 0;
+    while (zeros + 1 < digits && end[-1 - static_cast<ptrdiff_t>(zeros)] == '0') ++zeros;
+    size_t significant = digits - zeros;
+    size_t scientific = significant + (significant > 1 ? 1 : 0) + 4;  // `e+XX`: the exponent is below 16
+    if (digits <= scientific) {
+      out.append(buf, end);
+      return;
+    }
+  }
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
   out.append(buf, end);
 }
