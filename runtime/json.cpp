@@ -161,12 +161,26 @@ class JsonParser {
     size_t begin = i_;
     if (s_[i_] == '-') ++i_;
     if (i_ >= s_.size()) return bad("expected digits");
+    // The whole part's value as it is read: up to 15 digits it is exact in
+    // a double, so an integer (ids, counts: most numbers in requests) needs
+    // no from_chars.
+    uint64_t whole = 0;
+    size_t digits_begin = i_;
     if (s_[i_] == '0') {
       ++i_;
     } else if (s_[i_] >= '1' && s_[i_] <= '9') {
-      while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
+      while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') whole = whole * 10 + static_cast<uint64_t>(s_[i_++] - '0');
     } else {
       return bad("expected digits");
+    }
+    constexpr size_t kExactDigits = 15;
+    bool integer = i_ - digits_begin <= kExactDigits &&
+                   !(i_ < s_.size() && (s_[i_] == '.' || s_[i_] == 'e' || s_[i_] == 'E'));
+    if (integer) {
+      uint32_t self = add(JsonNode::Kind::Number, begin, i_);
+      auto value = static_cast<double>(whole);
+      doc_.nodes_[self].num = s_[begin] == '-' ? -value : value;
+      return true;
     }
     if (i_ < s_.size() && s_[i_] == '.') {
       ++i_;
@@ -263,6 +277,12 @@ class JsonParser {
     std::string& sc = doc_.scratch_;
     while (i_ < s_.size()) {
       unsigned char c = static_cast<unsigned char>(s_[i_]);
+      // Printable ASCII other than `"` and `\`: nearly every byte of a
+      // request's names and texts, taken with one range test and no call.
+      if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+        ++i_;
+        continue;
+      }
       if (c == '"') break;
       if (c < 0x20) return bad("control character in a string");
       if (c == '\\') {
@@ -362,6 +382,26 @@ void json_append_string(std::string& out, std::string_view s) {
 void json_append_number(std::string& out, double d) {
   assert(std::isfinite(d));
   char buf[32];
+  // A whole number below 2^52 (ids, counts, cents) in integer digits, which
+  // costs a fraction of the shortest-digits search. Below 2^52 a double's
+  // neighbours are within 0.5, so its shortest digits are the integer's,
+  // less trailing zeros; to_chars writes them as `1e+06` or `1.5e+06` when
+  // that is shorter than the integer (the integer on a tie), and so do we.
+  // -0 is left to to_chars, which writes it `-0`.
+  if (std::fabs(d) < 0x1p52 && d == std::trunc(d) && !(d == 0 && std::signbit(d))) {
+    char* first = buf;
+    if (d < 0) *first++ = '-';
+    auto [end, ec] = std::to_chars(first, buf + sizeof buf, static_cast<uint64_t>(std::fabs(d)));
+    auto digits = static_cast<size_t>(end - first);
+    size_t zeros = 0;
+    while (zeros + 1 < digits && end[-1 - static_cast<ptrdiff_t>(zeros)] == '0') ++zeros;
+    size_t significant = digits - zeros;
+    size_t scientific = significant + (significant > 1 ? 1 : 0) + 4;  // `e+XX`: the exponent is below 16
+    if (digits <= scientific) {
+      out.append(buf, end);
+      return;
+    }
+  }
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
   out.append(buf, end);
 }

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <utility>
 
 namespace aup::vm {
 
@@ -72,12 +73,26 @@ inline void prefetch_keys(const Key* keys, uint32_t count) {
   const char* end = p + count * sizeof(Key);
   for (; p < end; p += 64) __builtin_prefetch(p);
 }
+
+// An inner node's keys are an array of fixed size: every line of it, with
+// no count to loop on (the lines past `count` are in the node itself).
+inline void prefetch_inner_keys(const Inner* n) {
+  constexpr size_t kBytes = sizeof(n->keys);
+  const char* p = reinterpret_cast<const char*>(n->keys);
+#pragma GCC unroll 16
+  for (size_t off = 0; off < kBytes; off += 64) __builtin_prefetch(p + off);
+  __builtin_prefetch(p + kBytes - 1);  // the last line, when the array starts inside one
+}
 }  // namespace
 
-uint32_t BTree::leaf_lower_bound(const Node* n, const Key& k) const {
-  const Key* keys = leaf_keys(n);
-  prefetch_keys(keys, n->count);
-  uint32_t lo = 0, hi = n->count;
+namespace {
+// The searches first compare order images only: a halving step is then a
+// compare and a conditional move, with no branch on its outcome and no
+// call that would make the loop spill registers. Only a long text key whose
+// image ties one at the boundary needs its bytes compared; these searches
+// over the whole key, out of line, settle that rare case.
+[[gnu::noinline]] uint32_t lower_bound_tied(const Key* keys, uint32_t count, const Key& k) {
+  uint32_t lo = 0, hi = count;
   while (lo < hi) {
     uint32_t mid = (lo + hi) / 2;
     if (key_less(keys[mid], k)) {
@@ -89,19 +104,52 @@ uint32_t BTree::leaf_lower_bound(const Node* n, const Key& k) const {
   return lo;
 }
 
-// The child whose range holds k: the last i with i == 0 or keys[i] <= k.
-uint32_t BTree::inner_child(const Inner* n, const Key& k) {
-  prefetch_keys(n->keys, n->count);
-  uint32_t lo = 1, hi = n->count;
+[[gnu::noinline]] uint32_t upper_bound_tied(const Key* keys, uint32_t lo, uint32_t count, const Key& k) {
+  uint32_t hi = count;
   while (lo < hi) {
     uint32_t mid = (lo + hi) / 2;
-    if (key_less(k, n->keys[mid])) {
+    if (key_less(k, keys[mid])) {
       hi = mid;
     } else {
       lo = mid + 1;
     }
   }
-  return lo - 1;
+  return lo;
+}
+}  // namespace
+
+uint32_t BTree::leaf_lower_bound(const Node* n, const Key& k) const {
+  const Key* keys = leaf_keys(n);
+  uint32_t count = n->count;
+  prefetch_keys(keys, count);
+  if (count == 0) return 0;
+  // The first key whose image is not below k's.
+  const Key* base = keys;
+  for (uint32_t len = count; len > 1;) {
+    uint32_t half = len / 2;
+    base = base[half].ord < k.ord ? base + half : base;
+    len -= half;
+  }
+  auto i = static_cast<uint32_t>(base - keys) + (base->ord < k.ord ? 1u : 0u);
+  if (i < count && keys[i].ord == k.ord && needs_text_compare(k)) return lower_bound_tied(keys, count, k);
+  return i;
+}
+
+// The child whose range holds k: the last i with i == 0 or keys[i] <= k.
+uint32_t BTree::inner_child(const Inner* n, const Key& k) {
+  uint32_t count = n->count;
+  prefetch_inner_keys(n);
+  if (count < 2) return 0;
+  // The last key (from keys[1]) whose image is not above k's, or 0.
+  const Key* base = n->keys + 1;
+  for (uint32_t len = count - 1u; len > 1;) {
+    uint32_t half = len / 2;
+    base = base[half].ord <= k.ord ? base + half : base;
+    len -= half;
+  }
+  auto i = static_cast<uint32_t>(base - n->keys) - (base->ord <= k.ord ? 0u : 1u);
+  if (i > 0 && n->keys[i].ord == k.ord && needs_text_compare(k)) return upper_bound_tied(n->keys, 1, count, k) - 1;
+  return i;
 }
 
 uint64_t BTree::subtree_rows(const Node* n) {

@@ -174,6 +174,7 @@ class Vm {
   bool equal_open(Value a, Value b, uint32_t type) const;  // scalars now, containers onto the stack
   bool equal_walk() const;
   bool distinct(const ArrayObj* a, ItemKind kind, Value* r);
+  void distinct_nums(const ArrayObj* a, ArrayObj* out);
   bool next(IterObj* it, Value* item);
   bool next_entry(IterObj* it, const BTree& t, Value* item);
   Value varr(const ViewObj* v);
@@ -184,6 +185,7 @@ class Vm {
   std::vector<Value> regs_;
   std::vector<Frame> frames_;
   mutable std::vector<EqFrame> eq_stack_;  // equal_walk's; empty between uses
+  std::vector<Value> distinct_slots_;     // distinct_nums' table
   // Per record and shape: the fields holding arrays, records or objects
   // (marked shared when their holder is copied), and record defaults.
   std::vector<std::vector<uint32_t>> record_aggregates_;

@@ -1,6 +1,7 @@
 #include "vm/key.h"
 
 #include <array>
+#include <bit>
 #include <cassert>
 #include <charconv>
 #include <cmath>
@@ -50,7 +51,21 @@ Compact compact(double x) {
   return Compact{p, fraction};
 }
 
+// Whole numbers 0 <= x < 2^52 (ids and counts: nearly every key field): p =
+// 2x from an integer conversion, with no trunc (a libm call on baseline
+// x86-64), no fraction and the byte count from the bit width. True and p
+// for them; compact() does the rest.
+bool whole_p(double x, uint64_t* p) {
+  if (!(x >= 0 && x < 0x1p52)) return false;
+  auto whole = static_cast<uint64_t>(x);
+  *p = 2 * whole;
+  return static_cast<double>(whole) == x;
+}
+
+uint32_t whole_bytes(uint64_t p) { return (static_cast<uint32_t>(std::bit_width(p)) + 7) / 8; }
+
 size_t num_bytes(double x) {
+  if (uint64_t p; whole_p(x, &p)) return p < kSmallLimit ? 1 : 1 + whole_bytes(p);
   if (!(std::fabs(x) < kCompactBound)) return 9;
   Compact c = compact(x);
   size_t fraction = c.fraction != 0 ? 8 : 0;
@@ -60,14 +75,15 @@ size_t num_bytes(double x) {
 }
 
 char* put_num(double x, char* out) {
-  // Most key fields are small ids: whole numbers 0 <= x < 32 are the one
-  // byte 0x40 + 2x, with no trunc, no fraction and no length to work out.
-  if (x >= 0 && x < kSmallLimit / 2) {
-    auto whole = static_cast<int64_t>(x);
-    if (static_cast<double>(whole) == x) {
-      *out++ = static_cast<char>(kSmallTag + 2 * whole);
+  if (uint64_t p; whole_p(x, &p)) {
+    if (p < kSmallLimit) {
+      *out++ = static_cast<char>(kSmallTag + p);
       return out;
     }
+    uint32_t k = whole_bytes(p);
+    *out++ = static_cast<char>(kPositiveTag + k);
+    put_be(p, k, out);
+    return out + k;
   }
   if (!(std::fabs(x) < kCompactBound)) {
     *out++ = static_cast<char>(x < 0 ? kLargeNegativeTag : kLargePositiveTag);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -108,7 +109,19 @@ TEST_SUITE("json") {
     i = doc.after(i);
     CHECK(doc.node(i).finite);
     CHECK(doc.node(i).num == 0);
-    for (const char* bad : {"01", "1.", ".5", "+1", "1e", "-", "0x10", "1.e5", "NaN", "Infinity"}) {
+    // Integers of up to 15 digits are read without from_chars: at and past
+    // that length, signed, and with a fraction or an exponent after them.
+    REQUIRE(doc.parse("[999999999999999, -999999999999999, 1000000000000000, 9999999999999999, 12345678901234567890, "
+                      "7, -7, 12.5, 12e1, 123456789012345.5]", error));
+    double integers[] = {999999999999999.0, -999999999999999.0, 1e15, 1e16, 12345678901234567890.0, 7, -7, 12.5, 120,
+                         123456789012345.5};
+    i = doc.first_child(0);
+    for (double w : integers) {
+      CHECK(std::bit_cast<uint64_t>(doc.node(i).num) == std::bit_cast<uint64_t>(w));
+      CHECK(doc.node(i).finite);
+      i = doc.after(i);
+    }
+    for (const char* bad : {"01", "1.", ".5", "+1", "1e", "-", "0x10", "1.e5", "NaN", "Infinity", "-a", "12a"}) {
       CAPTURE(bad);
       parse_error(bad);
     }
@@ -126,6 +139,39 @@ TEST_SUITE("json") {
       REQUIRE(doc.parse(text, error));
       REQUIRE(std::bit_cast<uint64_t>(doc.node(0).num) == std::bit_cast<uint64_t>(d));
     }
+  }
+
+  TEST_CASE("whole numbers are written as std::to_chars writes them, integer digits or exponent") {
+    auto shortest = [](double d) {
+      char buf[32];
+      auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
+      return std::string(buf, end);
+    };
+    auto written = [](double d) {
+      std::string out;
+      json_append_number(out, d);
+      return out;
+    };
+    std::vector<double> xs;
+    for (int i = 0; i <= 200000; ++i) xs.push_back(i);
+    for (double m : {1.0, 2.0, 15.0, 123.0, 4503.0, 999999.0}) {
+      for (double p = 1; p < 0x1p53; p *= 10) xs.push_back(m * p);
+    }
+    std::mt19937_64 rng(11);
+    for (int i = 0; i < 20000; ++i) xs.push_back(static_cast<double>(rng() >> (12 + rng() % 40)));
+    for (double x : {0x1p52 - 1, 0x1p52, 0x1p52 + 1, 0x1p53, 1e15, 1e16, 0.5, 1e21}) xs.push_back(x);
+    for (double x : xs) {
+      CAPTURE(x);
+      REQUIRE(written(x) == shortest(x));
+      REQUIRE(written(-x) == shortest(-x));
+    }
+    CHECK(written(1000000) == "1e+06");
+    CHECK(written(1500000) == "1500000");  // a tie: the integer
+    CHECK(written(15000000) == "1.5e+07");
+    CHECK(written(100000) == "1e+05");
+    CHECK(written(10000) == "10000");
+    CHECK(written(268146) == "268146");
+    CHECK(written(-0.0) == "-0");
   }
 
   TEST_CASE("an integer written out that its binary64 does not hold is told apart; decimals and exponents are not") {

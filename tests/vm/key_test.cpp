@@ -122,10 +122,24 @@ TEST_SUITE("key") {
     CHECK(encoded({-0x1p53, "", 0}, 1).size() == 9);
   }
 
+  TEST_CASE("whole numbers at and past 2^52, where the integer-conversion path stops, encode alike") {
+    using namespace std::string_literals;
+    // p = 2^53 - 2, 2^53, 2^53 + 2: seven bytes after the tag either side.
+    CHECK(encoded({0x1p52 - 1, "", 0}, 1) == "\x87\x1f\xff\xff\xff\xff\xff\xfe"s);
+    CHECK(encoded({0x1p52, "", 0}, 1) == "\x87\x20\x00\x00\x00\x00\x00\x00"s);
+    CHECK(encoded({0x1p52 + 1, "", 0}, 1) == "\x87\x20\x00\x00\x00\x00\x00\x02"s);
+    // Just below 2^52 with a fraction: p = 2^53 - 1, then the fraction's 8 bytes.
+    CHECK(encoded({0x1p52 - 0.5, "", 0}, 1).substr(0, 8) == "\x87\x1f\xff\xff\xff\xff\xff\xff"s);
+    CHECK(encoded({0x1p52 - 0.5, "", 0}, 1).size() == 1 + 7 + 8);
+    CHECK(encoded({63, "", 0}, 1) == "\x81\x7e");
+    CHECK(encoded({65535, "", 0}, 1) == "\x83\x01\xff\xfe");
+  }
+
   TEST_CASE("every pair of numbers of every kind compares like the numbers") {
     const double nums[] = {-INFINITY, -1e300, -0x1p60, -0x1p53, -0x1p53 + 1, -65536.5, -65536, -256, -255.5, -255,
                            -2.5, -2, -1.5, -1, -0.75, -0.5, -1e-300, 0, 1e-300, 0.25, 0.5, 1, 1.5, 2, 255, 255.5,
-                           256, 3001, 65535.5, 0x1p53 - 1, 0x1p53, 0x1p60, 1e300, INFINITY};
+                           256, 3001, 65535.5, 0x1p52 - 1, 0x1p52 - 0.5, 0x1p52, 0x1p52 + 1, 0x1p53 - 1, 0x1p53,
+                           0x1p60, 1e300, INFINITY};
     for (double a : nums) {
       for (double b : nums) {
         CHECK_MESSAGE((a < b) == (encoded({a, "", 0}, 1) < encoded({b, "", 0}, 1)), a << " " << b);
@@ -134,7 +148,8 @@ TEST_SUITE("key") {
   }
 
   TEST_CASE("every kind of number reads back from its encoding") {
-    for (double x : {0.0, 1.0, -1.0, 0.5, -0.5, -255.5, 255.0, 256.0, 3001.25, 1e-300, -1e-300, 0x1p53 - 1, -0x1p53 + 1,
+    for (double x : {0.0, 1.0, -1.0, 0.5, -0.5, -255.5, 255.0, 256.0, 3001.25, 1e-300, -1e-300, 0x1p52 - 1, 0x1p52 - 0.5,
+                     0x1p52, 0x1p52 + 1, 0x1p53 - 1, -0x1p53 + 1,
                      0x1p53, -0x1p53, 1e300, -1e300, double(INFINITY), -double(INFINITY)}) {
       std::string want = "(";
       char buf[40];
