@@ -114,7 +114,10 @@ uint64_t BTree::subtree_rows(const Node* n) {
 
 namespace {
 // A holder's share of a text's chunk: a text n holders keep counts 1/n
-// in each.
+// in each. Over a snapshot on an I/O thread the count read may be one the
+// owner is changing that moment (counts are not atomic): the share is then
+// off by a holder, which a stats figure may be. The text itself is safe to
+// read: the snapshot holds it.
 uint64_t text_share(const TextObj* t) {
   if (!t || t->in_arena) return 0;
   uint64_t bytes = text_heap_bytes(t);
