@@ -698,6 +698,7 @@ int run(const RunOptions& given) {
   // opens, so uptime and checkpoint age count from the start.
   runtime::Metrics metrics;
   metrics.set_build(AUP_VERSION, native ? "jit" : "vm");
+  if (native) metrics.set_jit_code_bytes(native->code_bytes);
   runtime::ServiceOptions so;
   if (o.step_budget) so.step_budget = o.step_budget;
   so.native = native.get();

@@ -489,6 +489,7 @@ void HttpFramer::route(std::string_view path) {
     next_piece().kind = RequestKind::Schema;
   } else if (stats || metrics || health) {
     next_piece().kind = RequestKind::Stats;
+    next_piece().name.assign(health ? "health" : "");  // Service::resolve: GET /health walks no memory
     prometheus_ = metrics;
     health_ = health;
   } else {

@@ -1,6 +1,7 @@
 #include "runtime/metrics.h"
 
 #include <fmt/format.h>
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 
 #include "runtime/durability.h"
 #include "runtime/json.h"
+#include "storage/key_tables.h"
 #include "vm/state.h"
 
 namespace aup::runtime {
@@ -76,6 +78,10 @@ const std::vector<MetricDesc> kMetrics = {
      "Answer bytes formed and not yet taken by their clients (0 over stdin)."},
     {"state_bytes", K::Gauge, "bytes",
      "Bytes the tables' and indexes' tree nodes hold (the texts their rows point to apart)."},
+    {"memory_bytes", K::Gauge, "bytes",
+     "Where memory goes, by part (rows, leaf_free, inner, keys, texts, index, node_copies, journal, jit_code, "
+     "malloc_in_use, malloc_free) and table.",
+     false, false, true},
     {"process_resident_memory_bytes", K::Gauge, "bytes", "Resident memory of the process (/proc/self/statm).",
      false, true},
     {"process_cpu_seconds", K::Counter, "seconds", "User and system CPU time of the process, every thread.", false,
@@ -156,6 +162,29 @@ void by_code_json(const MetricSample& s, std::string& out) {
   out += '}';
 }
 
+// [{"part":"rows","table":"items","bytes":N}, {"part":"index","table":
+// "customers","index":"by_name","bytes":N}, {"part":"malloc_free","bytes":N}]
+void memory_json(const MetricSample& s, std::string& out) {
+  out += '[';
+  for (size_t i = 0; i < s.memory.size(); ++i) {
+    const MemoryPart& p = s.memory[i];
+    out += i ? ",{\"part\":" : "{\"part\":";
+    json_append_string(out, p.part);
+    if (!p.table.empty()) {
+      out += ",\"table\":";
+      json_append_string(out, p.table);
+    }
+    if (!p.index.empty()) {
+      out += ",\"index\":";
+      json_append_string(out, p.index);
+    }
+    out += ",\"bytes\":";
+    json_append_number(out, p.bytes);
+    out += '}';
+  }
+  out += ']';
+}
+
 }  // namespace
 
 void stats_json(const MetricSample& s, std::string& out) {
@@ -175,6 +204,8 @@ void stats_json(const MetricSample& s, std::string& out) {
       out += '}';
     } else if (kMetrics[i].per_code) {
       by_code_json(s, out);
+    } else if (kMetrics[i].per_part) {
+      memory_json(s, out);
     } else {
       json_append_number(out, s.values[i]);
     }
@@ -218,8 +249,32 @@ bool histogram_from_json(const JsonDoc& doc, uint32_t obj, std::string_view name
   return true;
 }
 
+// An answer's memory_bytes (memory_json's array); a part's table and
+// index may be absent.
+bool memory_from_json(const JsonDoc& doc, std::string_view name, MetricSample& s, std::string& error) {
+  uint32_t arr = doc.member(doc.root(), name);
+  if (!arr || doc.node(arr).kind != JsonNode::Kind::Array) {
+    error = fmt::format("the stats answer has no array `{}`", name);
+    return false;
+  }
+  uint32_t item = doc.first_child(arr);
+  for (uint32_t i = 0; i < doc.node(arr).count; ++i, item = doc.after(item)) {
+    MemoryPart p;
+    if (doc.node(item).kind != JsonNode::Kind::Object || !string_at(doc, item, "part", p.part, error) ||
+        !number_at(doc, item, "bytes", p.bytes, error)) {
+      if (error.empty()) error = fmt::format("the stats answer's `{}` holds a non-object", name);
+      return false;
+    }
+    if (doc.member(item, "table") && !string_at(doc, item, "table", p.table, error)) return false;
+    if (doc.member(item, "index") && !string_at(doc, item, "index", p.index, error)) return false;
+    s.memory.push_back(std::move(p));
+  }
+  return true;
+}
+
 bool metric_from_json(const JsonDoc& doc, size_t i, size_t& h, MetricSample& s, std::string& error) {
   const MetricDesc& d = kMetrics[i];
+  if (d.per_part) return memory_from_json(doc, d.name, s, error);
   if (d.kind != K::Histogram && d.kind != K::Info && !d.per_code) {
     return number_at(doc, doc.root(), d.name, s.values[i], error);
   }
@@ -292,6 +347,15 @@ void prometheus_text(const MetricSample& s, std::string& out) {
     } else if (d.per_code) {
       for (size_t c = 0; c < kFailCodes; ++c) {
         out += fmt::format("{}{{code=\"{}\"}} {}\n", name, fail_code_name(c), s.by_code[c]);
+      }
+    } else if (d.per_part) {
+      // Label values are part names and the module's table and index
+      // names (identifiers, `$keys`): nothing to escape.
+      for (const MemoryPart& p : s.memory) {
+        out += fmt::format("{}{{part=\"{}\"", name, p.part);
+        if (!p.table.empty()) out += fmt::format(",table=\"{}\"", p.table);
+        if (!p.index.empty()) out += fmt::format(",index=\"{}\"", p.index);
+        out += fmt::format("}} {}\n", p.bytes);
       }
     } else {
       out += fmt::format("{} {}\n", name, s.values[i]);
@@ -376,6 +440,38 @@ std::string codes_line(const MetricSample& s) {
   return line.empty() ? "0" : line;
 }
 
+// The total, then a line a table (its parts side by side, and how full
+// its leaves are), an index, and a process's part:
+//   customers  rows 3.2 MiB (97% of the leaves), inner 35.1 KiB, keys 1.4 MiB, texts 17.2 MiB
+std::string memory_lines(const MetricSample& s) {
+  if (s.memory.empty()) return "not asked";
+  double total = 0;
+  std::vector<std::pair<std::string, std::string>> lines;  // name, parts
+  for (size_t i = 0; i < s.memory.size(); ++i) {
+    const MemoryPart& p = s.memory[i];
+    // malloc_in_use holds the rest, and more: not added again.
+    if (p.part != "malloc_in_use") total += p.bytes;
+    bool table = p.part == "rows" && i + 4 < s.memory.size() && s.memory[i + 1].part == "leaf_free" &&
+                 s.memory[i + 4].part == "texts";  // table_parts' five
+    if (table) {
+      double free = s.memory[i + 1].bytes, all = p.bytes + free;
+      lines.emplace_back(p.table, fmt::format("rows {} ({:.0f}% of the leaves), inner {}, keys {}, texts {}",
+                                              bytes_text(p.bytes), all > 0 ? 100 * p.bytes / all : 0.0,
+                                              bytes_text(s.memory[i + 2].bytes), bytes_text(s.memory[i + 3].bytes),
+                                              bytes_text(s.memory[i + 4].bytes)));
+      for (size_t j = i + 1; j <= i + 4; ++j) total += s.memory[j].bytes;
+      i += 4;
+    } else {
+      lines.emplace_back(p.index.empty() ? p.part : p.table + "." + p.index, bytes_text(p.bytes));
+    }
+  }
+  size_t width = 0;
+  for (const auto& l : lines) width = std::max(width, l.first.size());
+  std::string out = bytes_text(total) + " in these parts (malloc_in_use apart: it holds most of them)";
+  for (const auto& l : lines) out += fmt::format("\n  {:<{}}  {}", l.first, width, l.second);
+  return out;
+}
+
 std::string value_line(const MetricSample& s, size_t i) {
   const MetricDesc& d = kMetrics[i];
   double v = s.values[i];
@@ -410,6 +506,7 @@ void stats_text(const MetricSample& s, std::string& out) {
     std::string value = d.kind == K::Histogram ? histogram_line(s.histograms[h++])
                         : d.kind == K::Info    ? fmt::format("version {}, engine {}", s.version, s.engine)
                         : d.per_code           ? codes_line(s)
+                        : d.per_part           ? memory_lines(s)
                                                : value_line(s, i);
     out += fmt::format("{:<{}}  {}\n", d.name, width, value);
   }
@@ -477,6 +574,7 @@ void Metrics::after_batch(uint64_t latency_ns, uint64_t events, bool committed, 
                           const Durability& durability) {
   StoreFigures f = durability.store_figures();
   uint64_t bytes = state_bytes(state);
+  uint64_t journal = state.journal_bytes();
   double now = clock_();
   std::lock_guard<std::mutex> lock(mu_);
   if (events > 0) {
@@ -493,6 +591,7 @@ void Metrics::after_batch(uint64_t latency_ns, uint64_t events, bool committed, 
   if (f.checkpoints != checkpoints_) last_checkpoint_ = now;
   checkpoints_ = f.checkpoints;
   state_bytes_ = bytes;
+  journal_bytes_ = journal;
   last_save_ = f.store ? durability.applied_save() : 0;
   const std::string* refusing = durability.refusing();
   if (refusing && durability.refusing_code() == Code::Unavailable) {
@@ -593,6 +692,55 @@ MetricSample Metrics::sample() const {
     if (kMetrics[i].unit == "seconds") s.values[i] = std::round(s.values[i] * 1e6) / 1e6;
   }
   return s;
+}
+
+namespace {
+// A table's parts: its rows in the leaves, the leaves' room besides, its
+// inner nodes, its keys' texts and its fields' texts.
+void table_parts(const std::string& table, const vm::BTree::Memory& m, std::vector<MemoryPart>& out) {
+  out.push_back({"rows", table, "", static_cast<double>(m.row_bytes)});
+  out.push_back({"leaf_free", table, "", static_cast<double>(m.leaf_free_bytes)});
+  out.push_back({"inner", table, "", static_cast<double>(m.inner_bytes)});
+  out.push_back({"keys", table, "", static_cast<double>(m.key_text_bytes)});
+  out.push_back({"texts", table, "", static_cast<double>(m.text_bytes)});
+}
+
+std::string table_name(const vm::State& state, uint32_t t) {
+  const vm::Module& m = state.module();
+  return t < m.tables.size() ? m.tables[t].name : std::string(storage::kKeyTables[t - m.tables.size()].name);
+}
+}  // namespace
+
+void Metrics::add_memory(const vm::State& state, MetricSample& s) const {
+  uint64_t walked_nodes = 0;
+  for (uint32_t t = 0; t < state.table_count(); ++t) {
+    vm::BTree::Memory m = state.table(t).memory_under(state.table(t).root());
+    walked_nodes += m.node_bytes();
+    table_parts(table_name(state, t), m, s.memory);
+  }
+  const vm::Module& mod = state.module();
+  for (uint32_t i = 0; i < mod.indexes.size(); ++i) {
+    vm::BTree::Memory m = state.index(i).memory_under(state.index(i).root());
+    walked_nodes += m.node_bytes();
+    // The entries' slots hold their rows' key texts: the index's share of
+    // them is its own (the table's key part has the rest).
+    double bytes = static_cast<double>(m.node_bytes() + m.key_text_bytes + m.text_bytes);
+    s.memory.push_back({"index", mod.tables[mod.indexes[i].table].name, mod.indexes[i].name, bytes});
+  }
+  uint64_t nodes = 0, journal = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    nodes = state_bytes_;
+    journal = journal_bytes_;
+  }
+  // Nodes the trees hold besides those walked: copies older snapshots
+  // keep (or, walking a snapshot, the live tree's copies since), spares.
+  s.memory.push_back({"node_copies", "", "", static_cast<double>(nodes > walked_nodes ? nodes - walked_nodes : 0)});
+  s.memory.push_back({"journal", "", "", static_cast<double>(journal)});
+  s.memory.push_back({"jit_code", "", "", static_cast<double>(jit_code_bytes_)});
+  struct mallinfo2 mi = mallinfo2();
+  s.memory.push_back({"malloc_in_use", "", "", static_cast<double>(mi.uordblks + mi.hblkhd)});
+  s.memory.push_back({"malloc_free", "", "", static_cast<double>(mi.fordblks)});
 }
 
 // Under mu_ (last_save_).

@@ -113,6 +113,9 @@ struct MetricDesc {
   // A process_* metric: Prometheus has it under the name every client
   // library gives it (no aup_), so dashboards made for any process work.
   bool process = false;
+  // The memory breakdown (memory_bytes): one value per part, a JSON array
+  // of objects, the labels `part` and `table` (and `index`).
+  bool per_part = false;
 };
 
 // Every metric, in the order both answers list them. docs/operations.md
@@ -129,12 +132,22 @@ std::string prometheus_name(const MetricDesc& d);
 inline constexpr size_t kHistograms = 3;
 enum class Latency : uint8_t { Commit, Event, Query };
 
+// One part of where memory goes (memory_bytes, docs/operations.md
+// "Memory"): what it is ("rows", "texts", "index", "malloc_free", ...),
+// the table it belongs to and the index ("" for the process's own), and
+// its bytes.
+struct MemoryPart {
+  std::string part, table, index;
+  double bytes = 0;
+};
+
 // One reading of every metric: values[i] for kMetrics[i], by_code for the
-// one per-code metric (whose values[i] stays 0), the histograms, and the
-// build's labels.
+// one per-code metric and memory for the per-part one (whose values[i]
+// stay 0), the histograms, and the build's labels.
 struct MetricSample {
   std::vector<double> values = std::vector<double>(kMetrics.size(), 0.0);
   std::array<double, kFailCodes> by_code{};
+  std::vector<MemoryPart> memory;  // empty unless add_memory ran (not for GET /health)
   std::array<HistogramSample, kHistograms> histograms{};
   std::string version, engine;
   // Why the store refuses every event (store_unavailable 1), for
@@ -257,8 +270,19 @@ class Metrics {
     engine_ = std::move(engine);
   }
 
+  // What the module's machine code takes (`--engine jit`: its object's
+  // bytes). Before serving.
+  void set_jit_code_bytes(uint64_t bytes) { jit_code_bytes_ = bytes; }
+
   // Any thread.
   MetricSample sample() const;
+  // Adds where memory goes to `s` (memory_bytes): `state` walked
+  // (vm::BTree::memory_under: every node and every row's texts, so a
+  // stats request costs a pass over the state: each node read once, and
+  // a malloc_usable_size per text), with the owner's figures of its last batch and the
+  // allocator's (mallinfo2). `state` is the one the asking thread may
+  // read: the live state on the owner, a snapshot's view on an I/O thread.
+  void add_memory(const vm::State& state, MetricSample& s) const;
 
  private:
   void set_replication_figures(const ReplicationFigures& r, MetricSample& s) const;
@@ -271,6 +295,8 @@ class Metrics {
   uint64_t commits_ = 0, commit_failures_ = 0;
   uint64_t log_bytes_written_ = 0, log_bytes_ = 0, image_bytes_ = 0, checkpoints_ = 0;
   uint64_t state_bytes_ = 0;
+  uint64_t journal_bytes_ = 0;
+  uint64_t jit_code_bytes_ = 0;  // set before serving
   uint64_t last_save_ = 0;  // the durability's applied_save() (0 in memory)
   std::string unavailable_why_;  // the durability's refusal of every event as `unavailable`, or ""
   std::function<ReplicationFigures()> replication_;

@@ -68,9 +68,13 @@ struct RequestText {
 // No node: a request without `args` (or an HTTP request without a body).
 inline constexpr uint32_t kNoArgs = UINT32_MAX;
 
+inline constexpr uint32_t kStatsHealth = 1;
+
 struct Request {
   RequestKind kind = RequestKind::Refused;
-  uint32_t target = 0;  // Event: the event's number; Query: the query's function; Read: the table
+  // Event: the event's number; Query: the query's function; Read: the
+  // table; Stats: kStatsHealth for GET /health (no memory breakdown), else 0.
+  uint32_t target = 0;
   const JsonDoc* doc = nullptr;
   uint32_t args = kNoArgs;  // Event, Query: the arguments' object node; Replicate: its object
   std::string_view id;      // the id as written (raw JSON), or ""

@@ -325,6 +325,7 @@ void Service::resolve(RequestKind kind, std::string_view name, const JsonDoc& do
   r.kind = kind;
   r.doc = &doc;
   r.args = args;
+  if (kind == RequestKind::Stats && name == "health") r.target = kStatsHealth;
   if (kind == RequestKind::Event) {
     int e = module_.event_index(name);
     if (e < 0) {
@@ -379,7 +380,7 @@ Outcome Service::run(const Request& r, double now, Answer& out) {
       out.has_result = true;
       out.text = schema_body_;
       return Outcome::Query;
-    case RequestKind::Stats: return stats(out);
+    case RequestKind::Stats: return stats(out, r.target != kStatsHealth);
     case RequestKind::Replicate:
       // The server hands a connection whose first request this is to its
       // shipper (runtime/shipper.h); anywhere else it is out of place.
@@ -416,12 +417,13 @@ void Service::refuse_event(const Request& r, Code code, std::string_view why, An
 
 // Not counted among the queries: watching the server does not move what
 // it shows.
-Outcome Service::stats(Answer& out) {
+Outcome Service::stats(Answer& out, bool with_memory) {
   if (!metrics_) {
     out.fail(Code::Unavailable, "this server keeps no stats");
     return Outcome::Query;
   }
   out.stats = std::make_unique<MetricSample>(metrics_->sample());
+  if (with_memory) metrics_->add_memory(*state_, *out.stats);
   return Outcome::Query;
 }
 

@@ -108,7 +108,8 @@ class Service {
   Outcome query(const Request& r, double now, Answer& out);
   Outcome read(const Request& r, Answer& out);
   bool query_params(const Request& r, const vm::Function& f, std::vector<vm::Value>& params, Answer& out);
-  Outcome stats(Answer& out);
+  // Without the memory walk for GET /health (a probe asked often).
+  Outcome stats(Answer& out, bool with_memory);
   // A result `writer` could not write, answered with where `f` returns.
   void result_failed(const ValueToJson& writer, const vm::Function& f, Answer& out);
 

@@ -52,6 +52,12 @@ struct Node {
   uint32_t refs;
   uint16_t count;
   bool leaf;
+  // A leaf: 1 + the position the last row inserted into it went to, 0 if
+  // none is known. A full leaf whose next insert comes right after the
+  // last (a run of ascending keys inside the tree: each district's new
+  // orders) splits there rather than in half (split_leaf). In the header's
+  // padding: a node is no bigger for it.
+  uint8_t next_insert;
 };
 
 // Children per inner node. The arrays hold one more, so a child's split
@@ -217,8 +223,31 @@ class BTree {
     bool done_ = false;
   };
 
-  // Memory held by nodes (bytes), for stats.
+  // Memory held by nodes (bytes), for stats: every node this tree has
+  // allocated and not freed, those only snapshots still hold and the
+  // spares among them.
   size_t node_bytes() const { return node_bytes_; }
+
+  // Where the memory under a root goes (bytes; `aup stats`, runtime/metrics.h).
+  // A walk of every node and every text a row points to: O(rows x text
+  // fields), read only, so it may run on a snapshot's root on any thread.
+  // A text is counted as the heap chunk malloc gave it (text_heap_bytes),
+  // divided among its holders (its reference count), so a text two rows
+  // share counts once over both.
+  struct Memory {
+    uint64_t rows = 0, leaves = 0, inners = 0;
+    uint64_t row_bytes = 0;        // rows x (key + slots): what the rows take in their leaves
+    uint64_t leaf_free_bytes = 0;  // the rest of the leaves: headers, room not yet filled
+    uint64_t inner_bytes = 0;
+    uint64_t key_text_bytes = 0;   // the texts of text and composite keys
+    uint64_t text_bytes = 0;       // the texts of text fields
+    uint64_t node_bytes() const { return row_bytes + leaf_free_bytes + inner_bytes; }
+    // How full the leaves are: rows over the rows they could hold.
+    double fill(uint32_t leaf_capacity) const {
+      return leaves ? static_cast<double>(rows) / static_cast<double>(leaves * leaf_capacity) : 0.0;
+    }
+  };
+  Memory memory_under(const Node* root) const;
   bool is_view() const { return view_; }
   // Nodes copied because a snapshot shared them, and nodes taken from the
   // spares instead of malloc, since the tree was made.
@@ -263,6 +292,7 @@ class BTree {
     const Inner* in = static_cast<const Inner*>(n);
     for (uint32_t i = 0; i < in->count; ++i) for_each_in(in->kids[i], f);
   }
+  void add_memory(const Node* n, Memory& m) const;
   Split insert_rec(Node* n, const Key& k, const uint64_t* row);
   Split split_leaf(Node* n, uint32_t at, const Key& k, const uint64_t* row);
   Split split_inner(Inner* n, bool appending);

@@ -60,6 +60,8 @@ class NativeCode {
  public:
   virtual ~NativeCode() = default;
   virtual NativeFn function(uint32_t fn) const = 0;
+  // Bytes of machine code (the linked object's), for stats.
+  uint64_t code_bytes = 0;
 };
 
 // The runtime calls generated code makes: name and address, registered in

@@ -146,6 +146,11 @@ class State {
   // Accepts every change: releases the old values and rows noted.
   void commit();
   const std::vector<Change>& changes() const { return changes_; }
+  // Bytes the journal's arrays hold (kept between batches, so a batch
+  // does not grow them again); the texts and rows noted are in the trees'.
+  size_t journal_bytes() const {
+    return changes_.capacity() * sizeof(Change) + saved_rows_.capacity() * sizeof(Value);
+  }
 
   // Releases the texts of one row (of table t's layout).
   void release_row(uint32_t t, const Value* row) const;

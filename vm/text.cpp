@@ -2,6 +2,7 @@
 
 #include <cassert>
 #include <cstdlib>
+#include <malloc.h>
 #include <new>
 
 #include "vm/arena.h"
@@ -57,6 +58,12 @@ TextObj* arena_text_sized(Arena& arena, uint32_t len) {
 }
 
 void release_slow(TextObj* t) { std::free(t); }
+
+size_t text_heap_bytes(const TextObj* t) {
+  // malloc_usable_size reads the chunk's own header, which is there while
+  // any holder keeps the text: safe beside the owner on a snapshot's text.
+  return malloc_usable_size(const_cast<TextObj*>(t)) + sizeof(size_t);
+}
 
 TextObj* to_heap(const TextObj* t) {
   if (!t->in_arena) {

@@ -46,6 +46,10 @@ void release_slow(TextObj* t);
 inline void release(TextObj* t) {
   if (t && !t->in_arena && --t->refs == 0) release_slow(t);
 }
+// The bytes malloc holds for heap text `t`: its chunk (what it can use,
+// and the size word glibc keeps before it). What a row's text costs in
+// memory, for stats (vm/btree.h, BTree::Memory).
+size_t text_heap_bytes(const TextObj* t);
 // A heap text with the same bytes: `t` itself (retained) if it is on the
 // heap already, else a copy.
 TextObj* to_heap(const TextObj* t);

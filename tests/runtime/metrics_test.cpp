@@ -2,6 +2,7 @@
 // answer and the Prometheus text; commit latency over the last minute; the
 // stats request as the Service answers and refuses it.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <ctime>
 #include <set>
@@ -32,12 +33,23 @@ query balance(id: num) { return accounts[id].balance }
 MetricSample distinct_sample() {
   MetricSample s;
   for (size_t i = 0; i < kMetrics.size(); ++i) {
-    bool number = !kMetrics[i].per_code && kMetrics[i].kind != MetricKind::Histogram &&
+    bool number = !kMetrics[i].per_code && !kMetrics[i].per_part && kMetrics[i].kind != MetricKind::Histogram &&
                   kMetrics[i].kind != MetricKind::Info;
     s.values[i] = number ? static_cast<double>(i) * 10 + 0.5 : 0;
   }
   for (size_t c = 0; c < kFailCodes; ++c) s.by_code[c] = static_cast<double>(c + 1);
+  s.memory = {{"rows", "accounts", "", 1024}, {"index", "accounts", "by_owner", 512}, {"malloc_free", "", "", 7}};
   return s;
+}
+
+// The bytes of memory part `part` of `table` (and `index`), or -1 if the
+// sample has none.
+double memory_part(const MetricSample& s, std::string_view part, std::string_view table = "",
+                   std::string_view index = "") {
+  for (const MemoryPart& p : s.memory) {
+    if (p.part == part && p.table == table && p.index == index) return p.bytes;
+  }
+  return -1;
 }
 
 double metric(const MetricSample& s, std::string_view name) {
@@ -89,6 +101,11 @@ TEST_SUITE("metrics") {
     REQUIRE_MESSAGE(sample_from_json(json, back, error), error);
     CHECK(back.values == s.values);
     CHECK(back.by_code == s.by_code);
+    REQUIRE(back.memory.size() == 3);
+    CHECK(memory_part(back, "rows", "accounts") == 1024);
+    CHECK(memory_part(back, "index", "accounts", "by_owner") == 512);
+    CHECK(memory_part(back, "malloc_free") == 7);
+    CHECK(json.find(R"("memory_bytes":[{"part":"rows","table":"accounts","bytes":1024},)") != std::string::npos);
     // A figure missing is named.
     CHECK(!sample_from_json(R"({"uptime_seconds":1})", back, error));
     CHECK(error == "the stats answer has no number `events_applied`");
@@ -103,6 +120,10 @@ TEST_SUITE("metrics") {
     CHECK(text.find("# TYPE aup_events_applied_total counter\naup_events_applied_total 10.5\n") != std::string::npos);
     CHECK(text.find("\naup_events_failed_total{code=\"not_found\"} 2\n") != std::string::npos);
     CHECK(text.find("\naup_events_failed_total{code=\"unavailable\"} 9\n") != std::string::npos);
+    CHECK(text.find("\naup_memory_bytes{part=\"rows\",table=\"accounts\"} 1024\n") != std::string::npos);
+    CHECK(text.find("\naup_memory_bytes{part=\"index\",table=\"accounts\",index=\"by_owner\"} 512\n") !=
+          std::string::npos);
+    CHECK(text.find("\naup_memory_bytes{part=\"malloc_free\"} 7\n") != std::string::npos);
     size_t types = 0;
     for (size_t at = 0; (at = text.find("# TYPE ", at)) != std::string::npos; ++at) ++types;
     CHECK(types == kMetrics.size());
@@ -161,6 +182,67 @@ TEST_SUITE("metrics") {
     CHECK(s.histograms[static_cast<size_t>(Latency::Event)].count() == 3);  // the unknown one was refused unrun
     CHECK(s.histograms[static_cast<size_t>(Latency::Query)].count() == 1);
     CHECK(s.histograms[static_cast<size_t>(Latency::Query)].sum_seconds > 0);
+  }
+
+  TEST_CASE("memory_bytes: rows grow by what was inserted, texts by their chunks, an index only with one") {
+    const char* notes = R"(
+record Note { id: num, body: text }
+table notes: Note key id
+index by_body on notes (body)
+event add { id: num, body: text }
+on add { notes.add(Note { id: add.id, body: add.body }) }
+)";
+    Metrics metrics;
+    testing::Running r(notes, vm::kDefaultStepBudget, &metrics);
+    MetricSample before = stats_of(r);
+    CHECK(memory_part(before, "rows", "notes") == 0);
+    CHECK(memory_part(before, "index", "notes", "by_body") == 0);
+    // glibc's figures (a sanitizer's allocator reports 0 to mallinfo2).
+    CHECK(memory_part(before, "malloc_in_use") >= 0);
+    const int n = 1000;
+    std::string body(100, 'b');
+    for (int i = 0; i < n; ++i) {
+      r.call(fmt::format(R"({{"event":"add","args":{{"id":{},"body":"{}{}"}}}})", i, body, i));
+    }
+    MetricSample after = stats_of(r);
+    // A row: its key (16 bytes) and two 8-byte slots, in its leaf.
+    CHECK(memory_part(after, "rows", "notes") == n * 32);
+    CHECK(memory_part(after, "leaf_free", "notes") >= 0);
+    CHECK(memory_part(after, "keys", "notes") == 0);  // a num key has no text
+    // Each body: 101 to 103 bytes, with the header and malloc's word.
+    double texts = memory_part(after, "texts", "notes");
+    CHECK(texts >= n * (100 + 1 + 10 + 8));
+    CHECK(texts < n * 160);
+    // The index: an entry (an encoded key text, the row's key) a row.
+    CHECK(memory_part(after, "index", "notes", "by_body") > n * (16 + 8 + 100));
+    CHECK(memory_part(after, "journal") >= 0);
+    CHECK(memory_part(after, "jit_code") == 0);  // set by `aup run` alone
+    double in_use = memory_part(after, "malloc_in_use");
+    if (in_use > 0) CHECK(in_use > memory_part(after, "rows", "notes") + texts);
+    // No index, no index part; the store's own tables are named.
+    testing::Running plain(kMetricsModule, vm::kDefaultStepBudget, &metrics);
+    MetricSample p = stats_of(plain);
+    for (const MemoryPart& part : p.memory) CHECK(part.part != "index");
+    CHECK(memory_part(p, "rows", "accounts") == 0);
+    CHECK(memory_part(p, "rows", "$keys") == 0);
+    // GET /health asks for the figures without the walk; GET /stats walks.
+    for (std::string_view route : {"health", ""}) {
+      RequestText t;
+      t.form = RequestText::Form::Route;
+      t.kind = RequestKind::Stats;
+      t.name = route;
+      JsonDoc doc;
+      Request req = r.service().prepare(t, doc);
+      Answer a;
+      r.service().run(req, 0, a);
+      REQUIRE(a.stats);
+      CHECK(a.stats->memory.empty() == (route == "health"));
+    }
+    // The text form: a line a table, with how full its leaves are.
+    std::string text;
+    stats_text(after, text);
+    CHECK(text.find("\n  notes ") != std::string::npos);
+    CHECK(text.find("% of the leaves)") != std::string::npos);
   }
 
   TEST_CASE("a stats request is the empty object alone; anything else is bad_request") {

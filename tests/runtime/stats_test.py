@@ -155,6 +155,9 @@ def parse_prometheus(text):
                     histograms.setdefault(family.name, []).append(sample)
                 if family.name == "aup_build_info":
                     values[("aup_build_info", "labels")] = dict(sample.labels)
+                if family.name == "aup_memory_bytes":
+                    values[("aup_memory_bytes", sample.labels.get("part"), sample.labels.get("table"),
+                            sample.labels.get("index"))] = sample.value
     except ValueError as e:
         fail("Prometheus's parser refused /metrics: %s" % e)
     return values, types, histograms
@@ -211,6 +214,13 @@ def check_metrics_endpoint(server, st, where):
     check(abs(values.get(("process_start_time_seconds", None), 0) - (time.time() - st["uptime_seconds"])) < 30,
           "%s: process_start_time_seconds %r, uptime %r" % (where, values.get(("process_start_time_seconds", None)),
                                                             st["uptime_seconds"]))
+    # The memory breakdown: the same parts as the JSON's, labelled (the
+    # tables' and indexes': the allocator's move between two requests).
+    check(any(p["part"] == "rows" and p.get("table") == "accounts" and p["bytes"] > 0 for p in st["memory_bytes"]),
+          "%s: memory_bytes %r" % (where, st["memory_bytes"]))
+    for part in (p for p in st["memory_bytes"] if "table" in p):
+        key = ("aup_memory_bytes", part["part"], part.get("table"), part.get("index"))
+        check(values.get(key) == part["bytes"], "%s: %r is %r, JSON %r" % (where, key, values.get(key), part))
     labels = values.get(("aup_build_info", "labels"), {})
     check(labels.get("engine") in ("vm", "jit") and labels.get("version") == st["build_info"]["version"],
           "%s: aup_build_info %r" % (where, labels))
@@ -294,8 +304,14 @@ def serve_case(aup, module, io_threads):
 def check_cli(aup, server, st, where):
     p = subprocess.run([aup, "stats", "unix:" + server.sock], capture_output=True, text=True, timeout=60)
     check(p.returncode == 0, "%s: aup stats exited %d: %s" % (where, p.returncode, p.stderr))
-    lines = dict(re.split(r"\s{2,}", line.strip(), maxsplit=1) for line in p.stdout.splitlines() if "  " in line)
+    # A metric a line; memory_bytes's parts follow it, indented.
+    parts = [line for line in p.stdout.splitlines() if line.startswith("  ")]
+    lines = dict(re.split(r"\s{2,}", line.strip(), maxsplit=1) for line in p.stdout.splitlines()
+                 if "  " in line and not line.startswith("  "))
     check(len(lines) == len(st), "%s: aup stats printed %d metrics for %d: %r" % (where, len(lines), len(st), p.stdout))
+    check(any(re.fullmatch(r"  accounts +rows [0-9.]+ (B|KiB) \([0-9]+% of the leaves\), inner .*", line)
+              for line in parts), "%s: aup stats has no line for the accounts' memory: %r" % (where, parts))
+    check(any(line.split()[0] == "malloc_in_use" for line in parts), "%s: aup stats memory %r" % (where, parts))
     check(lines.get("events_applied") == "%d" % st["events_applied"], "%s: aup stats events_applied %r" % (
         where, lines.get("events_applied")))
     check(lines.get("events_failed") == "duplicate 2, not_found 3, failed 1" or

@@ -227,6 +227,76 @@ TEST_SUITE("btree") {
     CHECK(leaf_bytes < n * per_row * 11 / 10 + 4096);
   }
 
+  TEST_CASE("ascending runs inside the tree fill their leaves, as appends do; random inserts still halve") {
+    // Ten runs side by side (TPC-C's districts, each taking its next
+    // orders): keys d * 1e6 + i, inserted district by district in turn.
+    // Splitting in half would leave each run's leaves behind half full.
+    BTree t(two_slots());
+    const int runs = 10, per_run = 5000;
+    for (int i = 0; i < per_run; ++i) {
+      for (int d = 0; d < runs; ++d) {
+        double k = d * 1e6 + i;
+        uint64_t row[2] = {std::bit_cast<uint64_t>(k), 0};
+        REQUIRE(t.insert(num_key(k), row));
+      }
+    }
+    BTree::Memory m = t.memory_under(t.root());
+    CHECK(m.rows == static_cast<uint64_t>(runs * per_run));
+    CHECK(m.fill(t.leaf_capacity()) > 0.95);
+    // Random keys: the halving splits keep leaves between half and full.
+    BTree r(two_slots());
+    std::mt19937_64 rng(3);
+    std::map<double, double> want;
+    for (int i = 0; i < 50000; ++i) {
+      double k = static_cast<double>(rng() % 1000000);
+      uint64_t row[2] = {std::bit_cast<uint64_t>(k), std::bit_cast<uint64_t>(k + 1)};
+      if (r.insert(num_key(k), row)) want.emplace(k, k + 1);
+    }
+    check_against(r, want);
+    double fill = r.memory_under(r.root()).fill(r.leaf_capacity());
+    CHECK(fill > 0.6);
+    CHECK(fill < 0.8);
+  }
+
+  TEST_CASE("memory_under: rows, the leaves' room, inner nodes and texts, each once") {
+    RowLayout layout{2, {1}, KeySpec{{0}, 0}};  // a num key, a text field
+    BTree t(layout);
+    CHECK(t.memory_under(t.root()).node_bytes() == 0);
+    const int n = 20000;
+    uint64_t text_chunks = 0;
+    for (int i = 0; i < n; ++i) {
+      TextObj* text = heap_text(std::string(static_cast<size_t>(i % 50), 'x'));
+      text_chunks += text_heap_bytes(text);
+      uint64_t row[2] = {std::bit_cast<uint64_t>(static_cast<double>(i)), reinterpret_cast<uint64_t>(text)};
+      REQUIRE(t.insert(num_key(i), row));
+    }
+    BTree::Memory m = t.memory_under(t.root());
+    CHECK(m.rows == static_cast<uint64_t>(n));
+    CHECK(m.row_bytes == n * (sizeof(Key) + 2 * sizeof(uint64_t)));
+    CHECK(m.inners > 0);
+    CHECK(m.inner_bytes == m.inners * sizeof(Inner));
+    CHECK(m.node_bytes() == t.node_bytes());  // no snapshot, no spare: every node walked
+    CHECK(m.key_text_bytes == 0);             // num keys
+    CHECK(m.text_bytes == text_chunks);
+    // A chunk holds the text, its header and malloc's size word.
+    CHECK(text_chunks >= n * (sizeof(size_t) + 10));
+    // A snapshot shares the nodes: walking it sees the same. Once a change
+    // copies a leaf, that leaf's texts have two holders and count half in each.
+    Node* snap = t.share();
+    CHECK(t.memory_under(snap).node_bytes() == m.node_bytes());
+    uint64_t row[2];
+    REQUIRE(t.erase(num_key(0), row));
+    release(reinterpret_cast<TextObj*>(row[1]));
+    BTree::Memory live = t.memory_under(t.root());
+    CHECK(live.rows == static_cast<uint64_t>(n - 1));
+    CHECK(t.node_bytes() > live.node_bytes());  // the copies beside the snapshot's nodes
+    // The erased text went, and half of each text of the one leaf copied
+    // (texts of at most 49 bytes: chunks of at most 80).
+    CHECK(live.text_bytes < m.text_bytes);
+    CHECK(m.text_bytes - live.text_bytes < t.leaf_capacity() * 80);
+    t.drop_root(snap);
+  }
+
   TEST_CASE("positions and range counts at 1 to 1M rows") {
     for (size_t n : {1u, 2u, 31u, 1000u, 30000u, 1000000u}) {
       CAPTURE(n);

@@ -201,6 +201,7 @@ std::unique_ptr<NativeCode> compile(const Module& m, const std::vector<NativeSym
   auto t = Clock::now();
   std::unique_ptr<NativeCode> code = link(m, runtime_symbols, std::move(*jtmb), object, error);
   st.link_ms = ms_since(t);
+  if (code) code->code_bytes = object.size();
   return code;
 }
 
