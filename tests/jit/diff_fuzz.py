@@ -856,7 +856,9 @@ class Gen:
         """`if let r = t.get(key)`: the row (in its block) or none (else)."""
         r = self.rng
         t = r.choice(list(self.table_rec))
-        name = self.fresh("g")
+        # Not "g": the vars are g0, g1, ... and a local may not take a
+        # top-level name (the counter can reach a var's number).
+        name = self.fresh("row")
         fn.scopes.append([])
         fn.declare(Local(name, row(t), assignable=False, fields_writable=fn.writable))
         body = self.block(fn, self.nstmts(d), d - 1)
