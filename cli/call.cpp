@@ -115,7 +115,8 @@ int stats(const StatsOptions& o, std::FILE* out, std::FILE* err) {
   Client client;
   std::string error, answer;
   if (!client.connect(o.address, error) ||
-      !client.exchange("{\"stats\":{}}", to_ms(o.timeout_seconds), answer, error)) {
+      !client.exchange(o.memory ? "{\"stats\":{\"memory\":true}}" : "{\"stats\":{}}", to_ms(o.timeout_seconds),
+                       answer, error)) {
     fmt::print(err, "aup stats: {}\n", error);
     return kExitUsage;
   }

@@ -35,6 +35,7 @@ int call(const CallOptions& o, std::FILE* out, std::FILE* err);
 struct StatsOptions {
   std::string address;
   bool json = false;
+  bool memory = false;  // ask for the memory breakdown (a walk of every row)
   double timeout_seconds = 30;
 };
 

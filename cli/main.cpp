@@ -391,6 +391,9 @@ CLI::App* add_stats_command(CLI::App& app, StatsOptions& o) {
       ->required()
       ->type_name("ADDRESS");
   cmd->add_flag("--json", o.json, "print the answer line as the server wrote it (one line of JSON)");
+  cmd->add_flag("--memory", o.memory,
+                "also where memory goes, table by table: a walk of every row and text, which holds the owner\n"
+                "(tens of ms at a few hundred MB) unless the server has --io-threads");
   cmd->add_option("--timeout", o.timeout_seconds, "seconds to wait for the answer")
       ->capture_default_str()
       ->type_name("SECONDS")

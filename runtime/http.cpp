@@ -444,12 +444,23 @@ void HttpFramer::headers_done() {
 }
 
 // A query's arguments may come in the query string (the Service reads
-// them by the query's types: runtime/convert.h); no other route takes one.
+// them by the query's types: runtime/convert.h), and GET /stats and
+// /metrics take `memory`; no other route takes one.
 void HttpFramer::take_query_string(std::string_view path, std::string_view query) {
   if (refuse_status_ != 0) return;  // refused already (no route, a method it does not take)
   if (keep_body_ && next_piece().kind == RequestKind::Query) {
     next_piece().query.assign(query);
     last_url_.clear();  // routed again each time: the query string is the request's own
+    return;
+  }
+  if (next_piece().kind == RequestKind::Stats && !health_) {
+    if (query == "memory" || query == "memory=1" || query == "memory=true") {
+      next_piece().name.assign("memory");  // Service::resolve: the memory breakdown walked
+      return;
+    }
+    refuse_status_ = 400;
+    refuse_message_ = fmt::format("{} takes one query string, `memory` (the breakdown of memory, a walk of every "
+                                  "row), not `{}`", shown(path), shown(query));
     return;
   }
   refuse_status_ = 400;
@@ -489,7 +500,7 @@ void HttpFramer::route(std::string_view path) {
     next_piece().kind = RequestKind::Schema;
   } else if (stats || metrics || health) {
     next_piece().kind = RequestKind::Stats;
-    next_piece().name.assign(health ? "health" : "");  // Service::resolve: GET /health walks no memory
+    next_piece().name.clear();  // "memory" when the query string asks (take_query_string)
     prometheus_ = metrics;
     health_ = health;
   } else {

@@ -80,7 +80,7 @@ const std::vector<MetricDesc> kMetrics = {
      "Bytes the tables' and indexes' tree nodes hold (the texts their rows point to apart)."},
     {"memory_bytes", K::Gauge, "bytes",
      "Where memory goes, by part (rows, leaf_free, inner, keys, texts, index, node_copies, journal, jit_code, "
-     "malloc_in_use, malloc_free) and table.",
+     "malloc_in_use, malloc_free) and table; only when asked (?memory, {\"stats\":{\"memory\":true}}).",
      false, false, true},
     {"process_resident_memory_bytes", K::Gauge, "bytes", "Resident memory of the process (/proc/self/statm).",
      false, true},
@@ -444,7 +444,7 @@ std::string codes_line(const MetricSample& s) {
 // its leaves are), an index, and a process's part:
 //   customers  rows 3.2 MiB (97% of the leaves), inner 35.1 KiB, keys 1.4 MiB, texts 17.2 MiB
 std::string memory_lines(const MetricSample& s) {
-  if (s.memory.empty()) return "not asked";
+  if (s.memory.empty()) return "not asked (aup stats --memory)";
   double total = 0;
   std::vector<std::pair<std::string, std::string>> lines;  // name, parts
   for (size_t i = 0; i < s.memory.size(); ++i) {

@@ -68,12 +68,15 @@ struct RequestText {
 // No node: a request without `args` (or an HTTP request without a body).
 inline constexpr uint32_t kNoArgs = UINT32_MAX;
 
-inline constexpr uint32_t kStatsHealth = 1;
+// A stats request that asks for the memory breakdown (`{"stats":
+// {"memory": true}}`, GET /stats?memory, GET /metrics?memory): a walk of
+// every row and text, so only when asked (docs/operations.md, *Memory*).
+inline constexpr uint32_t kStatsMemory = 1;
 
 struct Request {
   RequestKind kind = RequestKind::Refused;
   // Event: the event's number; Query: the query's function; Read: the
-  // table; Stats: kStatsHealth for GET /health (no memory breakdown), else 0.
+  // table; Stats: kStatsMemory when the memory breakdown is asked for, else 0.
   uint32_t target = 0;
   const JsonDoc* doc = nullptr;
   uint32_t args = kNoArgs;  // Event, Query: the arguments' object node; Replicate: its object

@@ -89,6 +89,7 @@ struct Members {
   static constexpr uint32_t kNone = kNoArgs;
   uint32_t event = kNone, query = kNone, schema = kNone, stats = kNone, replicate = kNone, read_body = kNone,
            args = kNone, id = kNone, key = kNone, after = kNone;
+  bool stats_memory = false;  // `{"stats": {"memory": true}}`
   std::string problem;
 
   void read(const JsonDoc& doc) {
@@ -122,7 +123,8 @@ struct Members {
   }
   // `{"schema": {}}` and `{"stats": {}}`: nothing else beside them but an
   // id, and an empty object, so that options can be added later without
-  // changing what today's requests mean. `{"replicate": {...}}` (a
+  // changing what today's requests mean; the one option so far is
+  // `{"stats": {"memory": true}}`. `{"replicate": {...}}` (a
   // replica's first request, runtime/replication_stream.h): an object,
   // which the primary reads.
   uint32_t special() const { return schema != kNone ? schema : stats != kNone ? stats : replicate; }
@@ -139,8 +141,14 @@ struct Members {
     const JsonNode& n = doc.node(special());
     if (replicate != kNone) {
       if (n.kind != JsonNode::Kind::Object) note("`replicate` must be an object");
+    } else if (stats != kNone && n.kind == JsonNode::Kind::Object && n.count == 1 &&
+               doc.member(stats, "memory") != 0) {
+      JsonNode::Kind v = doc.node(doc.member(stats, "memory")).kind;
+      if (v != JsonNode::Kind::True && v != JsonNode::Kind::False) note("`stats`'s `memory` must be true or false");
+      stats_memory = v == JsonNode::Kind::True;
     } else if (n.kind != JsonNode::Kind::Object || n.count != 0) {
-      note(fmt::format("`{}` must be the empty object {{}}", what));
+      note(what == "stats" ? std::string("`stats` must be {} or {\"memory\": true}")
+                           : fmt::format("`{}` must be the empty object {{}}", what));
     }
   }
   // `{"read": {...}}` (runtime/read.h): an id and `after` beside it, nothing else.
@@ -241,6 +249,7 @@ Request Service::prepare_line(std::string_view line, JsonDoc& doc) const {
   } else {
     std::string_view name;
     if (!special) name = doc.node(m.event != Members::kNone ? m.event : m.query).str;
+    if (m.stats_memory) name = "memory";
     resolve(kind, name, doc, kind == RequestKind::Replicate ? m.replicate : m.args, r);
   }
   return r;
@@ -325,7 +334,7 @@ void Service::resolve(RequestKind kind, std::string_view name, const JsonDoc& do
   r.kind = kind;
   r.doc = &doc;
   r.args = args;
-  if (kind == RequestKind::Stats && name == "health") r.target = kStatsHealth;
+  if (kind == RequestKind::Stats && name == "memory") r.target = kStatsMemory;
   if (kind == RequestKind::Event) {
     int e = module_.event_index(name);
     if (e < 0) {
@@ -380,7 +389,7 @@ Outcome Service::run(const Request& r, double now, Answer& out) {
       out.has_result = true;
       out.text = schema_body_;
       return Outcome::Query;
-    case RequestKind::Stats: return stats(out, r.target != kStatsHealth);
+    case RequestKind::Stats: return stats(out, r.target == kStatsMemory);
     case RequestKind::Replicate:
       // The server hands a connection whose first request this is to its
       // shipper (runtime/shipper.h); anywhere else it is out of place.

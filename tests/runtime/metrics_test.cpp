@@ -59,8 +59,8 @@ double metric(const MetricSample& s, std::string_view name) {
 }
 
 // The stats answer of `r`'s Service, read back.
-MetricSample stats_of(testing::Running& r) {
-  std::string answer = r.call(R"({"stats":{}})");
+MetricSample stats_of(testing::Running& r, bool memory = false) {
+  std::string answer = r.call(memory ? R"({"stats":{"memory":true}})" : R"({"stats":{}})");
   JsonDoc doc;
   std::string error;
   REQUIRE_MESSAGE(doc.parse(answer, error), error);
@@ -194,7 +194,8 @@ on add { notes.add(Note { id: add.id, body: add.body }) }
 )";
     Metrics metrics;
     testing::Running r(notes, vm::kDefaultStepBudget, &metrics);
-    MetricSample before = stats_of(r);
+    CHECK(stats_of(r).memory.empty());  // walked only when asked
+    MetricSample before = stats_of(r, true);
     CHECK(memory_part(before, "rows", "notes") == 0);
     CHECK(memory_part(before, "index", "notes", "by_body") == 0);
     // glibc's figures (a sanitizer's allocator reports 0 to mallinfo2).
@@ -204,7 +205,7 @@ on add { notes.add(Note { id: add.id, body: add.body }) }
     for (int i = 0; i < n; ++i) {
       r.call(fmt::format(R"({{"event":"add","args":{{"id":{},"body":"{}{}"}}}})", i, body, i));
     }
-    MetricSample after = stats_of(r);
+    MetricSample after = stats_of(r, true);
     // A row: its key (16 bytes) and two 8-byte slots, in its leaf.
     CHECK(memory_part(after, "rows", "notes") == n * 32);
     CHECK(memory_part(after, "leaf_free", "notes") >= 0);
@@ -221,12 +222,13 @@ on add { notes.add(Note { id: add.id, body: add.body }) }
     if (in_use > 0) CHECK(in_use > memory_part(after, "rows", "notes") + texts);
     // No index, no index part; the store's own tables are named.
     testing::Running plain(kMetricsModule, vm::kDefaultStepBudget, &metrics);
-    MetricSample p = stats_of(plain);
+    MetricSample p = stats_of(plain, true);
     for (const MemoryPart& part : p.memory) CHECK(part.part != "index");
     CHECK(memory_part(p, "rows", "accounts") == 0);
     CHECK(memory_part(p, "rows", "$keys") == 0);
-    // GET /health asks for the figures without the walk; GET /stats walks.
-    for (std::string_view route : {"health", ""}) {
+    // GET /stats?memory and /metrics?memory walk (the framer names the
+    // route "memory"); GET /stats, /metrics and /health do not.
+    for (std::string_view route : {"memory", ""}) {
       RequestText t;
       t.form = RequestText::Form::Route;
       t.kind = RequestKind::Stats;
@@ -236,7 +238,7 @@ on add { notes.add(Note { id: add.id, body: add.body }) }
       Answer a;
       r.service().run(req, 0, a);
       REQUIRE(a.stats);
-      CHECK(a.stats->memory.empty() == (route == "health"));
+      CHECK(a.stats->memory.empty() == (route != "memory"));
     }
     // The text form: a line a table, with how full its leaves are.
     std::string text;
@@ -252,12 +254,16 @@ on add { notes.add(Note { id: add.id, body: add.body }) }
     for (const char* line : {R"({"stats":{"x":1}})", R"({"stats":[]})", R"({"stats":null})",
                              R"({"stats":{},"event":"open"})", R"({"stats":{},"query":"balance"})",
                              R"({"stats":{},"args":{}})", R"({"stats":{},"schema":{}})", R"({"schema":{},"stats":{}})",
-                             R"({"stats":{},"stats":{}})"}) {
+                             R"({"stats":{},"stats":{}})", R"({"stats":{"memory":1}})",
+                             R"({"stats":{"memory":true,"x":1}})"}) {
       CAPTURE(line);
       CHECK(r.reply(line).code() == "bad_request");
     }
-    CHECK(r.reply(R"({"stats":[]})").text.find("`stats` must be the empty object {}") != std::string::npos);
-    CHECK(metric(stats_of(r), "requests_invalid") == 10);
+    CHECK(r.reply(R"({"stats":[]})").text.find(R"(`stats` must be {} or {\"memory\": true})") != std::string::npos);
+    CHECK(r.reply(R"({"stats":{"memory":1}})").text.find("`stats`'s `memory` must be true or false") !=
+          std::string::npos);
+    CHECK(r.reply(R"({"stats":{"memory":false}})").code().empty());
+    CHECK(metric(stats_of(r), "requests_invalid") == 13);
     // A Service without Metrics says it keeps none.
     testing::Running bare(kMetricsModule);
     CHECK(bare.reply(R"({"stats":{}})").code() == "unavailable");

@@ -80,7 +80,7 @@ def exchange(s, lines):
 
 
 def stats_over(s):
-    [a] = exchange(s, [{"stats": {}}])
+    [a] = exchange(s, [{"stats": {"memory": True}}])
     if not a.get("ok"):
         raise RuntimeError("the stats request failed: %r" % a)
     return a["result"]
@@ -112,7 +112,18 @@ def check_counts(st, where):
 
 def prometheus(port):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    # Without ?memory no walk, so no aup_memory_bytes; a query string
+    # other than memory is refused.
     c.request("GET", "/metrics")
+    plain = c.getresponse().read().decode()
+    check("aup_memory_bytes{" not in plain and "# HELP aup_memory_bytes" in plain,
+          "GET /metrics without ?memory has memory parts: %r" % plain[-400:])
+    c.request("GET", "/metrics?mem")
+    r0 = c.getresponse()
+    refusal = r0.read().decode()
+    check(r0.status == 400 and "takes one query string, `memory`" in refusal, "GET /metrics?mem: %d %r" % (
+        r0.status, refusal))
+    c.request("GET", "/metrics?memory")
     r = c.getresponse()
     body = r.read().decode()
     ctype = r.getheader("Content-Type")
@@ -302,7 +313,8 @@ def serve_case(aup, module, io_threads):
 
 
 def check_cli(aup, server, st, where):
-    p = subprocess.run([aup, "stats", "unix:" + server.sock], capture_output=True, text=True, timeout=60)
+    p = subprocess.run([aup, "stats", "--memory", "unix:" + server.sock], capture_output=True, text=True,
+                       timeout=60)
     check(p.returncode == 0, "%s: aup stats exited %d: %s" % (where, p.returncode, p.stderr))
     # A metric a line; memory_bytes's parts follow it, indented.
     parts = [line for line in p.stdout.splitlines() if line.startswith("  ")]
