@@ -13,10 +13,12 @@ set -eu
 # etcd-server and etcd-client (etcd, etcdctl) are the etcd its test starts;
 # python3-prometheus-client is Prometheus's own text parser, which
 # tests/runtime/stats_test.py reads GET /metrics with (so the exposition is
-# checked as a scraper reads it, histograms included, not by a regex of ours).
+# checked as a scraper reads it, histograms included, not by a regex of ours);
+# liburing-dev is bench/peers' io_uring floor (bench/peers/floor_uring.cpp).
 packages="g++ meson ninja-build pkg-config re2c libfmt-dev libcli11-dev doctest-dev libxxhash-dev
   python3 hyperfine libsimdjson-dev libsqlite3-dev gnuplot-nox clang-19 libclang-rt-19-dev llvm-19 llvm-19-dev
-  libedit-dev libhttp-parser-dev curl libcurl4-openssl-dev etcd-server etcd-client python3-prometheus-client"
+  libedit-dev libhttp-parser-dev curl libcurl4-openssl-dev etcd-server etcd-client python3-prometheus-client
+  liburing-dev"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
