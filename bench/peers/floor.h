@@ -7,6 +7,8 @@
 #pragma once
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -18,6 +20,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace aup::bench::floor {
@@ -154,6 +157,31 @@ inline Floor open_floor(const char* log_path, const char* accounts, const char* 
   if (::posix_fallocate(log_fd, 0, kLogBytes) != 0) die("fallocate");
   if (::fsync(log_fd) != 0) die("fsync");
   return Floor(log_fd, std::strtoull(accounts, nullptr, 10), std::strtoull(deposit, nullptr, 10));
+}
+
+// What both programs start with: the arguments checked (the usage and exit
+// 2 when they are not four), the floor made, SIGTERM and SIGINT blocked
+// and read from a signalfd, the socket listening (non-blocking).
+struct Started {
+  Floor floor;
+  int signal_fd;
+  int listen_fd;
+};
+inline Started start(int argc, char** argv, const char* name) {
+  program_name = name;
+  if (argc != 5) {
+    std::fprintf(stderr, "usage: %s SOCKET LOG_FILE ACCOUNTS DEPOSIT\n", name);
+    std::exit(2);
+  }
+  Floor floor = open_floor(argv[2], argv[3], argv[4]);
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  ::sigprocmask(SIG_BLOCK, &mask, nullptr);
+  int signal_fd = ::signalfd(-1, &mask, SFD_CLOEXEC);
+  if (signal_fd < 0) die("signalfd");
+  return Started{std::move(floor), signal_fd, listen_unix(argv[1])};
 }
 
 }  // namespace aup::bench::floor

@@ -15,9 +15,7 @@
 //
 // Usage: peers_floor SOCKET LOG_FILE ACCOUNTS DEPOSIT
 // SIGTERM or SIGINT: the turn in progress ends, exit 0.
-#include <signal.h>
 #include <sys/epoll.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -58,23 +56,13 @@ void take(Floor& floor, Conn& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    std::fprintf(stderr, "usage: peers_floor SOCKET LOG_FILE ACCOUNTS DEPOSIT\n");
-    return 2;
-  }
-  Floor floor = open_floor(argv[2], argv[3], argv[4]);
-
-  sigset_t mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGTERM);
-  sigaddset(&mask, SIGINT);
-  ::sigprocmask(SIG_BLOCK, &mask, nullptr);
-  int sigfd = ::signalfd(-1, &mask, SFD_CLOEXEC);
+  Started st = start(argc, argv, "peers_floor");
+  Floor& floor = st.floor;
+  int lfd = st.listen_fd;
   int epfd = ::epoll_create1(EPOLL_CLOEXEC);
-  if (sigfd < 0 || epfd < 0) die("signalfd/epoll");
-  int lfd = listen_unix(argv[1]);
+  if (epfd < 0) die("epoll_create1");
   add(epfd, lfd, kListenTag);
-  add(epfd, sigfd, kSignalTag);
+  add(epfd, st.signal_fd, kSignalTag);
 
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns;
   std::vector<Conn*> ready;

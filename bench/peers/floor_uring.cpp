@@ -18,8 +18,6 @@
 // refuses io_uring (io_uring_queue_init fails), it says so and exits 2.
 #include <fcntl.h>
 #include <liburing.h>
-#include <signal.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -269,23 +267,10 @@ class Server {
 }  // namespace
 
 int main(int argc, char** argv) {
-  program_name = "peers_floor_uring";
-  if (argc != 5) {
-    std::fprintf(stderr, "usage: peers_floor_uring SOCKET LOG_FILE ACCOUNTS DEPOSIT\n");
-    return 2;
-  }
-  Floor floor = open_floor(argv[2], argv[3], argv[4]);
-  sigset_t mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGTERM);
-  sigaddset(&mask, SIGINT);
-  ::sigprocmask(SIG_BLOCK, &mask, nullptr);
-  int sigfd = ::signalfd(-1, &mask, SFD_CLOEXEC);
-  if (sigfd < 0) die("signalfd");
-  int lfd = listen_unix(argv[1]);
+  Started st = start(argc, argv, "peers_floor_uring");
   // Blocking, so an accept waits in the kernel rather than failing EAGAIN.
-  if (::fcntl(lfd, F_SETFL, ::fcntl(lfd, F_GETFL) & ~O_NONBLOCK) != 0) die("fcntl");
-  Server(floor, lfd, sigfd).run();
+  if (::fcntl(st.listen_fd, F_SETFL, ::fcntl(st.listen_fd, F_GETFL) & ~O_NONBLOCK) != 0) die("fcntl");
+  Server(st.floor, st.listen_fd, st.signal_fd).run();
   ::unlink(argv[1]);
   return 0;
 }
