@@ -19,6 +19,7 @@
 #include "runtime/json.h"
 #include "storage/key_tables.h"
 #include "vm/state.h"
+#include "vm/text_pool.h"
 
 namespace aup::runtime {
 
@@ -738,6 +739,10 @@ void Metrics::add_memory(const vm::State& state, MetricSample& s) const {
   s.memory.push_back({"node_copies", "", "", static_cast<double>(nodes > walked_nodes ? nodes - walked_nodes : 0)});
   s.memory.push_back({"journal", "", "", static_cast<double>(journal)});
   s.memory.push_back({"jit_code", "", "", static_cast<double>(jit_code_bytes_)});
+  // Blocks of the text pool's slabs that hold no text (vm/text_pool.h):
+  // the slabs themselves are malloc's, in malloc_in_use.
+  vm::TextPool::Figures pool = vm::TextPool::heap().figures();
+  s.memory.push_back({"text_pool_free", "", "", static_cast<double>(pool.slab_bytes - pool.used_bytes)});
   struct mallinfo2 mi = mallinfo2();
   s.memory.push_back({"malloc_in_use", "", "", static_cast<double>(mi.uordblks + mi.hblkhd)});
   s.memory.push_back({"malloc_free", "", "", static_cast<double>(mi.fordblks)});

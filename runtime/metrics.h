@@ -279,7 +279,7 @@ class Metrics {
   // Adds where memory goes to `s` (memory_bytes): `state` walked
   // (vm::BTree::memory_under: every node and every row's texts, so a
   // stats request costs a pass over the state: each node read once, and
-  // a malloc_usable_size per text), with the owner's figures of its last batch and the
+  // the size of each text), with the owner's figures of its last batch and the
   // allocator's (mallinfo2). `state` is the one the asking thread may
   // read: the live state on the owner, a snapshot's view on an I/O thread.
   void add_memory(const vm::State& state, MetricSample& s) const;

@@ -231,7 +231,7 @@ class BTree {
   // Where the memory under a root goes (bytes; `aup stats`, runtime/metrics.h).
   // A walk of every node and every text a row points to: O(rows x text
   // fields), read only, so it may run on a snapshot's root on any thread.
-  // A text is counted as the heap chunk malloc gave it (text_heap_bytes),
+  // A text is counted as the heap memory it takes (text_heap_bytes),
   // divided among its holders (its reference count), so a text two rows
   // share counts once over both.
   struct Memory {

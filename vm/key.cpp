@@ -301,10 +301,13 @@ HeldKey::HeldKey(const KeySpec& spec, const uint64_t* values, From from) {
     text = heap_text_sized(static_cast<uint32_t>(len));
     std::memcpy(text->bytes, buf, len);
   } else {
-    // Encoded in place, into the bound (or the size, for a text near the limit).
-    if (size > kMaxTextBytes) size = key_bytes(parts.data(), n, spec.text_mask);
+    // Encoded in place, into the exact size: a heap text's length is fixed
+    // when it is made (its text pool block is found by it, vm/text.h).
+    size = key_bytes(parts.data(), n, spec.text_mask);
     text = heap_text_sized(static_cast<uint32_t>(size));
-    text->len = static_cast<uint32_t>(encode_key(parts.data(), n, spec.text_mask, text->bytes));
+    size_t len = encode_key(parts.data(), n, spec.text_mask, text->bytes);
+    assert(len == size);
+    (void)len;
   }
   text->bytes[text->len] = '\0';
   key_ = text_key(text);

@@ -6,11 +6,24 @@
 #include <new>
 
 #include "vm/arena.h"
+#include "vm/text_pool.h"
 
 namespace aup::vm {
 
 namespace {
 size_t text_bytes(size_t len) { return offsetof(TextObj, bytes) + len + 1; }
+
+// A heap text's bytes come from the pool when they fit a block, else from
+// malloc (vm/text_pool.h); its length, fixed at birth, says which.
+bool pooled(size_t len) { return text_bytes(len) <= TextPool::kMaxBlock; }
+
+TextObj* heap_alloc(size_t len) {
+  size_t bytes = text_bytes(len);
+  if (bytes <= TextPool::kMaxBlock) return static_cast<TextObj*>(TextPool::heap().take(bytes));
+  auto* t = static_cast<TextObj*>(std::malloc(bytes));
+  if (!t) throw std::bad_alloc();
+  return t;
+}
 
 void fill(TextObj* t, std::string_view s, bool in_arena) {
   t->refs = 1;
@@ -23,16 +36,14 @@ void fill(TextObj* t, std::string_view s, bool in_arena) {
 
 TextObj* heap_text(std::string_view s) {
   assert(s.size() <= kMaxTextBytes);
-  auto* t = static_cast<TextObj*>(std::malloc(text_bytes(s.size())));
-  if (!t) throw std::bad_alloc();
+  TextObj* t = heap_alloc(s.size());
   fill(t, s, false);
   return t;
 }
 
 TextObj* heap_text_sized(uint32_t len) {
   assert(len <= kMaxTextBytes);
-  auto* t = static_cast<TextObj*>(std::malloc(text_bytes(len)));
-  if (!t) throw std::bad_alloc();
+  TextObj* t = heap_alloc(len);
   t->refs = 1;
   t->len = len;
   t->in_arena = false;
@@ -57,9 +68,16 @@ TextObj* arena_text_sized(Arena& arena, uint32_t len) {
   return t;
 }
 
-void release_slow(TextObj* t) { std::free(t); }
+void release_slow(TextObj* t) {
+  if (pooled(t->len)) {
+    TextPool::heap().give(t, text_bytes(t->len));
+  } else {
+    std::free(t);
+  }
+}
 
 size_t text_heap_bytes(const TextObj* t) {
+  if (pooled(t->len)) return TextPool::block_bytes(text_bytes(t->len));
   // malloc_usable_size reads the chunk's own header, which is there while
   // any holder keeps the text: safe beside the owner on a snapshot's text.
   return malloc_usable_size(const_cast<TextObj*>(t)) + sizeof(size_t);

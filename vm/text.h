@@ -32,6 +32,8 @@ struct TextObj {
 // Largest text (bytes); bounds every concatenation and stored value.
 inline constexpr uint32_t kMaxTextBytes = 16u << 20;
 
+// A heap text's `len` never changes once it is made: releasing it finds
+// its text pool block, or that it has none, by its length (vm/text_pool.h).
 TextObj* heap_text(std::string_view s);  // refs = 1
 // A heap text of `len` bytes for the caller to fill (refs = 1).
 TextObj* heap_text_sized(uint32_t len);
@@ -46,9 +48,10 @@ void release_slow(TextObj* t);
 inline void release(TextObj* t) {
   if (t && !t->in_arena && --t->refs == 0) release_slow(t);
 }
-// The bytes malloc holds for heap text `t`: its chunk (what it can use,
-// and the size word glibc keeps before it). What a row's text costs in
-// memory, for stats (vm/btree.h, BTree::Memory).
+// The bytes heap text `t` takes: its text pool block, or for a text too
+// long for one, its malloc chunk (what it can use, and the size word glibc
+// keeps before it; vm/text_pool.h). What a row's text costs in memory, for
+// stats (vm/btree.h, BTree::Memory).
 size_t text_heap_bytes(const TextObj* t);
 // A heap text with the same bytes: `t` itself (retained) if it is on the
 // heap already, else a copy.
