@@ -72,13 +72,15 @@ class Decoder : public bytes::Reader {
     const uint8_t* start = position();
     uint64_t v = varint();
     if (v & 1) {
-      if (v != 1) fail_at(offset_of(start), "a number tag other than 1");
+      if (v != 1) bad_num_tag(start);
       return std::bit_cast<double>(fixed64());
     }
     uint64_t zig = v >> 1;
     auto i = static_cast<int64_t>((zig >> 1) ^ (~(zig & 1) + 1));
     return static_cast<double>(i);
   }
+  // Out of line, so num() stays small enough to inline.
+  [[gnu::noinline]] void bad_num_tag(const uint8_t* start) { fail_at(offset_of(start), "a number tag other than 1"); }
   std::string_view text() { return bytes(); }
   // A value of type t as a row slot; a text becomes a new heap text the
   // caller owns.

@@ -155,8 +155,35 @@ class Reader {
   uint64_t fixed64() { return take_le(8); }
   // A problem inside a varint, a length or a count is named at its first
   // byte.
+  //
+  // Small enough to inline where values are decoded (a row of an image,
+  // a record of the log: a store's open decodes every field of every row):
+  // one byte here, a longer varint with room for the longest without a
+  // bounds check a byte, the rest (the span's last bytes, problems) out of
+  // line.
   uint64_t varint() {
     if (p_ < end_ && *p_ < 0x80) return *p_++;  // most varints: one byte
+    if (left() >= kMaxVarintBytes) {
+      uint64_t v = 0;
+      for (size_t i = 0; i < kMaxVarintBytes - 1; ++i) {
+        uint8_t b = p_[i];
+        v |= uint64_t{b & 0x7Fu} << (7 * i);
+        if (b < 0x80) {
+          p_ += i + 1;
+          return v;
+        }
+      }
+      if (p_[kMaxVarintBytes - 1] <= 1) {  // the tenth byte: the top bit of 64 at most
+        v |= uint64_t{p_[kMaxVarintBytes - 1]} << 63;
+        p_ += kMaxVarintBytes;
+        return v;
+      }
+    }
+    return varint_near_end();
+  }
+  // varint() byte by byte, bounds checked: fewer than kMaxVarintBytes
+  // left, or a malformed varint (reported at its first byte).
+  [[gnu::noinline]] uint64_t varint_near_end() {
     const uint8_t* start = p_;
     uint64_t v = 0;
     for (size_t i = 0; i < kMaxVarintBytes; ++i) {

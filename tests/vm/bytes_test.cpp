@@ -52,6 +52,29 @@ TEST_SUITE("bytes") {
           std::vector<uint8_t>{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01});
   }
 
+  TEST_CASE("varints with the longest one's room left decode the same as the span's last ones") {
+    // With ten bytes left the reader takes a path without a bounds check a
+    // byte (vm/bytes.h); the same values, each with bytes after it.
+    for (uint64_t v : {uint64_t{128}, uint64_t{16384}, uint64_t{1} << 32, (uint64_t{1} << 63) - 1, uint64_t{1} << 63,
+                       UINT64_MAX}) {
+      CAPTURE(v);
+      std::vector<uint8_t> b = varint_bytes(v);
+      size_t n = b.size();
+      b.insert(b.end(), 10, 0x7F);
+      Reader r(b.data(), b.size());
+      CHECK(r.varint() == v);
+      CHECK(r.offset() == n);
+      CHECK(r.varint() == 0x7F);
+      CHECK(r.ok());
+    }
+    std::vector<uint8_t> bad(9, 0xFF);
+    bad.push_back(0x02);  // past 64 bits, with bytes after
+    bad.insert(bad.end(), 5, 0x00);
+    Reader r(bad.data(), bad.size());
+    CHECK(r.varint() == 0);
+    CHECK(r.error() == "malformed varint at byte 0");
+  }
+
   TEST_CASE("a tenth varint byte may hold only the top bit of 64") {
     std::vector<uint8_t> b(9, 0xFF);
     b.push_back(0x02);  // bit 64: past a uint64_t
