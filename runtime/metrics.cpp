@@ -741,7 +741,7 @@ void Metrics::add_memory(const vm::State& state, MetricSample& s) const {
   s.memory.push_back({"jit_code", "", "", static_cast<double>(jit_code_bytes_)});
   // Blocks of the text pool's slabs that hold no text (vm/text_pool.h):
   // the slabs themselves are malloc's, in malloc_in_use.
-  vm::TextPool::Figures pool = vm::TextPool::heap().figures();
+  vm::TextPool::Figures pool = vm::TextPool::heap_figures();
   s.memory.push_back({"text_pool_free", "", "", static_cast<double>(pool.slab_bytes - pool.used_bytes)});
   struct mallinfo2 mi = mallinfo2();
   s.memory.push_back({"malloc_in_use", "", "", static_cast<double>(mi.uordblks + mi.hblkhd)});

@@ -19,7 +19,7 @@ bool pooled(size_t len) { return text_bytes(len) <= TextPool::kMaxBlock; }
 
 TextObj* heap_alloc(size_t len) {
   size_t bytes = text_bytes(len);
-  if (bytes <= TextPool::kMaxBlock) return static_cast<TextObj*>(TextPool::heap().take(bytes));
+  if (bytes <= TextPool::kMaxBlock) return static_cast<TextObj*>(TextPool::heap_take(bytes));
   auto* t = static_cast<TextObj*>(std::malloc(bytes));
   if (!t) throw std::bad_alloc();
   return t;
@@ -70,7 +70,7 @@ TextObj* arena_text_sized(Arena& arena, uint32_t len) {
 
 void release_slow(TextObj* t) {
   if (pooled(t->len)) {
-    TextPool::heap().give(t, text_bytes(t->len));
+    TextPool::heap_give(t, text_bytes(t->len));
   } else {
     std::free(t);
   }

@@ -14,10 +14,14 @@
 // says how much is free here). Texts above kMaxBlock bytes go to malloc,
 // where the rounding costs them little.
 //
-// One lock (a spin flag) around each take and give: heap texts are made
-// and freed on the owner thread in a server, but a test may run owners on
-// several threads, and a follower's thread decodes what the owner frees.
-// Uncontended, it is one atomic exchange.
+// Heap texts take and give blocks of the calling thread's own pool, with
+// no lock: a spin flag's atomic exchange around each was 30% of the user
+// time of opening a TPC-C store (some 20 million texts at W=10). A block
+// may be given back on another thread than took it (a follower's decoding,
+// a test's threads): it then joins that thread's free list, which is safe
+// because no slab is ever freed while the process runs. When a thread ends,
+// its slabs and free blocks are handed on to what all threads share, and
+// a thread short of blocks of a class takes those first.
 #pragma once
 
 #include <atomic>
@@ -40,25 +44,31 @@ class TextPool {
     return b < 16 ? 16 : b;  // room for the free list's link (a pointer, copied in unaligned)
   }
 
+  // A pool of one thread's use (no lock). Its destructor frees its slabs:
+  // only for a pool no text still uses.
   TextPool() = default;
-  ~TextPool();  // frees the slabs: only for a pool no text still uses
+  ~TextPool();
   TextPool(const TextPool&) = delete;
   TextPool& operator=(const TextPool&) = delete;
 
   // A block of block_bytes(bytes); throws std::bad_alloc.
   void* take(size_t bytes);
-  // `p` from take(bytes), with the same `bytes`.
+  // `p` from take(bytes) of this pool (or, for heap texts, of any
+  // thread's), with the same `bytes`.
   void give(void* p, size_t bytes);
 
   struct Figures {
     uint64_t slab_bytes = 0;  // every slab's bytes
     uint64_t used_bytes = 0;  // blocks taken and not given back
   };
+  // Any thread may ask (the counters are its thread's alone to change).
   Figures figures() const;
 
-  // The process's pool, for heap texts (vm/text.cpp). Never destroyed: a
-  // text may be freed by a static destructor after the others ran.
-  static TextPool& heap();
+  // Heap texts' blocks (vm/text.cpp): from the calling thread's pool.
+  static void* heap_take(size_t bytes);
+  static void heap_give(void* p, size_t bytes);
+  // Every thread's heap blocks, those of threads that ended included.
+  static Figures heap_figures();
 
  private:
   static constexpr size_t kClasses = kMaxBlock / kStep;
@@ -67,13 +77,17 @@ class TextPool {
     char* next = nullptr;  // the rest of the class's newest slab
     char* end = nullptr;
   };
-  class Lock;
-  char* new_slab();
+  friend struct TextPoolShared;
+  friend class TextPoolThread;
+  void* take_more(Class& c, size_t block);
+  void hand_on();
 
-  mutable std::atomic<bool> busy_{false};
+  bool heap_ = false;  // a thread's heap pool: takes an ended thread's blocks first
   Class classes_[kClasses];
   std::vector<char*> slabs_;
-  uint64_t used_bytes_ = 0;
+  // Signed: a heap block given back on another thread counts there.
+  std::atomic<int64_t> used_bytes_{0};
+  std::atomic<uint64_t> slab_bytes_{0};
 };
 
 }  // namespace aup::vm

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstring>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -59,44 +60,67 @@ TEST_SUITE("text_pool") {
     TextObj* at = heap_text(std::string(246, 'a'));
     TextObj* past = heap_text(std::string(247, 'b'));
     TextObj* shortest = heap_text("");
-    uint64_t used = TextPool::heap().figures().used_bytes;
+    uint64_t used = TextPool::heap_figures().used_bytes;
     CHECK(text_heap_bytes(at) == 256);
     CHECK(text_heap_bytes(shortest) == 16);
     CHECK(text_heap_bytes(past) >= 257 + sizeof(size_t));  // malloc's chunk and its size word
     CHECK(at->view() == std::string(246, 'a'));
     CHECK(past->view() == std::string(247, 'b'));
     release(at);
-    CHECK(TextPool::heap().figures().used_bytes == used - 256);
+    CHECK(TextPool::heap_figures().used_bytes == used - 256);
     release(past);
-    CHECK(TextPool::heap().figures().used_bytes == used - 256);
+    CHECK(TextPool::heap_figures().used_bytes == used - 256);
     release(shortest);
-    CHECK(TextPool::heap().figures().used_bytes == used - 256 - 16);
+    CHECK(TextPool::heap_figures().used_bytes == used - 256 - 16);
   }
 
-  TEST_CASE("threads taking and giving at once neither lose nor share a block") {
-    TextPool pool;
+  TEST_CASE("threads make and free heap texts at once, each from its own pool, with no block shared") {
     std::atomic<int> overwritten{0};
-    auto work = [&pool, &overwritten](char mark) {
-      std::vector<char*> mine;
+    auto work = [&overwritten](char mark) {
+      std::vector<TextObj*> mine;
       for (int round = 0; round < 20000; ++round) {
-        auto* p = static_cast<char*>(pool.take(24));
-        std::memset(p, mark, 24);
-        mine.push_back(p);
+        mine.push_back(heap_text(std::string(14, mark)));  // 24-byte blocks
         if (mine.size() == 64) {
-          for (char* q : mine) {
-            for (int i = 0; i < 24; ++i) overwritten += q[i] != mark;  // another thread had it too
-            pool.give(q, 24);
+          for (TextObj* t : mine) {
+            overwritten += t->view() != std::string(14, mark);  // another thread had its block too
+            release(t);
           }
           mine.clear();
         }
       }
-      for (char* q : mine) pool.give(q, 24);
+      for (TextObj* t : mine) release(t);
     };
+    uint64_t used = TextPool::heap_figures().used_bytes;
     std::thread a(work, 'a'), b(work, 'b');
     a.join();
     b.join();
     CHECK(overwritten == 0);
-    CHECK(pool.figures().used_bytes == 0);
+    CHECK(TextPool::heap_figures().used_bytes == used);
+  }
+
+  TEST_CASE("texts a thread made outlive it; their blocks, freed elsewhere, serve the next thread") {
+    const int n = 5000;  // 2 slabs' worth of 24-byte blocks
+    std::vector<TextObj*> made;
+    std::thread maker([&made] {
+      for (int i = 0; i < n; ++i) made.push_back(heap_text("t" + std::to_string(100000 + i) + "xxxxxx"));
+    });
+    maker.join();  // its pool handed on: the texts stay, and can still be read
+    TextPool::Figures after_maker = TextPool::heap_figures();
+    for (int i = 0; i < n; ++i) CHECK(made[static_cast<size_t>(i)]->view() == "t" + std::to_string(100000 + i) + "xxxxxx");
+    std::thread freer([&made] {
+      for (TextObj* t : made) release(t);
+    });
+    freer.join();  // freed on a third thread: its free list, handed on at its end
+    TextPool::Figures freed = TextPool::heap_figures();
+    CHECK(freed.used_bytes == after_maker.used_bytes - n * 24);
+    CHECK(freed.slab_bytes == after_maker.slab_bytes);
+    std::thread again([] {
+      std::vector<TextObj*> more;
+      for (int i = 0; i < 2000; ++i) more.push_back(heap_text("again-" + std::to_string(1000000 + i)));  // 24-byte blocks too
+      for (TextObj* t : more) release(t);
+    });
+    again.join();
+    CHECK(TextPool::heap_figures().slab_bytes == freed.slab_bytes);  // it took the blocks handed on, no new slab
   }
 }
 
