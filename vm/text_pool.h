@@ -15,8 +15,8 @@
 // where the rounding costs them little.
 //
 // Heap texts take and give blocks of the calling thread's own pool, with
-// no lock: a spin flag's atomic exchange around each was 30% of the user
-// time of opening a TPC-C store (some 20 million texts at W=10). A block
+// no lock: a spin flag's atomic exchange around each was about a fifth of
+// the user time of opening a TPC-C store (some 20 million texts at W=10). A block
 // may be given back on another thread than took it (a follower's decoding,
 // a test's threads): it then joins that thread's free list, which is safe
 // because no slab is ever freed while the process runs. When a thread ends,
