@@ -221,9 +221,15 @@ size_t encode_key(const uint64_t* parts, uint32_t count, uint32_t text_mask, cha
   return static_cast<size_t>(out - start);
 }
 
-size_t prefix_end(char* bytes, size_t n) {
+size_t prefix_end_length(std::string_view bytes) {
+  size_t n = bytes.size();
   while (n > 0 && static_cast<unsigned char>(bytes[n - 1]) == 0xff) --n;
   assert(n > 0 && "a key prefix of only 0xFF bytes: no key starts with 0xFF");
+  return n;
+}
+
+size_t prefix_end(char* bytes, size_t n) {
+  n = prefix_end_length({bytes, n});
   bytes[n - 1] = static_cast<char>(static_cast<unsigned char>(bytes[n - 1]) + 1);
   return n;
 }

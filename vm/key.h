@@ -128,8 +128,11 @@ size_t key_bytes(const uint64_t* parts, uint32_t count, uint32_t text_mask);
 size_t key_bytes_max(const uint64_t* parts, uint32_t count, uint32_t text_mask);
 size_t encode_key(const uint64_t* parts, uint32_t count, uint32_t text_mask, char* out);
 // The least byte string above every string that starts with bytes[0, n):
-// changes `bytes` in place and returns its new length.
+// changes `bytes` in place and returns its new length, which
+// prefix_end_length tells beforehand (to make a heap text of that length,
+// whose length may not change after: vm/text.h).
 size_t prefix_end(char* bytes, size_t n);
+size_t prefix_end_length(std::string_view bytes);
 // An encoded key's components read back (numbers, and texts as their
 // bytes): false if the bytes are not exactly `count` components of the
 // mask's kinds.

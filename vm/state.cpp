@@ -294,11 +294,9 @@ int State::unique_conflict(uint32_t t, const Value* row, const Key& pk, uint32_t
     const IndexDesc& d = module_.indexes[i];
     if (!d.unique || (field != kAllFields && !holds(i, field))) continue;
     Key lo = encoded_fields(entry_specs_[i], d.fields.size(), row);
-    // The bound past every entry with these fields: made at its own length,
-    // as a heap text's length may not change (vm/text.h).
-    std::string end(lo.text->view());
-    end.resize(prefix_end(end.data(), end.size()));
-    TextObj* hi = heap_text(end);
+    // The bound past every entry with these fields, made at its length.
+    TextObj* hi = heap_text(lo.text->view().substr(0, prefix_end_length(lo.text->view())));
+    prefix_end(hi->bytes, hi->len);
     Key hk = text_key(hi);
     const BTree& tree = *indexes_[i];
     BTree::Cursor c;

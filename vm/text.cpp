@@ -18,9 +18,8 @@ size_t text_bytes(size_t len) { return offsetof(TextObj, bytes) + len + 1; }
 bool pooled(size_t len) { return text_bytes(len) <= TextPool::kMaxBlock; }
 
 TextObj* heap_alloc(size_t len) {
-  size_t bytes = text_bytes(len);
-  if (bytes <= TextPool::kMaxBlock) return static_cast<TextObj*>(TextPool::heap_take(bytes));
-  auto* t = static_cast<TextObj*>(std::malloc(bytes));
+  if (pooled(len)) return static_cast<TextObj*>(TextPool::heap_take(text_bytes(len)));
+  auto* t = static_cast<TextObj*>(std::malloc(text_bytes(len)));
   if (!t) throw std::bad_alloc();
   return t;
 }

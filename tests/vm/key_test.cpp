@@ -104,6 +104,8 @@ TEST_SUITE("key") {
       CHECK_FALSE((lo <= encoded(t) && encoded(t) < hi));
     }
     std::string ff("\x01\xff\xff", 3);  // trailing 0xFF bytes carry
+    CHECK(prefix_end_length(ff) == 1);  // told before the bytes change
+    CHECK(prefix_end_length("\x01\x02") == 2);
     CHECK(prefix_end(ff.data(), 3) == 1);
     CHECK(ff[0] == '\x02');
   }

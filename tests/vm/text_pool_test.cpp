@@ -1,5 +1,5 @@
 // vm/text_pool.h: blocks by size class, reuse, the limit between the pool
-// and malloc, and the lock.
+// and malloc, and threads: each its own pool, texts outliving their thread.
 #include "vm/text_pool.h"
 
 #include <doctest/doctest.h>
