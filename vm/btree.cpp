@@ -22,14 +22,22 @@ void* xmalloc(size_t n) {
 }
 }  // namespace
 
-BTree::BTree(RowLayout layout) : layout_(std::move(layout)) {
-  size_t per_row = sizeof(Key) + layout_.slots * sizeof(uint64_t);
+BTree::BTree(RowLayout layout)
+    : layout_(std::move(layout)),
+      ord_keys_(!layout_.text_key()),
+      key_bytes_(ord_keys_ ? sizeof(uint64_t) : sizeof(Key)) {
+  size_t per_row = key_bytes_ + layout_.slots * sizeof(uint64_t);
   size_t cap = (kLeafTargetBytes - kLeafHeader) / per_row;
   leaf_cap_ = static_cast<uint32_t>(std::clamp<size_t>(cap, 4, 255));
 }
 
 BTree::BTree(const BTree& source, const Node* root)
-    : layout_(source.layout_), leaf_cap_(source.leaf_cap_), root_(const_cast<Node*>(root)), view_(true) {
+    : layout_(source.layout_),
+      ord_keys_(source.ord_keys_),
+      key_bytes_(source.key_bytes_),
+      leaf_cap_(source.leaf_cap_),
+      root_(const_cast<Node*>(root)),
+      view_(true) {
   size_ = rows_under(root);
 }
 
@@ -43,35 +51,63 @@ BTree::~BTree() {
 // ---- layout ----------------------------------------------------------------
 
 size_t BTree::leaf_bytes() const {
-  return kLeafHeader + leaf_cap_ * (sizeof(Key) + layout_.slots * sizeof(uint64_t));
+  return kLeafHeader + leaf_cap_ * (key_bytes_ + layout_.slots * sizeof(uint64_t));
 }
-Key* BTree::leaf_keys(Node* n) const {
-  return reinterpret_cast<Key*>(reinterpret_cast<char*>(n) + kLeafHeader);
+namespace {
+char* key_area(Node* n) { return reinterpret_cast<char*>(n) + kLeafHeader; }
+const char* key_area(const Node* n) { return reinterpret_cast<const char*>(n) + kLeafHeader; }
+const Key* whole_keys(const Node* n) { return reinterpret_cast<const Key*>(key_area(n)); }
+const uint64_t* ord_keys(const Node* n) { return reinterpret_cast<const uint64_t*>(key_area(n)); }
+}  // namespace
+
+void BTree::put_leaf_key(Node* n, uint32_t i, const Key& k) const {
+  if (ord_keys_) {
+    assert(!k.text);  // a number key has no text to keep
+    std::memcpy(key_area(n) + i * sizeof(uint64_t), &k.ord, sizeof k.ord);
+  } else {
+    reinterpret_cast<Key*>(key_area(n))[i] = k;
+  }
 }
-const Key* BTree::leaf_keys(const Node* n) const {
-  return reinterpret_cast<const Key*>(reinterpret_cast<const char*>(n) + kLeafHeader);
+void BTree::move_leaf_keys(Node* n, uint32_t to, uint32_t from, uint32_t count) const {
+  std::memmove(key_area(n) + to * key_bytes_, key_area(n) + from * key_bytes_, count * key_bytes_);
+}
+void BTree::copy_leaf_keys(Node* to, const Node* from, uint32_t at, uint32_t count) const {
+  std::memcpy(key_area(to), key_area(from) + at * key_bytes_, count * key_bytes_);
 }
 uint64_t* BTree::leaf_rows(Node* n) const {
-  return reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(n) + kLeafHeader +
-                                     leaf_cap_ * sizeof(Key));
+  return reinterpret_cast<uint64_t*>(key_area(n) + leaf_cap_ * key_bytes_);
 }
 const uint64_t* BTree::leaf_rows(const Node* n) const {
-  return reinterpret_cast<const uint64_t*>(reinterpret_cast<const char*>(n) + kLeafHeader +
-                                           leaf_cap_ * sizeof(Key));
+  return reinterpret_cast<const uint64_t*>(key_area(n) + leaf_cap_ * key_bytes_);
 }
 
 const uint64_t* BTree::row_at(Pos p) const { return leaf_rows(p.leaf) + p.idx * layout_.slots; }
 uint64_t* BTree::row_at_mut(Pos p) const { return leaf_rows(p.leaf) + p.idx * layout_.slots; }
-const Key& BTree::key_at(Pos p) const { return leaf_keys(p.leaf)[p.idx]; }
 
 namespace {
 // A binary search's probes are dependent loads, each a cache miss in a
 // large table; asking for every line of the keys first lets the misses
 // overlap instead.
-inline void prefetch_keys(const Key* keys, uint32_t count) {
-  const char* p = reinterpret_cast<const char*>(keys);
-  const char* end = p + count * sizeof(Key);
+inline void prefetch_keys(const char* p, size_t bytes) {
+  const char* end = p + bytes;
   for (; p < end; p += 64) __builtin_prefetch(p);
+}
+
+inline uint64_t image(const Key& k) { return k.ord; }
+inline uint64_t image(uint64_t ord) { return ord; }
+
+// The first of `count` keys (Keys or order images) whose image is not
+// below `ord`: a halving step is a compare and a conditional move.
+template <class K>
+inline uint32_t first_image_not_below(const K* keys, uint32_t count, uint64_t ord) {
+  if (count == 0) return 0;
+  const K* base = keys;
+  for (uint32_t len = count; len > 1;) {
+    uint32_t half = len / 2;
+    base = image(base[half]) < ord ? base + half : base;
+    len -= half;
+  }
+  return static_cast<uint32_t>(base - keys) + (image(*base) < ord ? 1u : 0u);
 }
 
 // An inner node's keys are an array of fixed size: every line of it, with
@@ -119,18 +155,11 @@ namespace {
 }  // namespace
 
 uint32_t BTree::leaf_lower_bound(const Node* n, const Key& k) const {
-  const Key* keys = leaf_keys(n);
   uint32_t count = n->count;
-  prefetch_keys(keys, count);
-  if (count == 0) return 0;
-  // The first key whose image is not below k's.
-  const Key* base = keys;
-  for (uint32_t len = count; len > 1;) {
-    uint32_t half = len / 2;
-    base = base[half].ord < k.ord ? base + half : base;
-    len -= half;
-  }
-  auto i = static_cast<uint32_t>(base - keys) + (base->ord < k.ord ? 1u : 0u);
+  prefetch_keys(key_area(n), count * key_bytes_);
+  if (ord_keys_) return first_image_not_below(ord_keys(n), count, k.ord);  // numbers never tie
+  const Key* keys = whole_keys(n);
+  uint32_t i = first_image_not_below(keys, count, k.ord);
   if (i < count && keys[i].ord == k.ord && needs_text_compare(k)) return lower_bound_tied(keys, count, k);
   return i;
 }
@@ -191,15 +220,14 @@ void BTree::add_memory(const Node* n, Memory& m) const {
     }
     return;
   }
-  uint64_t per_row = sizeof(Key) + layout_.slots * sizeof(uint64_t);
+  uint64_t per_row = key_bytes_ + layout_.slots * sizeof(uint64_t);
   ++m.leaves;
   m.rows += n->count;
   m.row_bytes += n->count * per_row;
   m.leaf_free_bytes += leaf_bytes() - n->count * per_row;
-  const Key* keys = leaf_keys(n);
   const uint64_t* rows = leaf_rows(n);
   for (uint32_t i = 0; i < n->count; ++i) {
-    m.key_text_bytes += text_share(keys[i].text);
+    m.key_text_bytes += text_share(leaf_key(n, i).text);
     for (uint32_t s : layout_.text_slots) {
       m.text_bytes += text_share(reinterpret_cast<const TextObj*>(rows[i * layout_.slots + s]));
     }
@@ -246,10 +274,9 @@ Inner* BTree::new_inner() {
 
 void BTree::retain_leaf_texts(Node* n, uint32_t from, uint32_t to) {
   if (layout_.text_slots.empty() && !layout_.text_key()) return;
-  Key* keys = leaf_keys(n);
   uint64_t* rows = leaf_rows(n);
   for (uint32_t i = from; i < to; ++i) {
-    retain(keys[i].text);
+    retain(leaf_key(n, i).text);
     for (uint32_t s : layout_.text_slots) {
       retain(reinterpret_cast<TextObj*>(rows[i * layout_.slots + s]));
     }
@@ -286,10 +313,9 @@ Node* BTree::clone(Node* n) {
 void BTree::free_node(Node* n) {
   ++node_epoch_;
   if (n->leaf) {
-    Key* keys = leaf_keys(n);
     uint64_t* rows = leaf_rows(n);
     for (uint32_t i = 0; i < n->count; ++i) {
-      release(keys[i].text);
+      release(leaf_key(n, i).text);
       release_row_texts(rows + i * layout_.slots);
     }
     if (spare_leaves_.size() < kMaxSpares) {
@@ -355,7 +381,7 @@ const uint64_t* BTree::find_in(const Node* root, const Key& k, Pos* pos) const {
     private_path = private_path && n->refs == 1;
   }
   uint32_t i = leaf_lower_bound(n, k);
-  if (i == n->count || key_cmp(leaf_keys(n)[i], k) != 0) return nullptr;
+  if (i == n->count || key_cmp(leaf_key(n, i), k) != 0) return nullptr;
   if (pos) *pos = Pos{const_cast<Node*>(n), i, private_path};
   return leaf_rows(n) + i * layout_.slots;
 }
@@ -364,9 +390,9 @@ const uint64_t* BTree::find_in_leaf(Pos at, const Key& k) const {
   const Node* n = at.leaf;
   assert(n && n->leaf && n->refs > 0);
   uint32_t i = at.idx;
-  if (i >= n->count || key_cmp(leaf_keys(n)[i], k) != 0) {
+  if (i >= n->count || key_cmp(leaf_key(n, i), k) != 0) {
     i = leaf_lower_bound(n, k);  // rows after it in the leaf came or went
-    if (i == n->count || key_cmp(leaf_keys(n)[i], k) != 0) return nullptr;  // moved to another leaf
+    if (i == n->count || key_cmp(leaf_key(n, i), k) != 0) return nullptr;  // moved to another leaf
   }
   return leaf_rows(n) + i * layout_.slots;
 }
@@ -384,7 +410,7 @@ uint64_t* BTree::find_mut(const Key& k, Pos* pos) {
     shared = shared || r->refs > 1;
   }
   uint32_t ri = leaf_lower_bound(r, k);
-  if (ri == r->count || key_cmp(leaf_keys(r)[ri], k) != 0) return nullptr;
+  if (ri == r->count || key_cmp(leaf_key(r, ri), k) != 0) return nullptr;
   if (!shared) {
     if (pos) *pos = Pos{const_cast<Node*>(r), ri, true};
     return const_cast<uint64_t*>(leaf_rows(r)) + ri * layout_.slots;
@@ -432,7 +458,7 @@ const uint64_t* BTree::at_in(const Node* root, size_t pos, Key* key, Pos* where)
   }
   assert(pos < n->count);
   uint32_t i = static_cast<uint32_t>(pos);
-  if (key) *key = leaf_keys(n)[i];
+  if (key) *key = leaf_key(n, i);
   if (where) *where = Pos{const_cast<Node*>(n), i};
   return leaf_rows(n) + i * layout_.slots;
 }
@@ -468,12 +494,11 @@ BTree::Split BTree::insert_rec(Node* n, const Key& k, const uint64_t* row) {
   if (n->leaf) {
     uint32_t i = leaf_lower_bound(n, k);
     if (n->count == leaf_cap_) return split_leaf(n, i, k, row);
-    Key* keys = leaf_keys(n);
     uint64_t* rows = leaf_rows(n);
     uint32_t slots = layout_.slots;
-    std::memmove(keys + i + 1, keys + i, (n->count - i) * sizeof(Key));
+    move_leaf_keys(n, i + 1, i, n->count - i);
     std::memmove(rows + (i + 1) * slots, rows + i * slots, (n->count - i) * slots * sizeof(uint64_t));
-    keys[i] = k;
+    put_leaf_key(n, i, k);
     retain(k.text);
     std::memcpy(rows + i * slots, row, slots * sizeof(uint64_t));
     ++n->count;
@@ -516,12 +541,10 @@ BTree::Split BTree::split_leaf(Node* n, uint32_t at, const Key& k, const uint64_
   bool run = !appending && at > 0 && at == n->next_insert;
   uint32_t keep = appending || run ? at : n->count / 2;
   Node* right = new_leaf();
-  Key* lk = leaf_keys(n);
   uint64_t* lr = leaf_rows(n);
-  Key* rk = leaf_keys(right);
   uint64_t* rr = leaf_rows(right);
   uint32_t moved = n->count - keep;
-  std::memcpy(rk, lk + keep, moved * sizeof(Key));
+  copy_leaf_keys(right, n, keep, moved);
   std::memcpy(rr, lr + keep * slots, moved * slots * sizeof(uint64_t));
   right->count = static_cast<uint16_t>(moved);
   n->count = static_cast<uint16_t>(keep);
@@ -529,17 +552,16 @@ BTree::Split BTree::split_leaf(Node* n, uint32_t at, const Key& k, const uint64_
   Node* target = to_left ? n : right;
   uint32_t ti = to_left ? at : at - keep;
   assert(target->count < leaf_cap_);
-  Key* tk = leaf_keys(target);
   uint64_t* tr = leaf_rows(target);
-  std::memmove(tk + ti + 1, tk + ti, (target->count - ti) * sizeof(Key));
+  move_leaf_keys(target, ti + 1, ti, target->count - ti);
   std::memmove(tr + (ti + 1) * slots, tr + ti * slots, (target->count - ti) * slots * sizeof(uint64_t));
-  tk[ti] = k;
+  put_leaf_key(target, ti, k);
   retain(k.text);
   std::memcpy(tr + ti * slots, row, slots * sizeof(uint64_t));
   ++target->count;
   target->next_insert = static_cast<uint8_t>(ti + 1);
   if (target != n) n->next_insert = 0;
-  return Split{true, right, rk[0], right->count, Pos{target, ti}};
+  return Split{true, right, leaf_key(right, 0), right->count, Pos{target, ti}};
 }
 
 BTree::Split BTree::split_inner(Inner* n, bool appending) {
@@ -571,9 +593,9 @@ bool BTree::append(const Key& k, const uint64_t* row) {
     n = in->kids[in->count - 1];
     if (n->refs != 1) return false;
   }
-  if (n->count == 0 || n->count == leaf_cap_ || !key_less(leaf_keys(n)[n->count - 1], k)) return false;
+  if (n->count == 0 || n->count == leaf_cap_ || !key_less(leaf_key(n, n->count - 1), k)) return false;
   uint32_t i = n->count++;
-  leaf_keys(n)[i] = k;
+  put_leaf_key(n, i, k);
   retain(k.text);
   std::memcpy(leaf_rows(n) + i * layout_.slots, row, layout_.slots * sizeof(uint64_t));
   n->next_insert = static_cast<uint8_t>(i + 1);
@@ -597,7 +619,7 @@ bool BTree::Builder::append(const Key& k, const uint64_t* row) {
   if (leaves_.empty() || leaves_.back().rows == per_leaf_) leaves_.push_back(Built{t_.new_leaf(), k, 0});
   Built& b = leaves_.back();
   uint32_t i = b.node->count++;
-  t_.leaf_keys(b.node)[i] = k;
+  t_.put_leaf_key(b.node, i, k);
   retain(k.text);
   uint32_t slots = t_.layout_.slots;
   std::memcpy(t_.leaf_rows(b.node) + i * slots, row, slots * sizeof(uint64_t));
@@ -675,13 +697,12 @@ bool BTree::erase(const Key& k, uint64_t* out) {
 bool BTree::erase_rec(Node* n, const Key& k, uint64_t* out) {
   if (n->leaf) {
     uint32_t i = leaf_lower_bound(n, k);
-    assert(i < n->count && key_cmp(leaf_keys(n)[i], k) == 0);
-    Key* keys = leaf_keys(n);
+    assert(i < n->count && key_cmp(leaf_key(n, i), k) == 0);
     uint64_t* rows = leaf_rows(n);
     uint32_t slots = layout_.slots;
-    release(keys[i].text);
+    release(leaf_key(n, i).text);
     std::memcpy(out, rows + i * slots, slots * sizeof(uint64_t));
-    std::memmove(keys + i, keys + i + 1, (n->count - i - 1) * sizeof(Key));
+    move_leaf_keys(n, i, i + 1, n->count - i - 1);
     std::memmove(rows + i * slots, rows + (i + 1) * slots, (n->count - i - 1) * slots * sizeof(uint64_t));
     --n->count;
     n->next_insert = 0;  // the rows moved: the run, if any, is not known any more
@@ -724,6 +745,7 @@ void BTree::Cursor::descend_first(const BTree& t, Node* n, uint32_t depth) {
 void BTree::Cursor::seek_in(const BTree& t, const Node* root, const Key* k) {
   version_ = t.version();
   live_ = root == t.root_;
+  ord_keys_ = t.ord_keys_;
   root_ = root;
   leaf_ = nullptr;
   Node* n = const_cast<Node*>(root);
@@ -758,10 +780,6 @@ void BTree::Cursor::advance(const BTree& t) {
     descend_first(t, path_[d - 1]->kids[path_idx_[d - 1]], d);
     if (leaf_->count > 0) return;
   }
-}
-
-const Key& BTree::Cursor::key() const {
-  return reinterpret_cast<const Key*>(reinterpret_cast<const char*>(leaf_) + kLeafHeader)[idx_];
 }
 
 void BTree::Cursor::next(const BTree& t) {

@@ -2,7 +2,11 @@
 //
 // Rows live inside the leaves (a row is `slots` 8-byte slots: a double, a
 // bool as 0/1, or a TextObj*), next to their keys, so a seek touches one
-// leaf. Inner nodes keep, per child, its first key and the cumulative row
+// leaf. A leaf is its header, then its keys, then its rows. A key is a Key
+// (16 bytes: its order image and its text) where keys hold texts; where
+// they are numbers it is the order image alone (8 bytes: the text pointer
+// would always be null), so more rows fit a leaf and its keys take fewer
+// cache lines. Inner nodes keep, per child, its first key and the cumulative row
 // count up to and including it, so the position of a key and the row at a
 // position are found in logarithmic time (views count rows this way).
 //
@@ -30,6 +34,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "vm/key.h"
@@ -143,7 +148,7 @@ class BTree {
   // Row and key at a leaf position (no checks).
   const uint64_t* row_at(Pos p) const;
   uint64_t* row_at_mut(Pos p) const;
-  const Key& key_at(Pos p) const;
+  Key key_at(Pos p) const { return leaf_key(p.leaf, p.idx); }
 
   // Snapshots: another reference to the current root; release it with
   // `drop_root`. Taking one makes every node shared.
@@ -162,7 +167,7 @@ class BTree {
     void seek(const BTree& t, const Key* k) { seek_in(t, t.root_, k); }
     void seek_in(const BTree& t, const Node* root, const Key* k);
     bool valid() const { return leaf_ != nullptr; }
-    const Key& key() const;
+    Key key() const { return read_key(leaf_, idx_, ord_keys_); }
     Pos pos() const { return Pos{leaf_, idx_}; }
     void next(const BTree& t);
 
@@ -178,6 +183,7 @@ class BTree {
     Key last_;
     const Node* root_ = nullptr;
     bool live_ = true;
+    bool ord_keys_ = false;  // the tree's
   };
 
   // Inserts a row whose key is above every key of the tree at its right
@@ -263,10 +269,24 @@ class BTree {
     Pos at;  // where the row inserted went
   };
 
+  // Key i of a leaf whose keys are order images alone (ord_keys) or Keys.
+  static Key read_key(const Node* n, uint32_t i, bool ord_keys) {
+    const char* at = reinterpret_cast<const char*>(n) + sizeof(Node);
+    if (ord_keys) {
+      uint64_t ord;
+      std::memcpy(&ord, at + i * sizeof(uint64_t), sizeof ord);
+      return Key{ord, nullptr};
+    }
+    return reinterpret_cast<const Key*>(at)[i];
+  }
+  Key leaf_key(const Node* n, uint32_t i) const { return read_key(n, i, ord_keys_); }
+  void put_leaf_key(Node* n, uint32_t i, const Key& k) const;
+  // Moves `count` keys of leaf `n` from position `from` to `to` (they may
+  // overlap), or copies them from another leaf.
+  void move_leaf_keys(Node* n, uint32_t to, uint32_t from, uint32_t count) const;
+  void copy_leaf_keys(Node* to, const Node* from, uint32_t at, uint32_t count) const;
   size_t leaf_bytes() const;
-  Key* leaf_keys(Node* n) const;
   uint64_t* leaf_rows(Node* n) const;
-  const Key* leaf_keys(const Node* n) const;
   const uint64_t* leaf_rows(const Node* n) const;
   uint32_t leaf_lower_bound(const Node* n, const Key& k) const;
   static uint32_t inner_child(const Inner* n, const Key& k);
@@ -284,9 +304,8 @@ class BTree {
   template <class F>
   void for_each_in(const Node* n, F& f) const {
     if (n->leaf) {
-      const Key* keys = leaf_keys(n);
       const uint64_t* rows = leaf_rows(n);
-      for (uint32_t i = 0; i < n->count; ++i) f(keys[i], rows + i * layout_.slots);
+      for (uint32_t i = 0; i < n->count; ++i) f(leaf_key(n, i), rows + i * layout_.slots);
       return;
     }
     const Inner* in = static_cast<const Inner*>(n);
@@ -299,6 +318,9 @@ class BTree {
   bool erase_rec(Node* n, const Key& k, uint64_t* out);
 
   RowLayout layout_;
+  // Keys are numbers: a leaf keeps each one's order image alone.
+  bool ord_keys_;
+  uint32_t key_bytes_;  // a key's bytes in a leaf: 8 or sizeof(Key)
   uint32_t leaf_cap_;
   Node* root_ = nullptr;
   size_t size_ = 0;

@@ -12,7 +12,12 @@ with its schema alone (records, tables and vars; no index, no code:
 dropping an index is allowed, the tables are the same). With
 --bank-transfers N, a store of examples/bank/bank.aup with 10,000 accounts
 and N transfers (sent once to `aup run`, which checkpoints as it serves)
-is timed the same way with bank.aup itself. Every
+is timed the same way with bank.aup itself. Beside them, in the same
+turns, the floor of an open: what any program that reads the store and
+holds what aup holds must pay, whatever its format or structures: every
+file of the store read once, sequentially, and as many bytes of fresh
+memory as the open left aup resident (huge pages advised, as for aup's
+heap) written once; no decoding, no tree, no process to start. Every
 command (each build, each module) runs once untimed, then all of them in
 turn, the order reversed every other repetition. The VM engine keeps JIT
 compilation out of the figures; modules are built once beforehand by each
@@ -26,6 +31,7 @@ usage: open_time.py BUILD_DIR [--before BUILD_DIR] [--warehouses 1,10] [--bank-t
 import argparse
 import datetime
 import json
+import mmap
 import os
 import platform
 import random
@@ -39,16 +45,56 @@ import time
 
 
 def run_timed(cmd):
-    """Runs cmd with stdin from /dev/null; (wall s, child CPU s, stderr)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """Runs cmd (an argv with stdin from /dev/null, or a function that
+    times itself); (wall s, CPU s, peak resident bytes)."""
+    if callable(cmd):
+        return cmd()
     start = time.monotonic()
-    p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = p.stderr.read()
+    _, status, usage = os.wait4(p.pid, 0)
     wall = time.monotonic() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if p.returncode != 0:
-        sys.exit(f"open_time: {' '.join(cmd)} exited {p.returncode}: {p.stderr.decode(errors='replace')[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, p.stderr.decode(errors="replace")
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        sys.exit(f"open_time: {' '.join(cmd)} exited {code}: {err.decode(errors='replace')[-2000:]}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
+
+
+def store_files(store):
+    return [os.path.join(dp, f) for dp, _, fs in os.walk(store) for f in sorted(fs)]
+
+
+def floor_open(store, resident):
+    """The floor of an open, timed in this process: every file of the store
+    read once in 1 MiB reads, and `resident` bytes of fresh anonymous memory
+    (MADV_HUGEPAGE, as glibc's heap under aup's tunable) written once, then
+    unmapped (as aup's exit does); prints wall s, CPU s."""
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    start = time.monotonic()
+    memory = mmap.mmap(-1, resident, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    if hasattr(mmap, "MADV_HUGEPAGE"):
+        memory.madvise(mmap.MADV_HUGEPAGE)
+    chunk = b"\1" * (1 << 20)
+    for at in range(0, resident, len(chunk)):
+        memory.write(chunk[:resident - at])
+    buf = bytearray(1 << 20)
+    for path in store_files(store):
+        with open(path, "rb", buffering=0) as f:
+            while f.readinto(buf):
+                pass
+    memory.close()
+    wall = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    print(wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+
+
+def floor_timed(pin, store, resident):
+    """floor_open in a child (pinned as aup is), so that this process never
+    holds that memory: a child's peak resident memory, which run_timed
+    reports, starts from its parent's at the fork."""
+    out = subprocess.run(pin + [sys.executable, os.path.abspath(__file__), "--floor", store, str(resident)],
+                         check=True, capture_output=True, text=True).stdout.split()
+    return float(out[0]), float(out[1]), resident
 
 
 def spread(xs):
@@ -125,23 +171,29 @@ def bank_store(aup, module, work, transfers, keep):
     return store
 
 
-def measure(name, store, cmds, reps, summary_aup):
-    """Times every command of `cmds` (side -> argv) on `store`, alternating."""
+def measure(name, store, cmds, reps, summary_aup, pin):
+    """Times every command of `cmds` (side -> argv) on `store`, alternating,
+    and the floor of an open into what the first command left resident."""
+    resident = {}
     for side in cmds:  # untimed: the first open after a load may replay the log and write images
-        run_timed(cmds[side])
+        resident[side] = run_timed(cmds[side])[2]
+    floor_bytes = resident[next(iter(cmds))]
+    cmds = dict(cmds, floor=lambda: floor_timed(pin, store, floor_bytes))
+    run_timed(cmds["floor"])
     rows, images = store_summary(summary_aup, store)
     walls = {s: [] for s in cmds}
     cpus = {s: [] for s in cmds}
     for rep in range(reps):
         order = list(cmds) if rep % 2 == 0 else list(reversed(list(cmds)))
         for side in order:
-            wall, cpu, _ = run_timed(cmds[side])
+            wall, used, _ = run_timed(cmds[side])
             walls[side].append(wall)
-            cpus[side].append(cpu)
+            cpus[side].append(used)
         print(f"open_time: {name} rep {rep + 1}/{reps}: " +
               ", ".join(f"{s} {walls[s][-1] * 1000:.0f} ms" for s in cmds), flush=True)
-    res = {"store": name, "rows": rows, "image_bytes": images, "sides": {}}
-    res["store_bytes"] = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(store) for f in fs)
+    res = {"store": name, "rows": rows, "image_bytes": images, "sides": {}, "floor_bytes": floor_bytes,
+           "resident_bytes": resident}
+    res["store_bytes"] = sum(os.path.getsize(f) for f in store_files(store))
     for side in cmds:
         res["sides"][side] = {"wall_s": spread(walls[side]), "cpu_s": spread(cpus[side])}
     for side in cmds:  # after / before, per pair of runs
@@ -149,6 +201,9 @@ def measure(name, store, cmds, reps, summary_aup):
             b = "before/" + side[6:]
             res.setdefault("after_over_before", {})[side[6:]] = spread(
                 [x / y for x, y in zip(walls[side], walls[b])])
+    for side in cmds:  # each open over the floor, per turn
+        if side != "floor":
+            res.setdefault("over_floor", {})[side] = spread([x / y for x, y in zip(walls[side], walls["floor"])])
     return res
 
 
@@ -165,7 +220,9 @@ def markdown(env, results, n_indexes):
            f"{n_indexes} indexes rebuilt) and with its schema alone (no indexes, no code), the bank store with "
            f"bank.aup; builds: {', '.join(f'{k} = {v}' for k, v in builds.items())}. Every command alternating, "
            f"{env['reps']} repetitions after one untimed open each; medians, min–max in brackets; aup pinned to "
-           f"CPU {env['cpu']}. Per million rows and per GB of images: the median open, module with indexes.\n",
+           f"CPU {env['cpu']}. Per million rows and per GB of images: the median open, module with indexes. "
+           f"The floor: every file of the store read once and, written once, fresh memory as large as the first "
+           f"build's open left resident (bench/tpcc/open_time.py, floor_open), in the same turns.\n",
            "| store | rows | images MB | build | open (ms) | open, no indexes (ms) | CPU (ms) | ms per M rows "
            "| ms per GB |",
            "|---|---:|---:|---|---:|---:|---:|---:|---:|"]
@@ -177,12 +234,21 @@ def markdown(env, results, n_indexes):
             out.append(f"| {r['store']} | {r['rows']:,} | {r['image_bytes'] / 1e6:,.0f} | {b} | {ms(main['wall_s'])} | "
                        f"{ms(plain['wall_s']) if plain else '—'} | {ms(main['cpu_s'])} | "
                        f"{med / (r['rows'] / 1e6):,.0f} | {med / (r['image_bytes'] / 1e9):,.0f} |")
+        fl = r["sides"]["floor"]
+        out.append(f"| {r['store']} | | | floor ({r['floor_bytes'] / 1e6:,.0f} MB) | {ms(fl['wall_s'])} | — | "
+                   f"{ms(fl['cpu_s'])} | | |")
     if any("after_over_before" in r for r in results):
         out += ["", "After ÷ before, per pair of runs (median, min–max):", "",
                 "| store | module | after ÷ before |", "|---|---|---:|"]
         for r in results:
             for side, x in r.get("after_over_before", {}).items():
                 out.append(f"| {r['store']} | {side} | {x['median']:.2f} ({x['min']:.2f}–{x['max']:.2f}) |")
+    out += ["", "Each open over the floor, per turn (median, min–max), and what it left resident:", "",
+            "| store | build/module | ÷ floor | resident MB |", "|---|---|---:|---:|"]
+    for r in results:
+        for side, x in r["over_floor"].items():
+            out.append(f"| {r['store']} | {side} | {x['median']:.2f} ({x['min']:.2f}–{x['max']:.2f}) | "
+                       f"{r['resident_bytes'][side] / 1e6:,.0f} |")
     return "\n".join(out) + "\n"
 
 
@@ -199,6 +265,9 @@ def build_modules(builds, sources, work):
 
 
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--floor":  # floor_timed's child
+        floor_open(sys.argv[2], int(sys.argv[3]))
+        return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("build")
     ap.add_argument("--before", help="another build directory, timed in the same run (`before`; BUILD is `after`)")
@@ -233,10 +302,11 @@ def main():
     results = []
     for w in [int(x) for x in a.warehouses.split(",") if x]:
         store = tpcc_store(a.build, a.dir, w, a.keep)
-        results.append(measure(f"TPC-C W={w}", store, cmds(store, ["indexes", "no_indexes"]), a.reps, aup))
+        results.append(measure(f"TPC-C W={w}", store, cmds(store, ["indexes", "no_indexes"]), a.reps, aup, pin))
     if a.bank_transfers:
         store = bank_store(aup, a.bank_module, a.dir, a.bank_transfers, a.keep)
-        results.append(measure(f"bank, {a.bank_transfers:,} transfers", store, cmds(store, ["module"]), a.reps, aup))
+        results.append(measure(f"bank, {a.bank_transfers:,} transfers", store, cmds(store, ["module"]), a.reps,
+                               aup, pin))
     env = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "command": "python3 bench/tpcc/open_time.py " + " ".join(sys.argv[1:]),
            "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}",
