@@ -75,6 +75,33 @@ TEST_SUITE("bytes") {
     CHECK(r.error() == "malformed varint at byte 0");
   }
 
+  TEST_CASE("varints of every length, with room for the longest, stop at their last byte whatever follows") {
+    // Up to eight bytes are decoded from one load (vm/bytes.h): the bytes
+    // after the varint's last, continuation bits set or not, must not count.
+    for (unsigned k = 1; k <= 9; ++k) {
+      for (uint64_t v : {(uint64_t{1} << (7 * k)) - 1, uint64_t{1} << (7 * (k - 1)), uint64_t{0x55} << (7 * (k - 1))}) {
+        for (uint8_t after : {uint8_t{0x00}, uint8_t{0xFF}, uint8_t{0x80}}) {
+          CAPTURE(v);
+          CAPTURE(int{after});
+          std::vector<uint8_t> b = varint_bytes(v);
+          CHECK(b.size() == k + (v >> (7 * k) ? 1 : 0));
+          size_t n = b.size();
+          b.insert(b.end(), 10, after);
+          Reader r(b.data(), b.size());
+          CHECK(r.varint() == v);
+          CHECK(r.offset() == n);
+          CHECK(r.ok());
+        }
+      }
+    }
+    // A longer encoding than needed reads as its value, as LEB128 allows.
+    std::vector<uint8_t> padded{0x85, 0x80, 0x80, 0x00};
+    padded.insert(padded.end(), 10, 0x01);
+    Reader r(padded.data(), padded.size());
+    CHECK(r.varint() == 5);
+    CHECK(r.offset() == 4);
+  }
+
   TEST_CASE("a tenth varint byte may hold only the top bit of 64") {
     std::vector<uint8_t> b(9, 0xFF);
     b.push_back(0x02);  // bit 64: past a uint64_t
