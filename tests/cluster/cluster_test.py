@@ -21,8 +21,9 @@ machine: three aup nodes with --sync-replicas 1 and a 2 s lease.
   - --sync-replicas 0 (a cluster of its own): two replicas started again
     while the primary is paused, so neither catches up with it, do not
     take over when its lease ends, until the cluster has had no primary
-    for 3 TTLs; then one does, and a replica that caught up with that
-    one takes over from it.
+    for 3 TTLs; then one does, the paused primary steps down when it
+    runs again, and a replica that caught up with the new one takes over
+    from it.
 
 usage: cluster_test.py AUP ROOT
 """
@@ -299,6 +300,11 @@ def laggards(aup, module, tmp, etcd):
             fail(f"K = 0: no replica took over after 3 TTLs without a primary: {[n.text()[-400:] for n in rest]}")
             return
         p.proc.resume()
+        # The old primary's log says it leads until, running again, it
+        # finds its lease gone and steps down (its next tick): until then
+        # leader() below would take it for the cluster's primary.
+        if not harness.wait_until(lambda: "steps down" in p.text(), 10):
+            fail(f"K = 0: the paused primary {p.name} did not step down: {p.text()[-400:]}")
         r = [n for n in rest if n is not q][0]
         if not harness.wait_until(lambda: "caught up with the primary" in r.text().split("--- ")[-1], 20):
             fail(f"K = 0: {r.name} does not catch up with {q.name}: {r.text()[-400:]}")
