@@ -560,6 +560,7 @@ class TreeSink : public RowSink {
   const TableSchema* cols_ = nullptr;
   std::vector<int> column_field_;  // per image column its target field, or -1
   std::vector<bool> given_;        // per target field: an image column fills it
+  bool identity_ = false;          // column c fills field c, for every field
   std::vector<uint64_t> converted_;
   std::optional<vm::BTree::Builder> builder_;
   std::vector<vm::Key> inserted_;  // without a builder: the keys inserted (held), to take them back
@@ -591,6 +592,8 @@ bool TreeSink::checks_order(const TableSchema& cols) {
     column_field_.push_back(same ? static_cast<int>(f) : -1);
     if (same) given_[f] = true;
   }
+  identity_ = cols.fields.size() == target_.fields.size();
+  for (uint32_t c = 0; identity_ && c < cols.fields.size(); ++c) identity_ = column_field_[c] == static_cast<int>(c);
   bool same_key = cols.key_fields.size() == target_.key_fields.size();
   for (size_t i = 0; same_key && i < cols.key_fields.size(); ++i) {
     same_key = column_field_[cols.key_fields[i]] == static_cast<int>(target_.key_fields[i]);
@@ -623,11 +626,15 @@ Status TreeSink::row(uint64_t* row, uint64_t r, size_t at) {
       return Status::error(why);
     }
   }
-  convert(*cols_, row);
-  vm::HeldKey key(spec_, converted_.data());
-  bool taken = builder_ ? builder_->append(key.key(), converted_.data()) : tree_.insert(key.key(), converted_.data());
+  uint64_t* values = row;  // the image's columns are the target's fields, in order: no conversion
+  if (!identity_) {
+    convert(*cols_, row);
+    values = converted_.data();
+  }
+  vm::HeldKey key(spec_, values);
+  bool taken = builder_ ? builder_->append(key.key(), values) : tree_.insert(key.key(), values);
   if (!taken) {
-    release_texts(target_, converted_.data());
+    release_texts(target_, values);
     if (builder_) return Status::error(fmt::format("{} is damaged: row {} is out of key order (byte {})", path_, r, at));
     return Status::error(fmt::format("{} is damaged: a key appears twice", path_));
   }

@@ -286,6 +286,41 @@ TextObj* nan_key() {
   return key;
 }
 
+namespace {
+// A bound on the encoding's size that reads no text's bytes: a number's
+// most, and every byte of a text escaped (twice its length) plus its end.
+size_t encoded_bound(const uint64_t* parts, uint32_t count, uint32_t text_mask) {
+  size_t n = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    n += (text_mask >> i) & 1u ? 2 * size_t{reinterpret_cast<const TextObj*>(parts[i])->len} + 2 : kMaxNumBytes;
+  }
+  return n;
+}
+}  // namespace
+
+TextObj* encoded_key_text(const uint64_t* parts, uint32_t count, uint32_t text_mask) {
+  // One allocation, of the bytes the key takes: a short key (most are:
+  // TPC-C's order line (1, 2, 3001, 5) takes 6 bytes) is encoded on the
+  // stack first, in one pass over its texts, since allocating the bound
+  // (17 bytes a number) kept 48 bytes more per key in the tree, some 250 MB
+  // of a W=10 TPC-C store.
+  TextObj* text;
+  if (char buf[128]; encoded_bound(parts, count, text_mask) <= sizeof buf) {
+    size_t len = encode_key(parts, count, text_mask, buf);
+    text = heap_text_sized(static_cast<uint32_t>(len));
+    std::memcpy(text->bytes, buf, len);
+  } else {
+    // Encoded in place, into the exact size: a heap text's length is fixed
+    // when it is made (its text pool block is found by it, vm/text.h).
+    size_t size = key_bytes(parts, count, text_mask);
+    text = heap_text_sized(static_cast<uint32_t>(size));
+    size_t len = encode_key(parts, count, text_mask, text->bytes);
+    assert(len == size);
+    (void)len;
+  }
+  return text;
+}
+
 HeldKey::HeldKey(const KeySpec& spec, const uint64_t* values, From from) {
   uint32_t n = static_cast<uint32_t>(spec.fields.size());
   assert(n >= 1 && n <= kMaxKeyFields);
@@ -296,27 +331,7 @@ HeldKey::HeldKey(const KeySpec& spec, const uint64_t* values, From from) {
   }
   std::array<uint64_t, kMaxKeyFields> parts;
   for (uint32_t i = 0; i < n; ++i) parts[i] = values[from == From::Row ? spec.fields[i] : i];
-  // One allocation for the key, of the bytes it takes: a short key (most
-  // are: TPC-C's order line (1, 2, 3001, 5) takes 6 bytes) is encoded on
-  // the stack first, since allocating the bound (17 bytes a number) kept
-  // 48 bytes more per key in the tree, some 250 MB of a W=10 TPC-C store.
-  size_t size = key_bytes_max(parts.data(), n, spec.text_mask);
-  TextObj* text;
-  if (char buf[128]; size <= sizeof buf) {
-    size_t len = encode_key(parts.data(), n, spec.text_mask, buf);
-    text = heap_text_sized(static_cast<uint32_t>(len));
-    std::memcpy(text->bytes, buf, len);
-  } else {
-    // Encoded in place, into the exact size: a heap text's length is fixed
-    // when it is made (its text pool block is found by it, vm/text.h).
-    size = key_bytes(parts.data(), n, spec.text_mask);
-    text = heap_text_sized(static_cast<uint32_t>(size));
-    size_t len = encode_key(parts.data(), n, spec.text_mask, text->bytes);
-    assert(len == size);
-    (void)len;
-  }
-  text->bytes[text->len] = '\0';
-  key_ = text_key(text);
+  key_ = text_key(encoded_key_text(parts.data(), n, spec.text_mask));
   owned_ = true;
 }
 

@@ -127,6 +127,8 @@ struct KeySpec {
 size_t key_bytes(const uint64_t* parts, uint32_t count, uint32_t text_mask);
 size_t key_bytes_max(const uint64_t* parts, uint32_t count, uint32_t text_mask);
 size_t encode_key(const uint64_t* parts, uint32_t count, uint32_t text_mask, char* out);
+// The encoding as a new heap text of its exact length (one reference).
+TextObj* encoded_key_text(const uint64_t* parts, uint32_t count, uint32_t text_mask);
 // The least byte string above every string that starts with bytes[0, n):
 // changes `bytes` in place and returns its new length, which
 // prefix_end_length tells beforehand (to make a heap text of that length,

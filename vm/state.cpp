@@ -241,9 +241,7 @@ Key encoded_fields(const KeySpec& spec, size_t count, const Value* row) {
   for (size_t c = 0; c < count; ++c) parts[c] = row[spec.fields[c]];
   uint32_t n = static_cast<uint32_t>(count);
   uint32_t mask = spec.text_mask & ((n >= 32 ? 0u : (1u << n)) - 1u);
-  TextObj* text = heap_text_sized(static_cast<uint32_t>(key_bytes(parts.data(), n, mask)));
-  encode_key(parts.data(), n, mask, text->bytes);
-  return text_key(text);
+  return text_key(encoded_key_text(parts.data(), n, mask));
 }
 
 }  // namespace
@@ -345,6 +343,49 @@ bool State::rebuild_indexes(std::string& error, const std::function<void(uint32_
   return true;
 }
 
+namespace {
+// An index entry while the index is rebuilt.
+struct RebuildEntry {
+  Key key;
+  Key head;  // unique: the index fields alone
+  Key row;
+};
+
+// The first 16 bytes of an encoded key, big-endian (zeros past its end),
+// and where its entry is: sorted on these, entries that tie on them (a
+// TPC-C customer's last name fills the first 8 after the warehouse and
+// district) are the few whose texts are compared.
+struct SortPrefix {
+  uint64_t hi;
+  uint64_t lo;
+  size_t at;
+};
+
+uint64_t be_word(const TextObj* t, uint32_t from) {
+  uint64_t w = 0;
+  for (uint32_t b = 0; b < 8 && from + b < t->len; ++b) {
+    w |= uint64_t{static_cast<unsigned char>(t->bytes[from + b])} << (56 - 8 * b);
+  }
+  return w;
+}
+
+// The entries' order by key (encoded keys: their bytes' order, as the
+// tree's, vm/key.h), as positions in `all`.
+std::vector<SortPrefix> key_order(const std::vector<RebuildEntry>& all) {
+  std::vector<SortPrefix> order(all.size());
+  for (size_t j = 0; j < all.size(); ++j) {
+    const TextObj* t = all[j].key.text;
+    order[j] = SortPrefix{be_word(t, 0), be_word(t, 8), j};
+  }
+  std::sort(order.begin(), order.end(), [&all](const SortPrefix& a, const SortPrefix& b) {
+    if (a.hi != b.hi) return a.hi < b.hi;
+    if (a.lo != b.lo) return a.lo < b.lo;
+    return compare(all[a.at].key.text, all[b.at].key.text) < 0;
+  });
+  return order;
+}
+}  // namespace
+
 // The entries are collected, sorted, and the tree built from them bottom
 // up (no descent per entry). In that order equal values of a unique index
 // sit side by side: the index fields' encoding is a prefix of the entry's.
@@ -353,38 +394,36 @@ bool State::rebuild_index(uint32_t i, std::string& error) {
   const BTree& table = *tables_[d.table];
   BTree& tree = *indexes_[i];
   assert(tree.size() == 0);
-  struct Entry {
-    Key key;
-    Key head;  // unique: the index fields alone
-    Key row;
-  };
-  std::vector<Entry> all;
+  std::vector<RebuildEntry> all;
   all.reserve(table.size());
   uint32_t n = static_cast<uint32_t>(d.fields.size());
   table.for_each(table.root(), [&](const Key& k, const uint64_t* row) {
-    all.push_back(Entry{entry_key(i, row), d.unique ? encoded_fields(entry_specs_[i], n, row) : Key{}, k});
+    all.push_back(RebuildEntry{entry_key(i, row), d.unique ? encoded_fields(entry_specs_[i], n, row) : Key{}, k});
   });
-  std::sort(all.begin(), all.end(), [](const Entry& a, const Entry& b) { return key_less(a.key, b.key); });
+  const std::vector<SortPrefix> order = key_order(all);
   bool ok = true;
   BTree::Builder build(tree);
-  for (size_t j = 0; j < all.size(); ++j) {
-    if (ok && d.unique && j > 0 && key_cmp(all[j].head, all[j - 1].head) == 0) {
+  for (size_t j = 0; j < order.size(); ++j) {
+    RebuildEntry& e = all[order[j].at];
+    const RebuildEntry* prev = j > 0 ? &all[order[j - 1].at] : nullptr;
+    if (ok && d.unique && prev && key_cmp(e.head, prev->head) == 0) {
       error = fmt::format("unique index `{}` of `{}`: the rows with keys {} and {} both have {}", d.name,
-                          module_.tables[d.table].name, key_text(d.table, all[j - 1].row),
-                          key_text(d.table, all[j].row),
-                          describe_key(all[j].head.text->view(), n, entry_specs_[i].text_mask));
+                          module_.tables[d.table].name, key_text(d.table, prev->row), key_text(d.table, e.row),
+                          describe_key(e.head.text->view(), n, entry_specs_[i].text_mask));
       ok = false;
     }
     if (ok) {
-      Value slot = all[j].row.text ? ptr_value(all[j].row.text) : num_value(order_num(all[j].row.ord));
-      retain(all[j].row.text);
+      Value slot = e.row.text ? ptr_value(e.row.text) : num_value(order_num(e.row.ord));
+      retain(e.row.text);
       // Entries hold the primary key, so no two are equal.
-      bool appended = build.append(all[j].key, &slot);
+      bool appended = build.append(e.key, &slot);
       assert(appended);
       (void)appended;
     }
-    release(all[j].key.text);
-    release(all[j].head.text);
+  }
+  for (RebuildEntry& e : all) {
+    release(e.key.text);
+    release(e.head.text);
   }
   return ok;
 }

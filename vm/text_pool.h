@@ -79,6 +79,8 @@ class TextPool {
   };
   friend struct TextPoolShared;
   friend class TextPoolThread;
+  void* take_inline(size_t bytes);
+  void give_inline(void* p, size_t bytes);
   void* take_more(Class& c, size_t block);
   void hand_on();
 

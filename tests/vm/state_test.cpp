@@ -226,6 +226,53 @@ TEST_SUITE("state") {
     CHECK_FALSE(clash.rebuild_indexes(error));
     CHECK(error == "unique index `by_email` of `ps`: the rows with keys (0, 1) and (0, 3) both have (\"same\")");
   }
+
+  // The rebuild sorts on an entry's first 16 bytes and compares texts only
+  // where those tie: names and emails here share 20-byte prefixes, in
+  // rows added out of their order, and the unique clash sits between two
+  // entries that tie on the prefix (the clash check reads the entry before).
+  TEST_CASE("a rebuild orders entries whose first 16 bytes tie as inserts did, and finds a clash among them") {
+    testing::Running run(kIndexed);
+    const std::string shared = "a-prefix-of-twenty-b";
+    const char* tails[] = {"q", "b", "", "zz", "b\u0000", "a", "m", "b-", "\u0000", "c"};
+    for (int i = 0; i < 10; ++i) {
+      std::string id = std::to_string(i);
+      REQUIRE(run.call(R"({"event":"add","args":{"w":0,"id":)" + id + R"(,"name":")" + shared + tails[i] +
+                       R"(","email":")" + shared + tails[9 - i] + id + R"("}})") == R"({"ok":true})");
+    }
+    State fresh(run.module());
+    const BTree& rows = run.state().table(0);
+    rows.for_each(rows.root(), [&](const Key& k, const uint64_t* row) {
+      std::vector<uint64_t> copy(row, row + rows.layout().slots);
+      for (uint32_t t : rows.layout().text_slots) copy[t] = ptr_value(to_heap(as_ptr<TextObj>(copy[t])));
+      REQUIRE(fresh.table(0).insert(k, copy.data()));
+    });
+    std::string error;
+    REQUIRE_MESSAGE(fresh.rebuild_indexes(error), error);
+    for (uint32_t i = 0; i < 3; ++i) {
+      std::vector<std::string> built, inserted;
+      auto keys = [](const BTree& t, std::vector<std::string>& out) {
+        t.for_each(t.root(), [&](const Key& k, const uint64_t*) { out.emplace_back(k.text->view()); });
+      };
+      keys(fresh.index(i), built);
+      keys(run.state().index(i), inserted);
+      CHECK(built == inserted);
+    }
+    State clash(run.module());
+    auto add = [&](double id, const std::string& email) {
+      uint64_t row[5] = {num_value(0), num_value(id), ptr_value(heap_text("x")), ptr_value(heap_text(email)),
+                         num_value(0)};
+      HeldKey key(clash.table(0).layout().key, row);
+      REQUIRE(clash.table(0).insert(key.key(), row));
+    };
+    add(1, shared + "-same");
+    add(2, shared + "-samf");
+    add(3, shared + "-same");
+    add(4, shared + "-sam");
+    CHECK_FALSE(clash.rebuild_indexes(error));
+    CHECK(error == "unique index `by_email` of `ps`: the rows with keys (0, 1) and (0, 3) both have (\"" + shared +
+                       "-same\")");
+  }
 }
 
 }  // namespace
