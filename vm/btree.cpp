@@ -24,9 +24,8 @@ void* xmalloc(size_t n) {
 
 BTree::BTree(RowLayout layout)
     : layout_(std::move(layout)),
-      ord_keys_(!layout_.text_key()),
-      key_bytes_(ord_keys_ ? sizeof(uint64_t) : sizeof(Key)) {
-  size_t per_row = key_bytes_ + layout_.slots * sizeof(uint64_t);
+      ord_keys_(!layout_.text_key()) {
+  size_t per_row = key_bytes() + layout_.slots * sizeof(uint64_t);
   size_t cap = (kLeafTargetBytes - kLeafHeader) / per_row;
   leaf_cap_ = static_cast<uint32_t>(std::clamp<size_t>(cap, 4, 255));
 }
@@ -34,7 +33,6 @@ BTree::BTree(RowLayout layout)
 BTree::BTree(const BTree& source, const Node* root)
     : layout_(source.layout_),
       ord_keys_(source.ord_keys_),
-      key_bytes_(source.key_bytes_),
       leaf_cap_(source.leaf_cap_),
       root_(const_cast<Node*>(root)),
       view_(true) {
@@ -51,34 +49,18 @@ BTree::~BTree() {
 // ---- layout ----------------------------------------------------------------
 
 size_t BTree::leaf_bytes() const {
-  return kLeafHeader + leaf_cap_ * (key_bytes_ + layout_.slots * sizeof(uint64_t));
+  return kLeafHeader + leaf_cap_ * (key_bytes() + layout_.slots * sizeof(uint64_t));
 }
 namespace {
-char* key_area(Node* n) { return reinterpret_cast<char*>(n) + kLeafHeader; }
-const char* key_area(const Node* n) { return reinterpret_cast<const char*>(n) + kLeafHeader; }
-const Key* whole_keys(const Node* n) { return reinterpret_cast<const Key*>(key_area(n)); }
-const uint64_t* ord_keys(const Node* n) { return reinterpret_cast<const uint64_t*>(key_area(n)); }
+const Key* whole_keys(const Node* n) { return reinterpret_cast<const Key*>(leaf_key_area(n)); }
+const uint64_t* ord_keys(const Node* n) { return reinterpret_cast<const uint64_t*>(leaf_key_area(n)); }
 }  // namespace
 
-void BTree::put_leaf_key(Node* n, uint32_t i, const Key& k) const {
-  if (ord_keys_) {
-    assert(!k.text);  // a number key has no text to keep
-    std::memcpy(key_area(n) + i * sizeof(uint64_t), &k.ord, sizeof k.ord);
-  } else {
-    reinterpret_cast<Key*>(key_area(n))[i] = k;
-  }
-}
 void BTree::move_leaf_keys(Node* n, uint32_t to, uint32_t from, uint32_t count) const {
-  std::memmove(key_area(n) + to * key_bytes_, key_area(n) + from * key_bytes_, count * key_bytes_);
+  std::memmove(leaf_key_area(n) + to * key_bytes(), leaf_key_area(n) + from * key_bytes(), count * key_bytes());
 }
 void BTree::copy_leaf_keys(Node* to, const Node* from, uint32_t at, uint32_t count) const {
-  std::memcpy(key_area(to), key_area(from) + at * key_bytes_, count * key_bytes_);
-}
-uint64_t* BTree::leaf_rows(Node* n) const {
-  return reinterpret_cast<uint64_t*>(key_area(n) + leaf_cap_ * key_bytes_);
-}
-const uint64_t* BTree::leaf_rows(const Node* n) const {
-  return reinterpret_cast<const uint64_t*>(key_area(n) + leaf_cap_ * key_bytes_);
+  std::memcpy(leaf_key_area(to), leaf_key_area(from) + at * key_bytes(), count * key_bytes());
 }
 
 const uint64_t* BTree::row_at(Pos p) const { return leaf_rows(p.leaf) + p.idx * layout_.slots; }
@@ -156,7 +138,7 @@ namespace {
 
 uint32_t BTree::leaf_lower_bound(const Node* n, const Key& k) const {
   uint32_t count = n->count;
-  prefetch_keys(key_area(n), count * key_bytes_);
+  prefetch_keys(leaf_key_area(n), count * key_bytes());
   if (ord_keys_) return first_image_not_below(ord_keys(n), count, k.ord);  // numbers never tie
   const Key* keys = whole_keys(n);
   uint32_t i = first_image_not_below(keys, count, k.ord);
@@ -220,7 +202,7 @@ void BTree::add_memory(const Node* n, Memory& m) const {
     }
     return;
   }
-  uint64_t per_row = key_bytes_ + layout_.slots * sizeof(uint64_t);
+  uint64_t per_row = key_bytes() + layout_.slots * sizeof(uint64_t);
   ++m.leaves;
   m.rows += n->count;
   m.row_bytes += n->count * per_row;

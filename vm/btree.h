@@ -32,6 +32,7 @@
 // reads a changed row that way instead of finding it again.
 #pragma once
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -64,6 +65,11 @@ struct Node {
   // padding: a node is no bigger for it.
   uint8_t next_insert;
 };
+
+// Where a leaf's keys start: right after its header. Its rows follow its
+// keys, after room for as many keys as it holds rows.
+inline char* leaf_key_area(Node* n) { return reinterpret_cast<char*>(n) + sizeof(Node); }
+inline const char* leaf_key_area(const Node* n) { return reinterpret_cast<const char*>(n) + sizeof(Node); }
 
 // Children per inner node. The arrays hold one more, so a child's split
 // can be taken in before the node itself splits.
@@ -271,7 +277,7 @@ class BTree {
 
   // Key i of a leaf whose keys are order images alone (ord_keys) or Keys.
   static Key read_key(const Node* n, uint32_t i, bool ord_keys) {
-    const char* at = reinterpret_cast<const char*>(n) + sizeof(Node);
+    const char* at = leaf_key_area(n);
     if (ord_keys) {
       uint64_t ord;
       std::memcpy(&ord, at + i * sizeof(uint64_t), sizeof ord);
@@ -280,14 +286,27 @@ class BTree {
     return reinterpret_cast<const Key*>(at)[i];
   }
   Key leaf_key(const Node* n, uint32_t i) const { return read_key(n, i, ord_keys_); }
-  void put_leaf_key(Node* n, uint32_t i, const Key& k) const;
+  void put_leaf_key(Node* n, uint32_t i, const Key& k) const {
+    if (ord_keys_) {
+      assert(!k.text);  // a number key has no text to keep
+      std::memcpy(leaf_key_area(n) + i * sizeof(uint64_t), &k.ord, sizeof k.ord);
+    } else {
+      reinterpret_cast<Key*>(leaf_key_area(n))[i] = k;
+    }
+  }
+  // A key's bytes in a leaf.
+  uint32_t key_bytes() const { return ord_keys_ ? sizeof(uint64_t) : sizeof(Key); }
   // Moves `count` keys of leaf `n` from position `from` to `to` (they may
   // overlap), or copies them from another leaf.
   void move_leaf_keys(Node* n, uint32_t to, uint32_t from, uint32_t count) const;
   void copy_leaf_keys(Node* to, const Node* from, uint32_t at, uint32_t count) const;
   size_t leaf_bytes() const;
-  uint64_t* leaf_rows(Node* n) const;
-  const uint64_t* leaf_rows(const Node* n) const;
+  uint64_t* leaf_rows(Node* n) const {
+    return reinterpret_cast<uint64_t*>(leaf_key_area(n) + leaf_cap_ * key_bytes());
+  }
+  const uint64_t* leaf_rows(const Node* n) const {
+    return reinterpret_cast<const uint64_t*>(leaf_key_area(n) + leaf_cap_ * key_bytes());
+  }
   uint32_t leaf_lower_bound(const Node* n, const Key& k) const;
   static uint32_t inner_child(const Inner* n, const Key& k);
   static uint64_t subtree_rows(const Node* n);
@@ -320,7 +339,6 @@ class BTree {
   RowLayout layout_;
   // Keys are numbers: a leaf keeps each one's order image alone.
   bool ord_keys_;
-  uint32_t key_bytes_;  // a key's bytes in a leaf: 8 or sizeof(Key)
   uint32_t leaf_cap_;
   Node* root_ = nullptr;
   size_t size_ = 0;

@@ -321,22 +321,14 @@ TextObj* encoded_key_text(const uint64_t* parts, uint32_t count, uint32_t text_m
   return text;
 }
 
-HeldKey::HeldKey(const KeySpec& spec, const uint64_t* values, From from) {
+// A composite key: its fields encoded into a heap text this object holds.
+void HeldKey::encode(const KeySpec& spec, const uint64_t* values, From from) {
   uint32_t n = static_cast<uint32_t>(spec.fields.size());
-  assert(n >= 1 && n <= kMaxKeyFields);
-  if (n == 1) {
-    uint64_t v = values[from == From::Row ? spec.fields[0] : 0];
-    key_ = spec.text(0) ? text_key(reinterpret_cast<TextObj*>(v)) : num_key(std::bit_cast<double>(v));
-    return;
-  }
+  assert(n >= 2 && n <= kMaxKeyFields);
   std::array<uint64_t, kMaxKeyFields> parts;
   for (uint32_t i = 0; i < n; ++i) parts[i] = values[from == From::Row ? spec.fields[i] : i];
   key_ = text_key(encoded_key_text(parts.data(), n, spec.text_mask));
   owned_ = true;
-}
-
-HeldKey::~HeldKey() {
-  if (owned_) release(key_.text);
 }
 
 }  // namespace aup::vm

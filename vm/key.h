@@ -167,13 +167,24 @@ TextObj* nan_key();
 class HeldKey {
  public:
   enum class From : uint8_t { Row, Parts };
-  HeldKey(const KeySpec& spec, const uint64_t* values, From from = From::Row);
-  ~HeldKey();
+  // Inline for a one-field key (every row of most tables' images and logs).
+  HeldKey(const KeySpec& spec, const uint64_t* values, From from = From::Row) {
+    if (spec.fields.size() != 1) {
+      encode(spec, values, from);
+      return;
+    }
+    uint64_t v = values[from == From::Row ? spec.fields[0] : 0];
+    key_ = spec.text(0) ? text_key(reinterpret_cast<TextObj*>(v)) : num_key(std::bit_cast<double>(v));
+  }
+  ~HeldKey() {
+    if (owned_) release(key_.text);
+  }
   HeldKey(const HeldKey&) = delete;
   HeldKey& operator=(const HeldKey&) = delete;
   const Key& key() const { return key_; }
 
  private:
+  void encode(const KeySpec& spec, const uint64_t* values, From from);
   Key key_;
   bool owned_ = false;
 };
