@@ -84,7 +84,7 @@ class Reader {
  public:
   Reader(const uint8_t* p, size_t n, size_t base = 0) : begin_(p), p_(p), end_(p + n), base_(base) {}
 
-  bool ok() const { return what_ == nullptr && detail_.empty(); }
+  bool ok() const { return what_ == nullptr; }  // every failure sets it (fail_at too)
   bool done() const { return p_ == end_; }
   size_t left() const { return static_cast<size_t>(end_ - p_); }
   // The offset of the next byte to read (in the file, with `base`).
@@ -118,6 +118,7 @@ class Reader {
   // offset in the file, as offset() gives).
   void fail_at(size_t at, std::string what) {
     if (ok()) {
+      what_ = "malformed value";  // what problem() says if `what` is empty
       detail_ = std::move(what);
       error_at_ = at;
     }
