@@ -48,6 +48,17 @@ query dump() {
 }
 )";
 
+// Puts `from`'s rows of table 0 straight into `to`'s table (as recovery
+// does), its indexes left empty.
+void copy_rows(const State& from, State& to) {
+  const BTree& rows = from.table(0);
+  rows.for_each(rows.root(), [&](const Key& k, const uint64_t* row) {
+    std::vector<uint64_t> copy(row, row + rows.layout().slots);
+    for (uint32_t t : rows.layout().text_slots) copy[t] = ptr_value(to_heap(as_ptr<TextObj>(copy[t])));
+    REQUIRE(to.table(0).insert(k, copy.data()));
+  });
+}
+
 TEST_SUITE("state") {
   TEST_CASE("a failed event restores every row, text and var exactly") {
     testing::Running run(kModule);
@@ -201,12 +212,7 @@ TEST_SUITE("state") {
     // A second state with the same rows put straight into its tables (as
     // recovery does), then rebuilt.
     State fresh(run.module());
-    const BTree& rows = run.state().table(0);
-    rows.for_each(rows.root(), [&](const Key& k, const uint64_t* row) {
-      std::vector<uint64_t> copy(row, row + rows.layout().slots);
-      for (uint32_t t : rows.layout().text_slots) copy[t] = ptr_value(to_heap(as_ptr<TextObj>(copy[t])));
-      REQUIRE(fresh.table(0).insert(k, copy.data()));
-    });
+    copy_rows(run.state(), fresh);
     std::string error;
     REQUIRE_MESSAGE(fresh.rebuild_indexes(error), error);
     check_indexes(fresh);
@@ -241,12 +247,7 @@ TEST_SUITE("state") {
                        R"(","email":")" + shared + tails[9 - i] + id + R"("}})") == R"({"ok":true})");
     }
     State fresh(run.module());
-    const BTree& rows = run.state().table(0);
-    rows.for_each(rows.root(), [&](const Key& k, const uint64_t* row) {
-      std::vector<uint64_t> copy(row, row + rows.layout().slots);
-      for (uint32_t t : rows.layout().text_slots) copy[t] = ptr_value(to_heap(as_ptr<TextObj>(copy[t])));
-      REQUIRE(fresh.table(0).insert(k, copy.data()));
-    });
+    copy_rows(run.state(), fresh);
     std::string error;
     REQUIRE_MESSAGE(fresh.rebuild_indexes(error), error);
     for (uint32_t i = 0; i < 3; ++i) {
