@@ -147,6 +147,9 @@ struct SchemaMap {
   std::vector<int> table;                 // stored table -> target table
   std::vector<std::vector<uint32_t>> field;  // stored table, stored field -> target field
   std::vector<std::vector<uint64_t>> defaults;  // target table's row with defaults (texts owned elsewhere)
+  // Stored table -> the target's text fields no stored field fills: a
+  // put gives only these their default text (a new heap text each).
+  std::vector<std::vector<uint32_t>> unfilled_texts;
   std::vector<int> var;                   // stored var -> target var
   const Schema* target = nullptr;
 };

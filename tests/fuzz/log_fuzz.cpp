@@ -61,25 +61,7 @@ storage::Schema bank_and_lines(const vm::Module& bank) {
 struct Bank {
   std::unique_ptr<vm::Module> module = fuzz::compile_project_file("examples/bank/bank.aup");
   storage::Schema schema = bank_and_lines(*module);
-  storage::SchemaMap map;  // the stored layout is the module's
-  Bank() {
-    map.target = &schema;
-    for (size_t t = 0; t < schema.tables.size(); ++t) {
-      map.table.push_back(static_cast<int>(t));
-      std::vector<uint32_t> fields;
-      std::vector<uint64_t> defaults;
-      for (uint32_t f = 0; f < schema.tables[t].fields.size(); ++f) {
-        const storage::FieldSchema& fs = schema.tables[t].fields[f];
-        fields.push_back(f);
-        defaults.push_back(fs.type == storage::FieldType::Num    ? std::bit_cast<uint64_t>(fs.default_value.num)
-                           : fs.type == storage::FieldType::Bool ? (fs.default_value.boolean ? 1u : 0u)
-                                                                 : 0u);
-      }
-      map.field.push_back(std::move(fields));
-      map.defaults.push_back(std::move(defaults));
-    }
-    for (size_t v = 0; v < schema.vars.size(); ++v) map.var.push_back(static_cast<int>(v));
-  }
+  storage::SchemaMap map = storage::map_schema(schema, schema);  // the stored layout is the module's
 };
 
 const Bank& bank() {

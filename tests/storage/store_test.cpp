@@ -235,19 +235,6 @@ std::string random_line(std::mt19937_64& rng) {
 FieldSchema num_field(const char* name) { return FieldSchema{name, FieldType::Num, false, {}}; }
 FieldSchema text_field(const char* name) { return FieldSchema{name, FieldType::Text, false, {}}; }
 
-SchemaMap identity_map(const Schema& s) {
-  SchemaMap m;
-  m.target = &s;
-  for (size_t t = 0; t < s.tables.size(); ++t) {
-    m.table.push_back(static_cast<int>(t));
-    std::vector<uint32_t> fields;
-    for (uint32_t f = 0; f < s.tables[t].fields.size(); ++f) fields.push_back(f);
-    m.field.push_back(std::move(fields));
-    m.defaults.emplace_back(s.tables[t].fields.size(), 0);
-  }
-  for (size_t v = 0; v < s.vars.size(); ++v) m.var.push_back(static_cast<int>(v));
-  return m;
-}
 
 
 // An image of `t` (a text key, then a num) holding `keys`, each with n = 0.
@@ -1327,7 +1314,7 @@ on add { lines.add(Line { w: add.w, d: add.d, o: add.o, qty: 1 }) }
     Schema schema;
     schema.tables.push_back(TableSchema{"t", "T", {num_field("id"), num_field("n")}, {0}});
     MemoryTables tables(schema);
-    SchemaMap map = identity_map(schema);
+    SchemaMap map = map_schema(schema, schema);
     std::vector<uint64_t> covered(2, 0);
     std::vector<uint8_t> put, set_key;
     Encoder p(put);  // table 0: put {id 1, n 5}
