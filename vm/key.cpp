@@ -74,17 +74,8 @@ size_t num_bytes(double x) {
   return 1 + bytes_for(magnitude) + fraction;
 }
 
-char* put_num(double x, char* out) {
-  if (uint64_t p; whole_p(x, &p)) {
-    if (p < kSmallLimit) {
-      *out++ = static_cast<char>(kSmallTag + p);
-      return out;
-    }
-    uint32_t k = whole_bytes(p);
-    *out++ = static_cast<char>(kPositiveTag + k);
-    put_be(p, k, out);
-    return out + k;
-  }
+// Every number but the whole ones in [0, 2^52): negatives, fractions, large.
+[[gnu::noinline]] char* put_other_num(double x, char* out) {
   if (!(std::fabs(x) < kCompactBound)) {
     *out++ = static_cast<char>(x < 0 ? kLargeNegativeTag : kLargePositiveTag);
     put_be(num_order(x), 8, out);
@@ -105,6 +96,22 @@ char* put_num(double x, char* out) {
     out += 8;
   }
   return out;
+}
+
+// Whole numbers below 2^52 (nearly every key component) inline; encoding
+// a composite key is a loop over these.
+inline char* put_num(double x, char* out) {
+  if (uint64_t p; whole_p(x, &p)) {
+    if (p < kSmallLimit) {
+      *out++ = static_cast<char>(kSmallTag + p);
+      return out;
+    }
+    uint32_t k = whole_bytes(p);
+    *out++ = static_cast<char>(kPositiveTag + k);
+    put_be(p, k, out);
+    return out + k;
+  }
+  return put_other_num(x, out);
 }
 
 // A number component at `at` (which is inside `in`): its value, and the
