@@ -87,7 +87,7 @@ class Decoder : public bytes::Reader {
   //
   // A number inline, the rest out of line: most of the values an open
   // decodes are numbers, and with its other cases value() was too large
-  // to inline, a call and a switch for each (a sixth of the instructions
+  // to inline, a call and a switch for each (a tenth of the instructions
   // of opening a bank store).
   uint64_t value(FieldType t) {
     if (t == FieldType::Num) [[likely]] return std::bit_cast<uint64_t>(num());

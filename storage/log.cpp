@@ -30,8 +30,9 @@ struct SegmentHeader {
 
 // A segment's bytes as read: an allocator that leaves new elements
 // uninitialised, so growing the buffer before a read does not zero what
-// the read overwrites at once (that was about 4% of opening a bank store).
-// Whatever a read leaves unfilled is zeroed by hand (SegmentReader::ensure).
+// the read overwrites at once (2% of the instructions of opening a bank
+// store). Whatever a read leaves unfilled is zeroed by hand
+// (SegmentReader::ensure).
 template <class T>
 struct ReadAllocator : std::allocator<T> {
   template <class U>
