@@ -48,6 +48,36 @@ inline uint64_t get_u64(const uint8_t* p) {
   return v;
 }
 
+// memcpy of n bytes, with a copy of up to 32 (most texts and keys) inline:
+// two moves of 1, 4, 8 or 16 bytes, the second ending where the bytes
+// end, so they overlap rather than loop. The call into libc's memcpy cost
+// more than the copy for the 20 million short texts of a W=10 TPC-C open.
+inline void copy(void* to, const void* from, size_t n) {
+  auto* d = static_cast<uint8_t*>(to);
+  const auto* s = static_cast<const uint8_t*>(from);
+  auto move = [&](size_t at, size_t width) {
+    uint64_t w[2];
+    std::memcpy(w, s + at, width);  // a constant width: no call
+    std::memcpy(d + at, w, width);
+  };
+  if (n > 32) {
+    std::memcpy(d, s, n);
+  } else if (n >= 16) {
+    move(0, 16);
+    move(n - 16, 16);
+  } else if (n >= 8) {
+    move(0, 8);
+    move(n - 8, 8);
+  } else if (n >= 4) {
+    move(0, 4);
+    move(n - 4, 4);
+  } else if (n > 0) {
+    d[0] = s[0];
+    d[n / 2] = s[n / 2];
+    d[n - 1] = s[n - 1];
+  }
+}
+
 // Appends to a vector the caller owns (and may reuse between writes).
 class Writer {
  public:

@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "vm/bytes.h"
+
 namespace aup::vm {
 
 namespace {
@@ -321,7 +323,7 @@ TextObj* encoded_key_text(const uint64_t* parts, uint32_t count, uint32_t text_m
   if (char buf[kMaxKeyFields * kMaxNumBytes]; text_mask == 0 || encoded_bound(parts, count, text_mask) <= sizeof buf) {
     size_t len = encode_key(parts, count, text_mask, buf);
     text = heap_text_sized(static_cast<uint32_t>(len));
-    std::memcpy(text->bytes, buf, len);
+    bytes::copy(text->bytes, buf, len);
   } else {
     // Encoded in place, into the exact size: a heap text's length is fixed
     // when it is made (its text pool block is found by it, vm/text.h).

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "vm/arena.h"
+#include "vm/bytes.h"
 #include "vm/text_pool.h"
 
 namespace aup::vm {
@@ -28,7 +29,7 @@ void fill(TextObj* t, std::string_view s, bool in_arena) {
   t->refs = 1;
   t->len = static_cast<uint32_t>(s.size());
   t->in_arena = in_arena;
-  if (!s.empty()) std::memcpy(t->bytes, s.data(), s.size());
+  bytes::copy(t->bytes, s.data(), s.size());
   t->bytes[s.size()] = '\0';
 }
 }  // namespace

@@ -283,6 +283,24 @@ TEST_SUITE("bytes") {
     CHECK(too_long.done());
     CHECK(again.error() == "a length longer than the bytes left at byte 24");
   }
+
+  TEST_CASE("copy moves exactly n bytes, each width of its inline moves and past them") {
+    // Every length through the inline widths' edges (1-3, 4, 8, 16, 32)
+    // and into memcpy's, at an odd offset, between guard bytes it must
+    // leave alone.
+    std::vector<uint8_t> from(64);
+    for (size_t i = 0; i < from.size(); ++i) from[i] = static_cast<uint8_t>(i + 1);
+    for (size_t n = 0; n <= 40; ++n) {
+      CAPTURE(n);
+      std::vector<uint8_t> to(n + 8, 0xee);
+      copy(to.data() + 3, from.data() + 1, n);
+      for (size_t i = 0; i < to.size(); ++i) {
+        CAPTURE(i);
+        bool inside = i >= 3 && i < 3 + n;
+        CHECK(to[i] == (inside ? from[1 + i - 3] : 0xee));
+      }
+    }
+  }
 }
 
 }  // namespace
