@@ -59,8 +59,11 @@ Compact compact(double x) {
 // for them; compact() does the rest.
 bool whole_p(double x, uint64_t* p) {
   if (!(x >= 0 && x < 0x1p52)) return false;
-  auto whole = static_cast<uint64_t>(x);
-  *p = 2 * whole;
+  // Through int64_t, which holds every such x: baseline x86-64 converts
+  // between doubles and signed integers in one instruction each, and
+  // between doubles and unsigned ones in a branching sequence.
+  auto whole = static_cast<int64_t>(x);
+  *p = 2 * static_cast<uint64_t>(whole);
   return static_cast<double>(whole) == x;
 }
 
