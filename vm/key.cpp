@@ -321,9 +321,11 @@ TextObj* encoded_key_text(const uint64_t* parts, uint32_t count, uint32_t text_m
   // (17 bytes a number) kept 48 bytes more per key in the tree, some 250 MB
   // of a W=10 TPC-C store.
   TextObj* text;
-  // Room for a key of numbers only, however many: such a key is always
-  // encoded here, without computing its bound.
-  if (char buf[kMaxKeyFields * kMaxNumBytes]; text_mask == 0 || encoded_bound(parts, count, text_mask) <= sizeof buf) {
+  // Room for kMaxKeyFields numbers: a key of no more numbers than that is
+  // encoded here without computing its bound. An index entry (its fields,
+  // then the primary key's) may have twice as many components.
+  char buf[kMaxKeyFields * kMaxNumBytes];
+  if ((text_mask == 0 && count <= kMaxKeyFields) || encoded_bound(parts, count, text_mask) <= sizeof buf) {
     size_t len = encode_key(parts, count, text_mask, buf);
     text = heap_text_sized(static_cast<uint32_t>(len));
     bytes::copy(text->bytes, buf, len);

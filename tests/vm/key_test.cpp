@@ -222,6 +222,24 @@ TEST_SUITE("key") {
     release(big);
   }
 
+  TEST_CASE("a key of numbers only past the stack buffer's room: an index entry of 16, each at its longest") {
+    // An index entry's components are its fields and then the primary
+    // key's, up to 2 x kMaxKeyFields. 2^50 + 0.5 takes 16 bytes (its tag,
+    // 7 bytes of whole part, 8 of the fraction's order image), so 16 such
+    // numbers take 256, past the 136 bytes on the stack.
+    for (uint32_t count : {kMaxKeyFields, kMaxKeyFields + 1, 2 * kMaxKeyFields}) {
+      CAPTURE(count);
+      std::vector<uint64_t> parts;
+      for (uint32_t i = 0; i < count; ++i) parts.push_back(std::bit_cast<uint64_t>(0x1p50 + 0.5 + i * 4096.0));
+      std::string want(key_bytes(parts.data(), count, 0), '\0');
+      REQUIRE(want.size() == 16 * count);
+      REQUIRE(encode_key(parts.data(), count, 0, want.data()) == want.size());
+      TextObj* t = encoded_key_text(parts.data(), count, 0);
+      CHECK(t->view() == want);
+      release(t);
+    }
+  }
+
   TEST_CASE("the NaN key is no encoding of a number or of UTF-8, and is never counted") {
     TextObj* k = nan_key();
     CHECK(k->view() == std::string(8, '\xff'));
