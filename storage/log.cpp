@@ -536,10 +536,8 @@ Status Log::Opener::judge_bad_entry(SegmentReader& reader, const Segment& seg, u
 
 // After a torn tail, a later segment of the chain must hold no valid entry.
 Status Log::Opener::check_no_later_entries(const Segment& seg, const std::string& path) {
-  buf_.assign(seg.size, 0);  // shorter than its header says: the rest reads as zeros
-  size_t got = 0;
-  Status st = read_at(log_.io_, seg.fd, buf_.data(), buf_.size(), 0, path, got);
-  if (!st.ok()) return st;
+  SegmentReader reader(log_.io_, seg.fd, seg.size, path, buf_);
+  if (Status st = reader.ensure(seg.size); !st.ok()) return st;
   if (valid_entry_after(buf_, lf::kHeaderBytes, seg.generation, last_entry())) {
     return Status::error(fmt::format("the log is damaged: {}, yet log-{} holds later entries; refusing to open "
                                      "(aup replay --verify shows where)",
